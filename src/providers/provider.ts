@@ -1,0 +1,87 @@
+// The model provider interface: one streaming call per model turn, in a provider-neutral shape.
+// Each provider adapts its official SDK to this.
+
+export interface ToolSpec {
+  name: string;
+  description: string;
+  /** JSON Schema of the tool's arguments object. */
+  parameters: Record<string, unknown>;
+}
+
+export interface ToolCallRequest {
+  id: string;
+  name: string;
+  /** The raw JSON text of the arguments, as the model produced it. */
+  argumentsText: string;
+}
+
+export type ConversationMessage =
+  | { role: "user"; content: string }
+  | {
+      role: "assistant";
+      content: string;
+      reasoning?: { text: string; signature?: string };
+      toolCalls?: ToolCallRequest[];
+    }
+  | { role: "tool"; toolCallId: string; toolName: string; content: string; isError?: boolean };
+
+export interface ModelRequest {
+  model: string;
+  system: string;
+  messages: ConversationMessage[];
+  tools: ToolSpec[];
+  maxOutputTokens?: number;
+}
+
+export interface UsageReport {
+  inputTokens: number;
+  outputTokens: number;
+  cachedInputTokens?: number;
+  reasoningTokens?: number;
+}
+
+export type StopReason = "end" | "toolCalls" | "maxTokens" | "other";
+
+export type ModelStreamEvent =
+  | { type: "textDelta"; delta: string }
+  | { type: "reasoningDelta"; delta: string }
+  /** Opaque data that must be sent back with the reasoning (Anthropic thinking signatures). */
+  | { type: "reasoningSignature"; signature: string }
+  | { type: "toolCallStart"; index: number; id: string; name: string }
+  | { type: "toolCallDelta"; index: number; argumentsDelta: string }
+  | { type: "usage"; usage: UsageReport }
+  | { type: "stop"; reason: StopReason };
+
+/** Why a model call failed, in words a client can act on. */
+export type ProviderErrorCode =
+  | "noProvider"
+  | "authentication"
+  | "rateLimited"
+  | "contextWindowExceeded"
+  | "connection"
+  | "providerError"
+  | "invalidResponse";
+
+export class ProviderError extends Error {
+  constructor(
+    readonly code: ProviderErrorCode,
+    message: string,
+    readonly httpStatus?: number,
+    /** True when the failure happened before the provider produced any output. */
+    readonly beforeOutput = true,
+  ) {
+    super(message);
+    this.name = "ProviderError";
+  }
+}
+
+export interface ModelProvider {
+  /** The provider name used in configuration, e.g. "openai-chat" or "anthropic". */
+  readonly name: string;
+  readonly defaultModel: string;
+  /**
+   * Streams one model response. Must stop promptly (and throw an AbortError-like error or
+   * simply end) when `signal` aborts. Failures are thrown as ProviderError.
+   */
+  stream(request: ModelRequest, signal: AbortSignal): AsyncIterable<ModelStreamEvent>;
+}

@@ -1,0 +1,162 @@
+// The runtime's domain model: threads, turns and items. Faces map these to their own wire
+// shapes; nothing here knows about JSON-RPC.
+
+export type ThreadStatus = "active" | "paused" | "archived";
+export type HistoryMode = "server" | "client";
+export type AgentMode = "agent" | "plan";
+export type TurnStatus = "running" | "completed" | "waitingApproval" | "failed" | "cancelled";
+export type ItemStatus = "started" | "streaming" | "completed";
+
+/** What happens to an approval nobody answers, and whether approvals are asked at all. */
+export type ApprovalPolicy = "default" | "autoApprove" | "interrupt";
+export type ApprovalType = "shell" | "file";
+export type ApprovalDecision = "accept" | "acceptForSession" | "acceptAlways" | "decline" | "cancel";
+
+export interface ThreadConfiguration {
+  provider?: string;
+  model?: string;
+  /** default: ask, decline when unanswered; autoApprove: never ask; interrupt: ask, cancel the turn when unanswered. */
+  approvalPolicy?: ApprovalPolicy;
+  /** Approval types granted without asking (e.g. ["file"] for "accept edits"). */
+  autoApproveTypes?: ApprovalType[];
+  /** How long an approval request waits for a client before the policy decides. */
+  approvalTimeoutMs?: number;
+  systemPrompt?: string;
+  /** Per-command timeout for the shell tool. */
+  commandTimeoutMs?: number;
+}
+
+export interface ThreadRuntimeState {
+  running: boolean;
+  waitingOnApproval: boolean;
+}
+
+export type InputPart =
+  | { type: "text"; text: string }
+  | { type: "commandRef"; name: string; args?: string }
+  | { type: "skillRef"; name: string }
+  | { type: "fileRef"; path: string }
+  | { type: "image"; url: string }
+  | { type: "localImage"; path: string; mimeType?: string };
+
+/** A history message supplied by the client in historyMode "client". */
+export interface ClientMessage {
+  role: "system" | "user" | "assistant";
+  content: string;
+}
+
+export interface QueuedInput {
+  id: string;
+  input: InputPart[];
+  createdAt: string;
+}
+
+export interface Thread {
+  id: string;
+  workspacePath: string;
+  userId?: string;
+  originChannel: string;
+  channelContext?: string;
+  displayName?: string;
+  status: ThreadStatus;
+  createdAt: string;
+  lastActiveAt: string;
+  historyMode: HistoryMode;
+  mode: AgentMode;
+  configuration?: ThreadConfiguration;
+  metadata: Record<string, unknown>;
+  queuedInputs: QueuedInput[];
+  plan?: Plan;
+  /** Set when this thread was forked from another one. */
+  forkedFrom?: { threadId: string; turnId?: string };
+}
+
+export interface TokenUsage {
+  inputTokens: number;
+  outputTokens: number;
+  totalTokens: number;
+  cachedInputTokens?: number;
+  reasoningTokens?: number;
+}
+
+export interface TurnError {
+  /** Machine-readable reason, e.g. "noProvider", "rateLimited", "serverRestarted". */
+  code: string;
+  message: string;
+  httpStatus?: number;
+}
+
+export interface Turn {
+  id: string;
+  threadId: string;
+  status: TurnStatus;
+  startedAt: string;
+  completedAt?: string;
+  tokenUsage?: TokenUsage;
+  error?: TurnError;
+  input: InputPart[];
+  model?: string;
+  items?: Item[];
+}
+
+export interface PlanStep {
+  step: string;
+  status: "pending" | "in_progress" | "completed";
+}
+
+export interface Plan {
+  explanation?: string;
+  steps: PlanStep[];
+  updatedAt: string;
+  turnId?: string;
+}
+
+export interface ItemPayloads {
+  userMessage: { text: string; input: InputPart[]; steered?: boolean };
+  agentMessage: { text: string };
+  reasoningContent: { text: string; signature?: string };
+  toolCall: { callId: string; toolName: string; argumentsText: string; arguments?: unknown };
+  toolResult: { callId: string; toolName: string; success: boolean; output: string };
+  commandExecution: {
+    callId: string;
+    command: string;
+    cwd: string;
+    output: string;
+    exitCode?: number | null;
+    timedOut?: boolean;
+    interrupted?: boolean;
+  };
+  toolExecution: { callId: string; toolName: string; success?: boolean };
+  fileChange: { callId: string; path: string; kind: "add" | "update"; diff: string };
+  approvalRequest: {
+    requestId: string;
+    callId: string;
+    approvalType: ApprovalType;
+    operation: string;
+    target: string;
+    scopeKey: string;
+    reason: string;
+    decision?: ApprovalDecision;
+  };
+  approvalResponse: { requestId: string; decision: ApprovalDecision; source: ApprovalSource };
+  error: { code: string; message: string };
+  systemNotice: { kind: string; message: string };
+}
+
+export type ItemType = keyof ItemPayloads;
+
+/** Where an approval decision came from. */
+export type ApprovalSource = "client" | "session" | "always" | "policy" | "timeout";
+
+export interface ItemOf<T extends ItemType> {
+  id: string;
+  threadId: string;
+  turnId: string;
+  type: T;
+  status: ItemStatus;
+  createdAt: string;
+  completedAt?: string;
+  payload: ItemPayloads[T];
+}
+
+export type Item = { [T in ItemType]: ItemOf<T> }[ItemType];

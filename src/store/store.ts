@@ -1,0 +1,50 @@
+// The store: an append-only event log plus tables derived from it (threads, turns, items,
+// approval rules). Derived tables can always be rebuilt by replaying the log.
+import type { EventType, NewEvent, RuntimeEvent } from "../runtime/events.js";
+import type { Item, Thread, ThreadStatus, Turn } from "../runtime/model.js";
+
+export interface ThreadFilter {
+  userId?: string;
+  originChannel?: string;
+  workspacePath?: string;
+  channelContext?: string;
+  status?: ThreadStatus;
+}
+
+export interface ThreadPage {
+  threads: Thread[];
+  /** Opaque cursor for the next page, absent on the last page. */
+  nextCursor?: string;
+}
+
+export interface Store {
+  /**
+   * Appends events to the log and applies them to the derived tables. Returns the stored
+   * events with their sequence numbers. Appends are durable once `flush()` has run; the store
+   * flushes on its own shortly after every append (one transaction per batch).
+   */
+  append<T extends EventType>(event: NewEvent<T>): Extract<RuntimeEvent, { type: T }>;
+  /** Writes any buffered events now. */
+  flush(): void;
+
+  getThread(threadId: string): Thread | undefined;
+  listThreads(filter: ThreadFilter, opts: { limit: number; cursor?: string }): ThreadPage;
+  /** Turns of a thread, oldest first, each with its items when `withItems` is set. */
+  listTurns(threadId: string, opts: { withItems: boolean }): Turn[];
+  getTurn(turnId: string): Turn | undefined;
+  listItems(turnId: string): Item[];
+  /** Turns left `running` or `waitingApproval` (by a crash), for recovery at start-up. */
+  listUnfinishedTurns(): Turn[];
+
+  /** Events of one thread with seq > afterSeq, oldest first. */
+  eventsAfter(threadId: string, afterSeq: number, limit?: number): RuntimeEvent[];
+  /** The lowest seq still held for a thread (for replay-gap detection), or undefined. */
+  oldestSeq(threadId: string): number | undefined;
+  lastSeq(): number;
+
+  hasApprovalRule(workspacePath: string, scopeKey: string): boolean;
+
+  /** Drops every derived table and replays the whole log into them. */
+  rebuild(): void;
+  close(): void;
+}

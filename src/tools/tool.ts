@@ -1,0 +1,56 @@
+// The tool interface. Tools are plain objects in a registry; the engine validates arguments,
+// runs the approval gate, and calls execute().
+import type { z } from "zod";
+import type { ApprovalType, PlanStep } from "../runtime/model.js";
+import type { Workspace } from "./workspace.js";
+
+export interface ApprovalAsk {
+  approvalType: ApprovalType;
+  /** What will be done, e.g. the shell command or "write src/a.ts". */
+  operation: string;
+  /** What it is done to: the working directory or the file's absolute path. */
+  target: string;
+  /** Key under which "accept for session" / "accept always" decisions are remembered. */
+  scopeKey: string;
+  reason: string;
+}
+
+export interface ToolContext {
+  workspace: Workspace;
+  signal: AbortSignal;
+  /** Streams command output (shell tools). */
+  emitOutput(chunk: string, stream: "stdout" | "stderr"): void;
+  /** Records a file change so the engine can publish the turn's diff. */
+  recordFileChange(change: { path: string; before: string | null; after: string }): void;
+  /** Replaces the thread's plan (planning tool). */
+  updatePlan(plan: { explanation?: string; steps: PlanStep[] }): void;
+  commandTimeoutMs: number;
+}
+
+export interface ToolResult {
+  output: string;
+  isError?: boolean;
+  /** Set by shell tools. */
+  exitCode?: number | null;
+  timedOut?: boolean;
+  interrupted?: boolean;
+}
+
+export interface Tool<S extends z.ZodType = z.ZodType> {
+  name: string;
+  description: string;
+  input: S;
+  /** "shell" tools get a commandExecution item; "readOnly" tools stay available in plan mode. */
+  kind: "readOnly" | "write" | "shell" | "plan";
+  /** Returns what to ask the user before running, or null when no approval is needed. */
+  approval?(input: z.infer<S>, ctx: { workspace: Workspace }): ApprovalAsk | null;
+  execute(input: z.infer<S>, ctx: ToolContext): Promise<ToolResult>;
+}
+
+// Lets a registry hold tools with different input schemas.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AnyTool = Tool<any>;
+
+export function defineTool<S extends z.ZodType>(tool: Tool<S>): AnyTool {
+  return tool as AnyTool;
+}

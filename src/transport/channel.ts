@@ -1,0 +1,23 @@
+// A message channel: a bidirectional stream of whole text messages (one JSON-RPC message or
+// batch each). Transports (stdio JSONL, WebSocket, Unix socket) implement it; the JSON-RPC
+// engine runs on top of any of them.
+
+export interface ChannelInfo {
+  transport: "stdio" | "websocket" | "unix";
+  /** Remote address or a descriptive label, for logs. */
+  remote: string;
+}
+
+export interface MessageChannel {
+  readonly info: ChannelInfo;
+  /** Sends one message. Silently dropped once the channel is closed. */
+  send(message: string): void;
+  onMessage(listener: (message: string) => void): void;
+  /**
+   * Called when an incoming message exceeded the transport's size cap; the transport has
+   * already discarded it. `size` is the number of bytes seen (at least limit + 1).
+   */
+  onOversized(listener: (size: number, limit: number) => void): void;
+  onClose(listener: () => void): void;
+  close(): void;
+}
