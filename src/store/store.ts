@@ -41,6 +41,8 @@ export interface Store {
   /** The lowest seq still held for a thread (for replay-gap detection), or undefined. */
   oldestSeq(threadId: string): number | undefined;
   lastSeq(): number;
+  /** The concatenated text of an item's delta events (to recover an item cut off by a crash). */
+  deltasOf(itemId: string): string;
 
   hasApprovalRule(workspacePath: string, scopeKey: string): boolean;
 

@@ -1,0 +1,263 @@
+// The agent loop for one turn: call the model (streaming), run the tools it asks for through
+// the approval gate, feed the results back, and repeat until the model stops.
+import type { ZodError } from "zod";
+import type { ConversationMessage, ModelProvider, ToolCallRequest, ToolSpec, UsageReport } from "../providers/provider.js";
+import { ProviderError } from "../providers/provider.js";
+import type { InputPart, ItemOf, PlanStep, TurnError } from "../runtime/model.js";
+import type { TurnRecorder } from "../runtime/turn-recorder.js";
+import type { ApprovalAsk, AnyTool, ToolContext, ToolResult } from "../tools/tool.js";
+import { PathEscapeError, type Workspace } from "../tools/workspace.js";
+import { TurnChanges, fileDiff } from "../tools/diff.js";
+import { inputToText } from "./history.js";
+
+/** Upper bound on model calls in one turn, so a looping model cannot run forever. */
+const MAX_MODEL_CALLS = 100;
+
+export type GateVerdict = "run" | "declined" | "cancel";
+
+/** What the runtime gives the engine for one turn. */
+export interface TurnHost {
+  readonly recorder: TurnRecorder;
+  readonly signal: AbortSignal;
+  readonly workspace: Workspace;
+  readonly provider: ModelProvider;
+  readonly model: string;
+  readonly system: string;
+  readonly tools: AnyTool[];
+  /** The same tools as the model sees them. */
+  readonly toolSpecs: ToolSpec[];
+  readonly commandTimeoutMs: number;
+  /** Conversation before this turn. */
+  readonly history: ConversationMessage[];
+  gate(ask: ApprovalAsk, callId: string): Promise<GateVerdict>;
+  /** Inputs sent with turn/steer since the last call; each becomes a user message. */
+  takeSteering(): InputPart[][];
+  onUsage(usage: UsageReport): void;
+  onPlan(plan: { explanation?: string; steps: PlanStep[] }): void;
+  onDiff(diff: string): void;
+}
+
+export type TurnOutcome =
+  | { status: "completed" }
+  | { status: "cancelled"; reason: string }
+  | { status: "failed"; error: TurnError };
+
+interface ModelStep {
+  text: string;
+  reasoning?: { text: string; signature?: string };
+  toolCalls: Array<ToolCallRequest & { item: ItemOf<"toolCall"> }>;
+}
+
+const CANCELLED: TurnOutcome = { status: "cancelled", reason: "interrupted" };
+
+export class TurnRunner {
+  private readonly changes = new TurnChanges();
+
+  constructor(private readonly host: TurnHost) {}
+
+  async run(input: InputPart[]): Promise<TurnOutcome> {
+    const { host } = this;
+    const text = inputToText(input);
+    host.recorder.record("userMessage", { text, input });
+    const messages: ConversationMessage[] = [...host.history, { role: "user", content: text }];
+    try {
+      for (let call = 0; call < MAX_MODEL_CALLS; call++) {
+        if (host.signal.aborted) return CANCELLED;
+        const step = await this.callModel(messages);
+        if (host.signal.aborted) return CANCELLED;
+        messages.push({
+          role: "assistant",
+          content: step.text,
+          ...(step.reasoning ? { reasoning: step.reasoning } : {}),
+          ...(step.toolCalls.length ? { toolCalls: step.toolCalls.map(({ id, name, argumentsText }) => ({ id, name, argumentsText })) } : {}),
+        });
+        for (const toolCall of step.toolCalls) {
+          const result = await this.runTool(toolCall);
+          if (host.signal.aborted) return CANCELLED;
+          if (result === "cancel") return { status: "cancelled", reason: "approvalCancelled" };
+          messages.push({ role: "tool", toolCallId: toolCall.id, toolName: toolCall.name, content: result.output, ...(result.isError ? { isError: true } : {}) });
+        }
+        const steered = this.injectSteering(messages);
+        if (step.toolCalls.length === 0 && !steered) return { status: "completed" };
+      }
+      return { status: "failed", error: { code: "tooManySteps", message: `The model made more than ${MAX_MODEL_CALLS} calls in one turn.` } };
+    } catch (error) {
+      if (host.signal.aborted) return CANCELLED;
+      const turnError = toTurnError(error);
+      host.recorder.record("error", { code: turnError.code, message: turnError.message });
+      return { status: "failed", error: turnError };
+    } finally {
+      host.recorder.closeOpen();
+    }
+  }
+
+  /** Adds steering inputs as user messages; true when there were any. */
+  private injectSteering(messages: ConversationMessage[]): boolean {
+    const inputs = this.host.takeSteering();
+    for (const input of inputs) {
+      const text = inputToText(input);
+      this.host.recorder.record("userMessage", { text, input, steered: true });
+      messages.push({ role: "user", content: text });
+    }
+    return inputs.length > 0;
+  }
+
+  private async callModel(messages: ConversationMessage[]): Promise<ModelStep> {
+    const { host } = this;
+    const { recorder } = host;
+    let message: ItemOf<"agentMessage"> | undefined;
+    let reasoning: ItemOf<"reasoningContent"> | undefined;
+    const calls = new Map<number, ModelStep["toolCalls"][number]>();
+
+    const stream = host.provider.stream(
+      { model: host.model, system: host.system, messages, tools: host.toolSpecs },
+      host.signal,
+    );
+    for await (const event of stream) {
+      switch (event.type) {
+        case "textDelta":
+          message ??= recorder.start("agentMessage", { text: "" });
+          message.payload.text += event.delta;
+          recorder.delta(message, "agentMessage", event.delta);
+          break;
+        case "reasoningDelta":
+          reasoning ??= recorder.start("reasoningContent", { text: "" });
+          reasoning.payload.text += event.delta;
+          recorder.delta(reasoning, "reasoning", event.delta);
+          break;
+        case "reasoningSignature":
+          reasoning ??= recorder.start("reasoningContent", { text: "" });
+          reasoning.payload.signature = event.signature;
+          break;
+        case "toolCallStart": {
+          const item = recorder.start("toolCall", { callId: event.id, toolName: event.name, argumentsText: "" });
+          calls.set(event.index, { id: event.id, name: event.name, argumentsText: "", item });
+          break;
+        }
+        case "toolCallDelta": {
+          const call = calls.get(event.index);
+          if (!call) break;
+          call.argumentsText += event.argumentsDelta;
+          call.item.payload.argumentsText = call.argumentsText;
+          recorder.delta(call.item, "toolArguments", event.argumentsDelta);
+          break;
+        }
+        case "usage":
+          host.onUsage(event.usage);
+          break;
+        case "stop":
+          break;
+      }
+    }
+    if (reasoning) recorder.complete(reasoning);
+    if (message) recorder.complete(message);
+    for (const call of calls.values()) recorder.complete(call.item, { arguments: parseJson(call.argumentsText).value });
+    return {
+      text: message?.payload.text ?? "",
+      ...(reasoning ? { reasoning: { text: reasoning.payload.text, ...(reasoning.payload.signature ? { signature: reasoning.payload.signature } : {}) } } : {}),
+      toolCalls: [...calls.values()],
+    };
+  }
+
+  private async runTool(call: ToolCallRequest): Promise<ToolResult | "cancel"> {
+    const { recorder } = this.host;
+    const result = await this.executeTool(call);
+    if (result === "cancel") return result;
+    recorder.record("toolResult", { callId: call.id, toolName: call.name, success: !result.isError, output: result.output });
+    return result;
+  }
+
+  private async executeTool(call: ToolCallRequest): Promise<ToolResult | "cancel"> {
+    const { host } = this;
+    const tool = host.tools.find((t) => t.name === call.name);
+    if (!tool) return failure(`Unknown tool "${call.name}". Available tools: ${host.tools.map((t) => t.name).join(", ")}.`);
+    const parsed = parseJson(call.argumentsText || "{}");
+    if (parsed.error) return failure(`The arguments are not valid JSON: ${parsed.error}`);
+    const validated = tool.input.safeParse(parsed.value);
+    if (!validated.success) return failure(`Invalid arguments for ${tool.name}: ${describeIssues(validated.error)}`);
+    const input: unknown = validated.data;
+
+    let ask: ApprovalAsk | null;
+    try {
+      ask = tool.approval?.(input, { workspace: host.workspace }) ?? null;
+    } catch (error) {
+      if (error instanceof PathEscapeError) return failure(error.message);
+      throw error;
+    }
+    if (ask) {
+      const verdict = await host.gate(ask, call.id);
+      if (verdict === "cancel") return "cancel";
+      if (verdict === "declined") return failure("The user declined this action. Do not retry it; ask the user or choose another approach.");
+    }
+    return this.execute(tool, call, input);
+  }
+
+  private async execute(tool: AnyTool, call: ToolCallRequest, input: unknown): Promise<ToolResult> {
+    const { host } = this;
+    const { recorder } = host;
+    const execution = recorder.start("toolExecution", { callId: call.id, toolName: tool.name });
+    const command =
+      tool.kind === "shell"
+        ? recorder.start("commandExecution", { callId: call.id, command: String((input as { command?: unknown }).command ?? ""), cwd: host.workspace.root, output: "" })
+        : undefined;
+    const ctx: ToolContext = {
+      workspace: host.workspace,
+      signal: host.signal,
+      commandTimeoutMs: host.commandTimeoutMs,
+      emitOutput: (chunk, stream) => {
+        if (!command) return;
+        command.payload.output += chunk;
+        recorder.delta(command, "commandOutput", chunk, stream);
+      },
+      recordFileChange: (change) => this.recordFileChange(call.id, change),
+      updatePlan: (plan) => host.onPlan(plan),
+    };
+    let result: ToolResult;
+    try {
+      result = await tool.execute(input, ctx);
+    } catch (error) {
+      result = failure(error instanceof Error ? error.message : String(error));
+    }
+    if (command) {
+      recorder.complete(command, {
+        exitCode: result.exitCode ?? null,
+        ...(result.timedOut ? { timedOut: true } : {}),
+        ...(result.interrupted ? { interrupted: true } : {}),
+      });
+    }
+    recorder.complete(execution, { success: !result.isError });
+    return result;
+  }
+
+  private recordFileChange(callId: string, change: { path: string; before: string | null; after: string }): void {
+    const { host } = this;
+    const rel = host.workspace.relative(change.path);
+    const diff = fileDiff(rel, change.before, change.after);
+    host.recorder.record("fileChange", { callId, path: rel, kind: change.before === null ? "add" : "update", diff });
+    this.changes.record(change);
+    host.onDiff(this.changes.unifiedDiff(host.workspace));
+  }
+}
+
+function failure(output: string): ToolResult {
+  return { output, isError: true };
+}
+
+function parseJson(text: string): { value?: unknown; error?: string } {
+  try {
+    return { value: JSON.parse(text) };
+  } catch (error) {
+    return { error: (error as Error).message };
+  }
+}
+
+function describeIssues(error: ZodError): string {
+  return error.issues.map((issue) => `${issue.path.join(".") || "(root)"}: ${issue.message}`).join("; ");
+}
+
+function toTurnError(error: unknown): TurnError {
+  if (error instanceof ProviderError) {
+    return { code: error.code, message: error.message, ...(error.httpStatus ? { httpStatus: error.httpStatus } : {}) };
+  }
+  return { code: "internal", message: error instanceof Error ? error.message : String(error) };
+}

@@ -1,0 +1,239 @@
+// AppServer protocol, one connection: the initialize handshake, the method table, thread
+// subscriptions, event delivery, and approvals asked of this client.
+import type { Logger } from "../../log.js";
+import { ErrorCode, RpcError } from "../../rpc/errors.js";
+import type { RpcConnection, RpcHandlers, RequestContext } from "../../rpc/connection.js";
+import { dispatchTable, method, type MethodTable } from "../../rpc/methods.js";
+import type { ApprovalRequest } from "../../runtime/approvals.js";
+import { RuntimeError } from "../../runtime/errors.js";
+import type { RuntimeEvent } from "../../runtime/events.js";
+import type { Runtime } from "../../runtime/runtime.js";
+import { AppServerParams as P, ApprovalAnswer, type ClientCapabilities } from "./schemas.js";
+import { ItemFilter, toNotification, wireThread, type EventContext, type WireThread } from "./wire.js";
+
+export interface ServerInfo {
+  name: string;
+  version: string;
+}
+
+/** Management families that later versions add; until then initialize reports them absent. */
+const SERVER_CAPABILITIES = {
+  threadManagement: true,
+  threadSubscriptions: true,
+  approvalFlow: true,
+  historyReplay: true,
+  turnQueue: true,
+  turnSteering: true,
+  modelCatalogManagement: false,
+  skillsManagement: false,
+  skillVariants: false,
+  pluginManagement: false,
+  mcpManagement: false,
+  cronManagement: false,
+  heartbeatManagement: false,
+  commandManagement: false,
+  externalChannelManagement: false,
+  subagentManagement: false,
+  workspaceConfigManagement: false,
+};
+
+const RUNTIME_ERROR_CODES: Record<RuntimeError["code"], number> = {
+  threadNotFound: ErrorCode.ThreadNotFound,
+  threadNotActive: ErrorCode.ThreadNotActive,
+  turnInProgress: ErrorCode.TurnInProgress,
+  turnNotFound: ErrorCode.TurnNotFound,
+  turnNotRunning: ErrorCode.TurnNotRunning,
+  invalidInput: ErrorCode.InvalidParams,
+  replayGap: ErrorCode.InvalidRequest,
+};
+
+export class AppServerSession implements RpcHandlers {
+  private initialized = false;
+  private filter = new ItemFilter({});
+  private optOut = new Set<string>();
+  private readonly subscriptions = new Set<string>();
+  private readonly dispatch: ReturnType<typeof dispatchTable>;
+  private readonly detach: Array<() => void> = [];
+
+  constructor(
+    private readonly runtime: Runtime,
+    private readonly connection: RpcConnection,
+    private readonly serverInfo: ServerInfo,
+    private readonly log: Logger,
+  ) {
+    this.dispatch = dispatchTable(this.methods());
+    this.detach.push(runtime.subscribe((event) => this.deliver(event)));
+    connection.onClose(() => this.detach.forEach((undo) => undo()));
+  }
+
+  async onRequest(name: string, params: unknown, ctx: RequestContext): Promise<unknown> {
+    if (name === "initialize" && this.initialized) throw new RpcError(ErrorCode.AlreadyInitialized, "Already initialized");
+    if (name !== "initialize" && !this.initialized) {
+      throw new RpcError(ErrorCode.NotInitialized, "Not initialized: the first request must be initialize.");
+    }
+    try {
+      return await this.dispatch(name, params, ctx);
+    } catch (error) {
+      if (error instanceof RuntimeError) throw new RpcError(RUNTIME_ERROR_CODES[error.code], error.message, error.data);
+      throw error;
+    }
+  }
+
+  onNotification(name: string): void {
+    // `initialized` needs no action: requests are accepted as soon as initialize has answered.
+    if (name !== "initialized") this.log.debug({ method: name }, "ignored notification");
+  }
+
+  private methods(): MethodTable {
+    const rt = this.runtime;
+    return {
+      initialize: method(P.initialize, (params) => {
+        const caps = params.capabilities ?? {};
+        this.initialized = true;
+        this.filter = new ItemFilter(caps);
+        this.optOut = new Set(caps.optOutNotificationMethods ?? []);
+        if (caps.approvalSupport) this.detach.push(rt.approvals.addApprover(this.approver()));
+        this.log.info({ client: params.clientInfo.name, transport: this.connection.info.transport }, "client initialized");
+        return {
+          serverInfo: { ...this.serverInfo, protocolVersion: "1", extensions: [] },
+          capabilities: SERVER_CAPABILITIES,
+        };
+      }),
+      "thread/start": method(P["thread/start"], (params) => {
+        const identity = params.identity ?? {};
+        const thread = rt.startThread({
+          workspacePath: identity.workspacePath ?? process.cwd(),
+          originChannel: identity.channelName ?? "appserver",
+          ...(identity.userId !== undefined ? { userId: identity.userId } : {}),
+          ...(identity.channelContext !== undefined ? { channelContext: identity.channelContext } : {}),
+          ...(params.displayName !== undefined ? { displayName: params.displayName } : {}),
+          ...(params.historyMode ? { historyMode: params.historyMode } : {}),
+          ...(params.configuration ? { configuration: params.configuration } : {}),
+          ...(params.metadata ? { metadata: params.metadata } : {}),
+        });
+        this.subscriptions.add(thread.id);
+        return { thread: { ...this.thread(thread.id), turns: [] } };
+      }),
+      "thread/resume": method(P["thread/resume"], ({ threadId }) => {
+        rt.resumeThread(threadId);
+        this.subscriptions.add(threadId);
+        return { thread: this.thread(threadId, true) };
+      }),
+      "thread/list": method(P["thread/list"], (params) => {
+        const identity = params.identity ?? {};
+        const page = rt.listThreads(
+          {
+            ...(identity.userId !== undefined ? { userId: identity.userId } : {}),
+            ...(identity.channelName !== undefined ? { originChannel: identity.channelName } : {}),
+            ...(identity.workspacePath !== undefined ? { workspacePath: identity.workspacePath } : {}),
+            ...(identity.channelContext !== undefined ? { channelContext: identity.channelContext } : {}),
+            ...(params.status ? { status: params.status } : {}),
+          },
+          { limit: params.limit ?? 50, ...(params.cursor ? { cursor: params.cursor } : {}) },
+        );
+        return {
+          data: page.threads.map((t) => wireThread(t, rt.runtimeState(t.id))),
+          ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}),
+        };
+      }),
+      "thread/read": method(P["thread/read"], ({ threadId, includeTurns }) => {
+        const plan = rt.latestPlan(threadId);
+        return { thread: this.thread(threadId, includeTurns ?? true), ...(plan ? { plan } : {}) };
+      }),
+      "thread/subscribe": method(P["thread/subscribe"], ({ threadId, afterSeq }) => {
+        rt.getThread(threadId);
+        // Replay and going live happen in the same tick, so no event can fall in between.
+        let replayed = 0;
+        if (afterSeq !== undefined) {
+          for (const event of rt.eventsAfter(threadId, afterSeq, Number.MAX_SAFE_INTEGER)) {
+            replayed += this.send(event) ? 1 : 0;
+          }
+        }
+        this.subscriptions.add(threadId);
+        return { subscribed: true, replayed, runtime: rt.runtimeState(threadId) };
+      }),
+      "thread/unsubscribe": method(P["thread/unsubscribe"], ({ threadId }) => {
+        return { unsubscribed: this.subscriptions.delete(threadId) };
+      }),
+      "thread/rename": method(P["thread/rename"], ({ threadId, displayName }) => {
+        rt.renameThread(threadId, displayName);
+        return { thread: this.thread(threadId) };
+      }),
+      "thread/delete": method(P["thread/delete"], async ({ threadId }) => {
+        await rt.deleteThread(threadId);
+        this.subscriptions.delete(threadId);
+        return { deleted: true };
+      }),
+      "thread/config/update": method(P["thread/config/update"], ({ threadId, configuration }) => {
+        rt.configureThread(threadId, configuration);
+        return { thread: this.thread(threadId) };
+      }),
+      "thread/mode/set": method(P["thread/mode/set"], ({ threadId, mode }) => {
+        rt.setMode(threadId, mode);
+        return { thread: this.thread(threadId) };
+      }),
+      "turn/start": method(P["turn/start"], ({ threadId, input, messages, model, provider }) => {
+        this.subscriptions.add(threadId);
+        const turn = rt.startTurn(threadId, { input, ...(messages ? { messages } : {}), ...(model ? { model } : {}), ...(provider ? { provider } : {}) });
+        return { turn };
+      }),
+      "turn/enqueue": method(P["turn/enqueue"], ({ threadId, input }) => {
+        this.subscriptions.add(threadId);
+        return rt.enqueue(threadId, input);
+      }),
+      "turn/steer": method(P["turn/steer"], ({ threadId, input, expectedTurnId }) => {
+        const turn = rt.steer(threadId, input, expectedTurnId);
+        return { turnId: turn.id };
+      }),
+      "turn/queue/remove": method(P["turn/queue/remove"], ({ threadId, queuedInputId }) => {
+        return { queuedInputs: rt.removeQueued(threadId, queuedInputId) };
+      }),
+      "turn/interrupt": method(P["turn/interrupt"], async ({ threadId, turnId }) => {
+        const turn = await rt.interrupt(threadId, turnId);
+        return { turn: { ...turn, items: undefined } };
+      }),
+    };
+  }
+
+  private thread(threadId: string, withTurns = false): WireThread {
+    const rt = this.runtime;
+    const turns = withTurns ? rt.turnsOf(threadId).map((t) => this.filter.turn(t)) : undefined;
+    return wireThread(rt.getThread(threadId), rt.runtimeState(threadId), turns);
+  }
+
+  private readonly eventContext: EventContext = {
+    thread: (threadId) => (this.runtime.findThread(threadId) ? this.thread(threadId) : undefined),
+    turn: (turnId) => {
+      const turn = this.runtime.findTurn(turnId);
+      return turn && { ...turn, items: undefined };
+    },
+  };
+
+  /** Live delivery: thread/started goes to every client; the rest only to subscribers. */
+  private deliver(event: RuntimeEvent): void {
+    if (!this.initialized || this.connection.closed) return;
+    if (event.type !== "thread.created" && !this.subscriptions.has(event.threadId)) return;
+    this.send(event);
+    if (event.type === "thread.deleted") this.subscriptions.delete(event.threadId);
+  }
+
+  private send(event: RuntimeEvent): boolean {
+    const notification = toNotification(event, this.filter, this.eventContext);
+    if (!notification || this.optOut.has(notification.method)) return false;
+    this.connection.notify(notification.method, notification.params);
+    return true;
+  }
+
+  private approver() {
+    return {
+      canAnswer: (threadId: string) => !this.connection.closed && this.subscriptions.has(threadId),
+      ask: async (request: ApprovalRequest, signal: AbortSignal) => {
+        const { decisions, ...params } = request;
+        const answer = await this.connection.request("item/approval/request", { ...params, availableDecisions: decisions }, { signal, timeoutMs: 2 ** 31 - 1 });
+        const parsed = ApprovalAnswer.safeParse(answer);
+        // An answer we cannot read is treated as a refusal: the safe choice.
+        return parsed.success ? parsed.data.decision : "decline";
+      },
+    };
+  }
+}

@@ -1,0 +1,109 @@
+// AppServer protocol: how runtime objects and events look on the wire.
+import type { RuntimeEvent } from "../../runtime/events.js";
+import type { Item, Thread, ThreadRuntimeState, Turn } from "../../runtime/model.js";
+import type { ClientCapabilities } from "./schemas.js";
+
+export interface WireThread extends Omit<Thread, "plan" | "forkedFrom"> {
+  runtime: ThreadRuntimeState;
+  turns?: WireTurn[];
+}
+export type WireTurn = Omit<Turn, "items"> & { items?: WireItem[] };
+export type WireItem = Item;
+
+export interface Notification {
+  method: string;
+  params: Record<string, unknown>;
+}
+
+/** Which items and deltas a connection receives, from what it declared at initialize. */
+export class ItemFilter {
+  constructor(private readonly caps: ClientCapabilities) {}
+
+  wantsItem(item: Item): boolean {
+    if (item.type === "commandExecution") return this.caps.commandExecutionStreaming === true;
+    if (item.type === "toolExecution") return this.caps.toolExecutionLifecycle === true;
+    return true;
+  }
+
+  get wantsDeltas(): boolean {
+    return this.caps.streamingSupport !== false;
+  }
+
+  turn(turn: Turn): WireTurn {
+    return turn.items ? { ...turn, items: turn.items.filter((i) => this.wantsItem(i)) } : turn;
+  }
+}
+
+export function wireThread(thread: Thread, runtime: ThreadRuntimeState, turns?: WireTurn[]): WireThread {
+  const { plan: _plan, ...rest } = thread;
+  return { ...rest, runtime, ...(turns ? { turns } : {}) };
+}
+
+/** Context a mapping needs beyond the event itself (current objects read from the runtime). */
+export interface EventContext {
+  thread(threadId: string): WireThread | undefined;
+  turn(turnId: string): WireTurn | undefined;
+}
+
+/**
+ * Maps one runtime event to the notification a connection should get, or undefined when
+ * this face does not surface it (or the connection's capabilities filter it out). Every
+ * thread-scoped notification carries `seq`, the event's position in the log, so a client can
+ * resubscribe with `afterSeq` and miss nothing.
+ */
+export function toNotification(event: RuntimeEvent, filter: ItemFilter, ctx: EventContext): Notification | undefined {
+  const base = { threadId: event.threadId, seq: event.seq };
+  switch (event.type) {
+    case "thread.created":
+      return note("thread/started", { ...base, thread: ctx.thread(event.threadId) });
+    case "thread.resumed":
+      return note("thread/resumed", { ...base, thread: ctx.thread(event.threadId) });
+    case "thread.renamed":
+      return note("thread/renamed", { ...base, displayName: event.data.displayName });
+    case "thread.deleted":
+      return note("thread/deleted", base);
+    case "thread.runtimeChanged":
+      return note("thread/runtimeChanged", { ...base, runtime: event.data.runtime });
+    case "thread.queueUpdated":
+      return note("thread/queue/updated", { ...base, queuedInputs: event.data.queuedInputs });
+    case "turn.started":
+      return note("turn/started", { ...base, turn: event.data.turn });
+    case "turn.completed":
+      return note("turn/completed", { ...base, turn: ctx.turn(event.data.turnId) });
+    case "turn.failed":
+      return note("turn/failed", { ...base, turn: ctx.turn(event.data.turnId), error: event.data.error });
+    case "turn.cancelled":
+      return note("turn/cancelled", { ...base, turn: ctx.turn(event.data.turnId), reason: event.data.reason });
+    case "turn.diffUpdated":
+      return note("turn/diff/updated", { ...base, turnId: event.data.turnId, diff: event.data.diff });
+    case "turn.planUpdated":
+      return note("plan/updated", { ...base, turnId: event.data.turnId, plan: event.data.plan });
+    case "item.started":
+    case "item.completed": {
+      const { item } = event.data;
+      if (!filter.wantsItem(item)) return undefined;
+      return note(event.type === "item.started" ? "item/started" : "item/completed", { ...base, turnId: item.turnId, item });
+    }
+    case "item.delta": {
+      const { kind, turnId, itemId, delta, stream } = event.data;
+      if (!filter.wantsDeltas) return undefined;
+      const params = { ...base, turnId, itemId, delta };
+      if (kind === "agentMessage") return note("item/agentMessage/delta", params);
+      if (kind === "reasoning") return note("item/reasoning/delta", params);
+      if (kind === "toolArguments") return note("item/toolCall/argumentsDelta", params);
+      if (!filter.wantsItem({ type: "commandExecution" } as Item)) return undefined;
+      return note("item/commandExecution/outputDelta", { ...params, ...(stream ? { stream } : {}) });
+    }
+    case "approval.resolved":
+      return note("item/approval/resolved", { ...base, ...event.data });
+    case "thread.configured":
+    case "thread.modeChanged":
+    case "approval.ruleAdded":
+    case "usage.updated":
+      return undefined;
+  }
+}
+
+function note(method: string, params: Record<string, unknown>): Notification {
+  return { method, params };
+}

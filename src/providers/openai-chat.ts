@@ -1,0 +1,273 @@
+// Model provider for the OpenAI Chat Completions API and the many servers that mimic it
+// (Ollama, vLLM, llama.cpp, DeepSeek, OpenRouter, ...), via the official `openai` SDK.
+//
+// The SDK is imported lazily on the first call: loading it costs noticeable startup time and
+// a server that never talks to OpenAI should not pay for it. Only types are imported here.
+import type OpenAI from "openai";
+import type {
+  ConversationMessage,
+  ModelProvider,
+  ModelRequest,
+  ModelStreamEvent,
+  StopReason,
+  ToolSpec,
+  UsageReport,
+} from "./provider.js";
+import { ProviderError } from "./provider.js";
+import { describeCause, isConnectionFailure, messageFromBody, toProviderError } from "./sdk-errors.js";
+
+type OpenAIModule = typeof import("openai");
+type ChatMessage = OpenAI.Chat.Completions.ChatCompletionMessageParam;
+type ChatTool = OpenAI.Chat.Completions.ChatCompletionTool;
+type ChatChunk = OpenAI.Chat.Completions.ChatCompletionChunk;
+type ChatUsage = OpenAI.Completions.CompletionUsage;
+type ChatDelta = OpenAI.Chat.Completions.ChatCompletionChunk.Choice.Delta;
+type ChatToolCallDelta = OpenAI.Chat.Completions.ChatCompletionChunk.Choice.Delta.ToolCall;
+
+export interface OpenAIChatOptions {
+  /** Defaults to OPENAI_API_KEY (read by the SDK). */
+  apiKey?: string;
+  /** Defaults to OPENAI_BASE_URL, then https://api.openai.com/v1 (read by the SDK). */
+  baseURL?: string;
+  defaultModel?: string;
+  /** Retries of failed requests (429, 5xx, connection errors) before a stream starts. Default 2. */
+  maxRetries?: number;
+}
+
+const OPENAI_DEFAULT_BASE = "https://api.openai.com/v1";
+
+export class OpenAIChatProvider implements ModelProvider {
+  readonly name = "openai-chat";
+  readonly defaultModel: string;
+  private sdk?: Promise<{ mod: OpenAIModule; client: OpenAI }>;
+
+  constructor(private readonly options: OpenAIChatOptions = {}) {
+    this.defaultModel = options.defaultModel ?? "gpt-4.1";
+  }
+
+  async *stream(request: ModelRequest, signal: AbortSignal): AsyncIterable<ModelStreamEvent> {
+    // Abort policy: when `signal` fires we end the iterator silently (no error), whether the
+    // abort lands before the response, mid-stream, or during a retry wait. The caller knows it
+    // aborted; an error here would only have to be filtered out again.
+    if (signal.aborted) return;
+    let service = describeService(this.options.baseURL ?? process.env["OPENAI_BASE_URL"]);
+    let afterOutput = false;
+    let midResponse = false;
+    let sdk: { mod: OpenAIModule; client: OpenAI } | undefined;
+    try {
+      sdk = await this.load();
+      service = describeService(sdk.client.baseURL);
+      const body = buildRequest(request, this.defaultModel, sdk.client.baseURL !== OPENAI_DEFAULT_BASE);
+      const stream = await sdk.client.chat.completions.create(body, { signal });
+      midResponse = true;
+      const mapper = new ChunkMapper();
+      for await (const chunk of stream) {
+        for (const event of mapper.push(chunk)) {
+          afterOutput = true;
+          yield event;
+        }
+      }
+      if (signal.aborted) return; // the SDK ends its iterator quietly on abort
+      if (!mapper.finishReason) {
+        throw toProviderError({ service, connection: true, midResponse, detail: "the stream closed without a finish reason", afterOutput });
+      }
+      yield* mapper.finish();
+    } catch (error) {
+      if (signal.aborted) return;
+      if (error instanceof ProviderError) throw error;
+      throw toProviderError({ ...describeFailure(error, sdk?.mod), service, afterOutput, midResponse });
+    }
+  }
+
+  private load(): Promise<{ mod: OpenAIModule; client: OpenAI }> {
+    this.sdk ??= import("openai").then((mod) => {
+      try {
+        const { apiKey, baseURL } = this.options;
+        return { mod, client: new mod.default({ apiKey, baseURL, maxRetries: this.options.maxRetries ?? 2 }) };
+      } catch (error) {
+        // The SDK refuses to build a client without a key (no OPENAI_API_KEY).
+        throw new ProviderError("authentication", `The OpenAI client could not be created: ${describeCause(error)}`);
+      }
+    });
+    // A failed load must not be cached forever: the environment may be fixed later.
+    this.sdk.catch(() => (this.sdk = undefined));
+    return this.sdk;
+  }
+}
+
+function describeService(baseURL: string | undefined): string {
+  return !baseURL || baseURL === OPENAI_DEFAULT_BASE ? "the OpenAI API" : `the model server at ${baseURL}`;
+}
+
+function buildRequest(request: ModelRequest, defaultModel: string, compatibleServer: boolean) {
+  const messages: ChatMessage[] = [];
+  if (request.system) messages.push({ role: "system", content: request.system });
+  for (const message of request.messages) messages.push(toChatMessage(message));
+  const tools = request.tools.map(toChatTool);
+  // api.openai.com wants max_completion_tokens (reasoning models reject max_tokens); compatible
+  // servers widely understand only max_tokens.
+  const limit =
+    request.maxOutputTokens === undefined
+      ? {}
+      : compatibleServer
+        ? { max_tokens: request.maxOutputTokens }
+        : { max_completion_tokens: request.maxOutputTokens };
+  return {
+    model: request.model || defaultModel,
+    messages,
+    // Some compatible servers reject an empty tools array.
+    ...(tools.length > 0 ? { tools } : {}),
+    ...limit,
+    stream: true as const,
+    stream_options: { include_usage: true },
+  };
+}
+
+function toChatMessage(message: ConversationMessage): ChatMessage {
+  switch (message.role) {
+    case "user":
+      return { role: "user", content: message.content };
+    case "tool":
+      return { role: "tool", tool_call_id: message.toolCallId, content: message.content };
+    case "assistant": {
+      // Reasoning is not sent back: Chat Completions has no field for it, and DeepSeek-style
+      // servers reject reasoning_content in input messages.
+      const calls = message.toolCalls ?? [];
+      return {
+        role: "assistant",
+        // null (not "") when the turn was only tool calls, as the API itself returns it.
+        content: message.content || (calls.length > 0 ? null : ""),
+        ...(calls.length > 0
+          ? {
+              tool_calls: calls.map((call) => ({
+                id: call.id,
+                type: "function" as const,
+                function: { name: call.name, arguments: call.argumentsText || "{}" },
+              })),
+            }
+          : {}),
+      };
+    }
+  }
+}
+
+function toChatTool(tool: ToolSpec): ChatTool {
+  return { type: "function", function: { name: tool.name, description: tool.description, parameters: tool.parameters } };
+}
+
+/** Delta fields that compatible servers add for reasoning models (not in the SDK's types). */
+interface ReasoningFields {
+  reasoning_content?: string | null;
+  reasoning?: string | null;
+}
+
+interface PendingCall {
+  ordinal: number;
+  id?: string;
+  name?: string;
+  started: boolean;
+  /** Argument text received before the name (some servers split id/name/arguments). */
+  buffered: string;
+}
+
+/** Maps chat.completion.chunk objects to provider-neutral events. */
+class ChunkMapper {
+  finishReason?: string;
+  private usage?: ChatUsage;
+  private readonly calls = new Map<number, PendingCall>();
+  private nextOrdinal = 0;
+
+  push(chunk: ChatChunk): ModelStreamEvent[] {
+    const events: ModelStreamEvent[] = [];
+    // The usage chunk comes last with empty choices; some servers put it on the finish chunk.
+    if (chunk.usage) this.usage = chunk.usage;
+    const choice = chunk.choices?.[0]; // servers may send choices: null on the usage chunk
+    if (!choice) return events;
+    const delta = (choice.delta ?? {}) as ChatDelta & ReasoningFields;
+    const reasoning = delta.reasoning_content ?? delta.reasoning;
+    if (typeof reasoning === "string" && reasoning) events.push({ type: "reasoningDelta", delta: reasoning });
+    if (delta.content) events.push({ type: "textDelta", delta: delta.content });
+    for (const part of delta.tool_calls ?? []) this.pushToolCall(part, events);
+    if (choice.finish_reason) this.finishReason = choice.finish_reason;
+    return events;
+  }
+
+  private pushToolCall(part: ChatToolCallDelta, events: ModelStreamEvent[]): void {
+    const key = part.index ?? 0;
+    let call = this.calls.get(key);
+    // A different id at a known index means a new call (servers that always send index 0).
+    if (!call || (part.id && call.id && part.id !== call.id)) {
+      call = { ordinal: this.nextOrdinal++, started: false, buffered: "" };
+      this.calls.set(key, call);
+    }
+    if (part.id) call.id ??= part.id;
+    if (part.function?.name) call.name ??= part.function.name;
+    const args = part.function?.arguments ?? "";
+    if (call.started) {
+      if (args) events.push({ type: "toolCallDelta", index: call.ordinal, argumentsDelta: args });
+      return;
+    }
+    call.buffered += args;
+    if (!call.name) return;
+    call.started = true;
+    const id = call.id ?? `call_${Date.now().toString(36)}_${call.ordinal}`;
+    events.push({ type: "toolCallStart", index: call.ordinal, id, name: call.name });
+    if (call.buffered) events.push({ type: "toolCallDelta", index: call.ordinal, argumentsDelta: call.buffered });
+    call.buffered = "";
+  }
+
+  /** The closing events: usage (when reported), then stop. */
+  finish(): ModelStreamEvent[] {
+    const events: ModelStreamEvent[] = [];
+    if (this.usage) events.push({ type: "usage", usage: mapUsage(this.usage) });
+    events.push({ type: "stop", reason: mapStop(this.finishReason) });
+    return events;
+  }
+}
+
+function mapUsage(usage: ChatUsage): UsageReport {
+  const cached = usage.prompt_tokens_details?.cached_tokens;
+  const reasoning = usage.completion_tokens_details?.reasoning_tokens;
+  return {
+    inputTokens: usage.prompt_tokens ?? 0,
+    outputTokens: usage.completion_tokens ?? 0,
+    ...(cached ? { cachedInputTokens: cached } : {}),
+    ...(reasoning ? { reasoningTokens: reasoning } : {}),
+  };
+}
+
+function mapStop(reason: string | undefined): StopReason {
+  switch (reason) {
+    case "stop":
+      return "end";
+    case "tool_calls":
+      return "toolCalls";
+    case "length":
+      return "maxTokens";
+    default:
+      return "other";
+  }
+}
+
+/** Reads what an openai SDK error says; `mod` is absent when the SDK itself failed to load. */
+function describeFailure(error: unknown, mod: OpenAIModule | undefined) {
+  if (mod && error instanceof mod.APIConnectionError) {
+    return { connection: true, detail: describeCause(error.cause ?? error) };
+  }
+  if (mod && error instanceof mod.APIError) {
+    // `error.error` is the body's "error" member: an object, or a string for Ollama-style bodies.
+    const apiMessage = messageFromBody(error.error) ?? stripStatus(error.message, error.status);
+    return {
+      ...(error.status !== undefined ? { status: error.status } : {}),
+      ...(apiMessage ? { apiMessage } : {}),
+      ...(error.type ? { apiType: error.type } : {}),
+      ...(error.code ? { apiCode: error.code } : {}),
+    };
+  }
+  if (error instanceof SyntaxError) return { invalidResponse: true, detail: error.message };
+  return isConnectionFailure(error) ? { connection: true, detail: describeCause(error) } : { unexpected: true, detail: describeCause(error) };
+}
+
+function stripStatus(message: string, status: number | undefined): string {
+  return status !== undefined ? message.replace(new RegExp(`^${status}\\s*`), "") : message;
+}

@@ -1,0 +1,109 @@
+// Turns what an SDK failure tells us into a ProviderError, so both providers word and classify
+// failures the same way. Kept free of SDK imports: each provider extracts the facts with its
+// own (lazily loaded) SDK classes.
+import { ProviderError } from "./provider.js";
+
+/** What a provider learned about a failed call, independent of the SDK that threw. */
+export interface FailureFacts {
+  /** Who we talked to, in words, e.g. "the OpenAI API" or "the model server at http://...". */
+  service: string;
+  /** HTTP status, when the server answered with one. */
+  status?: number;
+  /** The API's own error message (from the JSON error body). */
+  apiMessage?: string;
+  /** The API's error type, e.g. "rate_limit_error" or "overloaded_error". */
+  apiType?: string;
+  /** The API's error code, e.g. "context_length_exceeded". */
+  apiCode?: string;
+  /** True when no HTTP answer arrived, or the stream broke: refused, reset, timeout. */
+  connection?: boolean;
+  /** True when the response could not be parsed. */
+  invalidResponse?: boolean;
+  /** True for failures that fit no category (most likely a bug); reported with `detail`. */
+  unexpected?: boolean;
+  /** A low-level detail for connection failures, e.g. "other side closed". */
+  detail?: string;
+  /** True when the provider had already yielded events when the failure happened. */
+  afterOutput: boolean;
+  /** True when the server had started answering (headers received) before the failure. */
+  midResponse?: boolean;
+}
+
+const CONTEXT_TOO_LONG = /context[ _-]?(length|window)|too long|maximum context/i;
+
+export function toProviderError(f: FailureFacts): ProviderError {
+  const before = !f.afterOutput;
+  // Sentences below end with their own period, so drop the API message's.
+  const said = f.apiMessage ? `: ${f.apiMessage.trim().replace(/[.!?]$/, "")}` : "";
+  const http = f.status !== undefined ? ` (HTTP ${f.status})` : "";
+  const { status } = f;
+
+  if (status === 401 || status === 403 || f.apiType === "authentication_error" || f.apiType === "permission_error") {
+    return new ProviderError("authentication", `${cap(f.service)} rejected the credentials${http}${said}. Check the API key.`, status, before);
+  }
+  if (status === 429 || f.apiType === "rate_limit_error") {
+    return new ProviderError("rateLimited", `${cap(f.service)} is rate limiting requests${http}${said}. Wait a moment and try again.`, status, before);
+  }
+  const contextHint = `${f.apiMessage ?? ""} ${f.apiCode ?? ""}`;
+  if ((status === 400 || status === 413) && CONTEXT_TOO_LONG.test(contextHint)) {
+    return new ProviderError(
+      "contextWindowExceeded",
+      `The conversation is too long for the model's context window${http}${said}.`,
+      status,
+      before,
+    );
+  }
+  if (f.connection) {
+    const detail = f.detail ? ` (${f.detail})` : "";
+    const message = f.afterOutput || f.midResponse
+      ? `The connection to ${f.service} was lost in the middle of the response${detail}.`
+      : `Could not reach ${f.service}${detail}.`;
+    return new ProviderError("connection", message, undefined, before);
+  }
+  if (f.invalidResponse) {
+    const detail = f.detail ? ` (${f.detail})` : "";
+    return new ProviderError("invalidResponse", `${cap(f.service)} sent a response that could not be read${detail}.`, undefined, before);
+  }
+  if (f.unexpected) {
+    return new ProviderError("providerError", `Unexpected failure while talking to ${f.service}: ${f.detail ?? "unknown error"}.`, undefined, before);
+  }
+  if (status !== undefined) {
+    return new ProviderError("providerError", `${cap(f.service)} returned HTTP ${status}${said}.`, status, before);
+  }
+  // An error event inside an otherwise successful stream (e.g. Anthropic's overloaded_error).
+  const type = f.apiType ? ` (${f.apiType})` : "";
+  return new ProviderError("providerError", `${cap(f.service)} reported an error during the response${type}${said}.`, undefined, before);
+}
+
+/** "low-level detail" of an unknown thrown value, including its cause (undici puts the socket error there). */
+export function describeCause(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const cause = error.cause instanceof Error && error.cause.message !== error.message ? `: ${error.cause.message}` : "";
+  return `${error.message}${cause}`;
+}
+
+/**
+ * True for what fetch (undici) throws when a socket fails outside the SDK's own request
+ * handling, i.e. while the stream body is being read: "terminated", ECONNRESET, UND_ERR_*.
+ */
+export function isConnectionFailure(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  if (error.name === "TypeError" && /terminated|fetch failed|network/i.test(error.message)) return true;
+  const code = (error as { code?: unknown }).code ?? (error.cause as { code?: unknown } | undefined)?.code;
+  return typeof code === "string" && /^(E[A-Z]+|UND_ERR_)/.test(code);
+}
+
+/** Extracts a plain message from an SDK error's parsed body (or raw text) without trusting its shape. */
+export function messageFromBody(body: unknown): string | undefined {
+  if (typeof body === "string") return body || undefined;
+  if (body && typeof body === "object") {
+    const record = body as { message?: unknown; error?: unknown };
+    if (typeof record.message === "string") return record.message;
+    if (record.error !== undefined) return messageFromBody(record.error);
+  }
+  return undefined;
+}
+
+function cap(text: string): string {
+  return text.charAt(0).toUpperCase() + text.slice(1);
+}

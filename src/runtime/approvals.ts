@@ -1,0 +1,115 @@
+// The approval gate. A tool that needs approval asks here; the answer comes from a cached
+// grant, a persisted rule, a client (through an Approver a face registers), or the thread's
+// policy when no client can answer in time.
+import { newId } from "../ids.js";
+import type { ApprovalAsk } from "../tools/tool.js";
+import type {
+  ApprovalDecision,
+  ApprovalPolicy,
+  ApprovalSource,
+  ApprovalType,
+} from "./model.js";
+
+export const ALL_DECISIONS: ApprovalDecision[] = ["accept", "acceptForSession", "acceptAlways", "decline", "cancel"];
+
+export interface ApprovalRequest extends ApprovalAsk {
+  threadId: string;
+  turnId: string;
+  /** The approvalRequest item that shows this request in the thread. */
+  itemId: string;
+  requestId: string;
+  decisions: ApprovalDecision[];
+}
+
+/** Something that can put an approval question to a person: one per capable client connection. */
+export interface Approver {
+  /** Whether this approver follows the thread and can answer for it now. */
+  canAnswer(threadId: string): boolean;
+  /** Resolves with the person's decision; rejects if it cannot answer (e.g. disconnected). */
+  ask(request: ApprovalRequest, signal: AbortSignal): Promise<ApprovalDecision>;
+}
+
+export interface ApprovalOutcome {
+  decision: ApprovalDecision;
+  source: ApprovalSource;
+}
+
+export interface GateSettings {
+  policy: ApprovalPolicy;
+  autoApproveTypes: ApprovalType[];
+  timeoutMs: number;
+}
+
+export function newApprovalRequestId(): string {
+  return newId("approval");
+}
+
+/** What the policy decides when nobody answered. */
+export function fallbackDecision(policy: ApprovalPolicy): ApprovalDecision {
+  if (policy === "autoApprove") return "accept";
+  if (policy === "interrupt") return "cancel";
+  return "decline";
+}
+
+export function needsAsking(ask: ApprovalAsk, settings: GateSettings): boolean {
+  return settings.policy !== "autoApprove" && !settings.autoApproveTypes.includes(ask.approvalType);
+}
+
+export class ApprovalBroker {
+  private readonly approvers = new Set<Approver>();
+  /** Grants made with acceptForSession, by thread, then scope key. */
+  private readonly sessionGrants = new Map<string, Set<string>>();
+
+  addApprover(approver: Approver): () => void {
+    this.approvers.add(approver);
+    return () => this.approvers.delete(approver);
+  }
+
+  hasSessionGrant(threadId: string, scopeKey: string): boolean {
+    return this.sessionGrants.get(threadId)?.has(scopeKey) ?? false;
+  }
+
+  grantForSession(threadId: string, scopeKey: string): void {
+    let grants = this.sessionGrants.get(threadId);
+    if (!grants) this.sessionGrants.set(threadId, (grants = new Set()));
+    grants.add(scopeKey);
+  }
+
+  forgetThread(threadId: string): void {
+    this.sessionGrants.delete(threadId);
+  }
+
+  /**
+   * Asks every approver that can answer for the thread; the first answer wins. Falls back to
+   * the policy when there is no approver, all of them fail, or the timeout passes. `turnSignal`
+   * aborting (interrupt) resolves as "cancel".
+   */
+  async ask(request: ApprovalRequest, settings: GateSettings, turnSignal: AbortSignal): Promise<ApprovalOutcome> {
+    const askable = [...this.approvers].filter((a) => a.canAnswer(request.threadId));
+    const fallback = (source: ApprovalSource): ApprovalOutcome => ({ decision: fallbackDecision(settings.policy), source });
+    if (askable.length === 0) return fallback("policy");
+    if (turnSignal.aborted) return { decision: "cancel", source: "policy" };
+
+    const done = new AbortController();
+    try {
+      return await new Promise<ApprovalOutcome>((resolve) => {
+        let failures = 0;
+        const timer = setTimeout(() => resolve(fallback("timeout")), settings.timeoutMs);
+        done.signal.addEventListener("abort", () => clearTimeout(timer));
+        turnSignal.addEventListener("abort", () => resolve({ decision: "cancel", source: "policy" }), {
+          signal: done.signal,
+        });
+        for (const approver of askable) {
+          approver.ask(request, done.signal).then(
+            (decision) => resolve({ decision: request.decisions.includes(decision) ? decision : "decline", source: "client" }),
+            () => {
+              if (++failures === askable.length) resolve(fallback("policy"));
+            },
+          );
+        }
+      });
+    } finally {
+      done.abort();
+    }
+  }
+}

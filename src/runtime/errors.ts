@@ -1,0 +1,21 @@
+// Errors the runtime raises for bad requests. Faces map `code` to their wire error codes.
+
+export type RuntimeErrorCode =
+  | "threadNotFound"
+  | "threadNotActive"
+  | "turnInProgress"
+  | "turnNotFound"
+  | "turnNotRunning"
+  | "invalidInput"
+  | "replayGap";
+
+export class RuntimeError extends Error {
+  constructor(
+    readonly code: RuntimeErrorCode,
+    message: string,
+    readonly data?: Record<string, unknown>,
+  ) {
+    super(message);
+    this.name = "RuntimeError";
+  }
+}

@@ -1,0 +1,484 @@
+// The runtime: owns threads, turns, items, the input queue, approvals and the event stream.
+// It knows no wire format; faces call its methods and translate its events.
+import fs from "node:fs";
+import path from "node:path";
+import { newId, newThreadId } from "../ids.js";
+import type { Logger } from "../log.js";
+import { historyFromClientMessages, historyFromItems } from "../engine/history.js";
+import { systemPrompt } from "../engine/system-prompt.js";
+import { TurnRunner, type GateVerdict, type TurnOutcome } from "../engine/turn-runner.js";
+import type { ConversationMessage, ModelProvider, UsageReport } from "../providers/provider.js";
+import type { Store, ThreadFilter, ThreadPage } from "../store/store.js";
+import type { ApprovalAsk } from "../tools/tool.js";
+import type { ToolRegistry } from "../tools/registry.js";
+import { Workspace } from "../tools/workspace.js";
+import { ALL_DECISIONS, ApprovalBroker, needsAsking, newApprovalRequestId, type GateSettings } from "./approvals.js";
+import { RuntimeError } from "./errors.js";
+import type { EventType, NewEvent, RuntimeEvent } from "./events.js";
+import type {
+  AgentMode,
+  ClientMessage,
+  HistoryMode,
+  InputPart,
+  Plan,
+  QueuedInput,
+  Thread,
+  ThreadConfiguration,
+  ThreadRuntimeState,
+  TokenUsage,
+  Turn,
+} from "./model.js";
+import { TurnRecorder } from "./turn-recorder.js";
+
+export type ProviderResolution = ModelProvider | { problem: string };
+
+export interface RuntimeOptions {
+  store: Store;
+  tools: ToolRegistry;
+  /** Finds the model provider for a thread's or turn's selection. */
+  resolveProvider(selection: { provider?: string; model?: string }): ProviderResolution;
+  logger: Logger;
+  defaults: {
+    provider?: string;
+    model?: string;
+    approvalTimeoutMs: number;
+    commandTimeoutMs: number;
+  };
+}
+
+export interface StartThreadParams {
+  workspacePath: string;
+  originChannel: string;
+  userId?: string;
+  channelContext?: string;
+  displayName?: string;
+  historyMode?: HistoryMode;
+  configuration?: ThreadConfiguration;
+  metadata?: Record<string, unknown>;
+}
+
+export interface StartTurnParams {
+  input: InputPart[];
+  /** Required in historyMode "client", refused in "server". */
+  messages?: ClientMessage[];
+  provider?: string;
+  model?: string;
+}
+
+interface ActiveTurn {
+  turn: Turn;
+  abort: AbortController;
+  steering: InputPart[][];
+  waitingApprovals: number;
+  usage?: TokenUsage;
+  done: Promise<void>;
+}
+
+export type RuntimeListener = (event: RuntimeEvent) => void;
+
+export class Runtime {
+  readonly approvals = new ApprovalBroker();
+  private readonly listeners = new Set<RuntimeListener>();
+  /** Running turns by thread id (at most one per thread). */
+  private readonly active = new Map<string, ActiveTurn>();
+  private readonly store: Store;
+  private readonly log: Logger;
+
+  constructor(private readonly options: RuntimeOptions) {
+    this.store = options.store;
+    this.log = options.logger;
+  }
+
+  /** Receives every event after it is appended to the log. */
+  subscribe(listener: RuntimeListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  private emit<T extends EventType>(event: NewEvent<T>): void {
+    const stored = this.store.append(event);
+    for (const listener of this.listeners) {
+      try {
+        listener(stored);
+      } catch (error) {
+        this.log.error({ err: error, event: stored.type }, "event listener failed");
+      }
+    }
+  }
+
+  // ---- start-up ------------------------------------------------------------------------
+
+  /**
+   * Turns that were running when the process died are marked failed. Items completed before
+   * the crash stay as they are; items that were still streaming are closed with the content
+   * their persisted deltas carried.
+   */
+  recover(): number {
+    const unfinished = this.store.listUnfinishedTurns();
+    for (const turn of unfinished) {
+      for (const item of this.store.listItems(turn.id)) {
+        if (item.status === "completed") continue;
+        const streamed = this.store.deltasOf(item.id);
+        const payload = { ...item.payload } as Record<string, unknown>;
+        if (item.type === "agentMessage" || item.type === "reasoningContent") payload.text = streamed;
+        if (item.type === "commandExecution") Object.assign(payload, { output: streamed, interrupted: true });
+        if (item.type === "toolCall") payload.argumentsText = streamed;
+        const completed = { ...item, payload, status: "completed", completedAt: new Date().toISOString() } as typeof item;
+        this.emit({ type: "item.completed", threadId: turn.threadId, data: { item: completed } });
+      }
+      this.emit({
+        type: "turn.failed",
+        threadId: turn.threadId,
+        data: {
+          turnId: turn.id,
+          completedAt: new Date().toISOString(),
+          error: { code: "serverRestarted", message: "The server stopped while this turn was running." },
+          ...(turn.tokenUsage ? { tokenUsage: turn.tokenUsage } : {}),
+        },
+      });
+    }
+    this.store.flush();
+    return unfinished.length;
+  }
+
+  // ---- threads ---------------------------------------------------------------------------
+
+  startThread(params: StartThreadParams): Thread {
+    const workspacePath = path.resolve(params.workspacePath);
+    if (!isDirectory(workspacePath)) {
+      throw new RuntimeError("invalidInput", `Workspace "${params.workspacePath}" is not an existing directory.`);
+    }
+    const now = new Date().toISOString();
+    const thread: Thread = {
+      id: newThreadId(),
+      workspacePath,
+      originChannel: params.originChannel,
+      ...(params.userId !== undefined ? { userId: params.userId } : {}),
+      ...(params.channelContext !== undefined ? { channelContext: params.channelContext } : {}),
+      ...(params.displayName !== undefined ? { displayName: params.displayName } : {}),
+      status: "active",
+      createdAt: now,
+      lastActiveAt: now,
+      historyMode: params.historyMode ?? "server",
+      mode: "agent",
+      ...(params.configuration ? { configuration: params.configuration } : {}),
+      metadata: params.metadata ?? {},
+      queuedInputs: [],
+    };
+    this.emit({ type: "thread.created", threadId: thread.id, data: { thread } });
+    return thread;
+  }
+
+  getThread(threadId: string): Thread {
+    const thread = this.store.getThread(threadId);
+    if (!thread) throw new RuntimeError("threadNotFound", `Thread not found: ${threadId}`, { threadId });
+    return thread;
+  }
+
+  findThread(threadId: string): Thread | undefined {
+    return this.store.getThread(threadId);
+  }
+
+  /** A turn with its items; a running turn reflects its live status. */
+  findTurn(turnId: string): Turn | undefined {
+    const turn = this.store.getTurn(turnId);
+    const active = turn && this.active.get(turn.threadId);
+    return turn && active?.turn.id === turnId ? { ...turn, status: active.turn.status } : turn;
+  }
+
+  listThreads(filter: ThreadFilter, page: { limit: number; cursor?: string }): ThreadPage {
+    return this.store.listThreads(filter, page);
+  }
+
+  /** The thread's turns, oldest first; the running turn reflects its live status. */
+  turnsOf(threadId: string, withItems = true): Turn[] {
+    const turns = this.store.listTurns(threadId, { withItems });
+    const active = this.active.get(threadId);
+    return active ? turns.map((t) => (t.id === active.turn.id ? { ...t, status: active.turn.status } : t)) : turns;
+  }
+
+  resumeThread(threadId: string): Thread {
+    this.getThread(threadId);
+    this.emit({ type: "thread.resumed", threadId, data: { lastActiveAt: new Date().toISOString() } });
+    return this.getThread(threadId);
+  }
+
+  renameThread(threadId: string, displayName: string): Thread {
+    this.getThread(threadId);
+    this.emit({ type: "thread.renamed", threadId, data: { displayName } });
+    return this.getThread(threadId);
+  }
+
+  /** Merges the given settings into the thread's configuration. */
+  configureThread(threadId: string, changes: ThreadConfiguration): Thread {
+    const thread = this.getThread(threadId);
+    const configuration = { ...thread.configuration, ...changes };
+    this.emit({ type: "thread.configured", threadId, data: { configuration } });
+    return this.getThread(threadId);
+  }
+
+  setMode(threadId: string, mode: AgentMode): Thread {
+    this.getThread(threadId);
+    this.emit({ type: "thread.modeChanged", threadId, data: { mode } });
+    return this.getThread(threadId);
+  }
+
+  async deleteThread(threadId: string): Promise<void> {
+    this.getThread(threadId);
+    if (this.active.has(threadId)) await this.interrupt(threadId);
+    this.emit({ type: "thread.deleted", threadId, data: {} });
+    this.approvals.forgetThread(threadId);
+  }
+
+  runtimeState(threadId: string): ThreadRuntimeState {
+    const active = this.active.get(threadId);
+    return { running: active !== undefined, waitingOnApproval: (active?.waitingApprovals ?? 0) > 0 };
+  }
+
+  latestPlan(threadId: string): Plan | undefined {
+    return this.getThread(threadId).plan;
+  }
+
+  eventsAfter(threadId: string, afterSeq: number, limit?: number): RuntimeEvent[] {
+    return this.store.eventsAfter(threadId, afterSeq, limit);
+  }
+
+  // ---- turns -----------------------------------------------------------------------------
+
+  startTurn(threadId: string, params: StartTurnParams): Turn {
+    const thread = this.getThread(threadId);
+    if (thread.status !== "active") {
+      throw new RuntimeError("threadNotActive", `Thread ${threadId} is ${thread.status}.`, { threadId, status: thread.status });
+    }
+    const running = this.active.get(threadId);
+    if (running) {
+      throw new RuntimeError("turnInProgress", `A turn is already running on thread ${threadId}; use turn/enqueue, turn/steer or turn/interrupt.`, { threadId, turnId: running.turn.id });
+    }
+    if (thread.historyMode === "client" && !params.messages) {
+      throw new RuntimeError("invalidInput", "This thread uses historyMode \"client\": turn/start must carry messages[].");
+    }
+    if (thread.historyMode === "server" && params.messages) {
+      throw new RuntimeError("invalidInput", "This thread uses historyMode \"server\": turn/start must not carry messages[].");
+    }
+    if (params.input.length === 0) throw new RuntimeError("invalidInput", "input must contain at least one item.");
+    return this.launch(thread, params);
+  }
+
+  /** Queues input behind the running turn, or starts it now when the thread is idle. */
+  enqueue(threadId: string, input: InputPart[]): { turn?: Turn; queuedInput?: QueuedInput; queuedInputs: QueuedInput[] } {
+    const thread = this.getThread(threadId);
+    if (!this.active.has(threadId)) {
+      return { turn: this.startTurn(threadId, { input }), queuedInputs: thread.queuedInputs };
+    }
+    const queuedInput: QueuedInput = { id: newId("queued"), input, createdAt: new Date().toISOString() };
+    const queuedInputs = [...thread.queuedInputs, queuedInput];
+    this.emit({ type: "thread.queueUpdated", threadId, data: { queuedInputs } });
+    return { queuedInput, queuedInputs };
+  }
+
+  removeQueued(threadId: string, queuedInputId: string): QueuedInput[] {
+    const thread = this.getThread(threadId);
+    const queuedInputs = thread.queuedInputs.filter((q) => q.id !== queuedInputId);
+    if (queuedInputs.length === thread.queuedInputs.length) {
+      throw new RuntimeError("invalidInput", `No queued input ${queuedInputId} on thread ${threadId}.`);
+    }
+    this.emit({ type: "thread.queueUpdated", threadId, data: { queuedInputs } });
+    return queuedInputs;
+  }
+
+  /** Adds input to the running turn; the model sees it at the next step. */
+  steer(threadId: string, input: InputPart[], expectedTurnId?: string): Turn {
+    this.getThread(threadId);
+    const active = this.active.get(threadId);
+    if (!active) throw new RuntimeError("turnNotRunning", `No turn is running on thread ${threadId}.`, { threadId });
+    if (expectedTurnId && expectedTurnId !== active.turn.id) {
+      throw new RuntimeError("turnNotRunning", `Turn ${expectedTurnId} is not the running turn (${active.turn.id}).`, { threadId, turnId: expectedTurnId });
+    }
+    active.steering.push(input);
+    return active.turn;
+  }
+
+  /** Cancels the running turn and resolves once it has ended. */
+  async interrupt(threadId: string, turnId?: string): Promise<Turn> {
+    this.getThread(threadId);
+    const active = this.active.get(threadId);
+    if (turnId && active?.turn.id !== turnId) {
+      if (!this.store.getTurn(turnId)) throw new RuntimeError("turnNotFound", `Turn not found: ${turnId}`, { turnId });
+      throw new RuntimeError("turnNotRunning", `Turn ${turnId} is not running.`, { threadId, turnId });
+    }
+    if (!active) throw new RuntimeError("turnNotRunning", `No turn is running on thread ${threadId}.`, { threadId });
+    active.abort.abort();
+    await active.done;
+    return this.store.getTurn(active.turn.id) ?? active.turn;
+  }
+
+  hasRunningTurns(): boolean {
+    return this.active.size > 0;
+  }
+
+  /** Resolves when no turn is running. */
+  async idle(): Promise<void> {
+    while (this.active.size > 0) await Promise.all([...this.active.values()].map((a) => a.done));
+  }
+
+  /** Cancels every running turn (graceful shutdown) and flushes the store. */
+  async shutdown(): Promise<void> {
+    for (const active of this.active.values()) active.abort.abort();
+    await this.idle();
+    this.store.flush();
+  }
+
+  private launch(thread: Thread, params: StartTurnParams): Turn {
+    const model = params.model ?? thread.configuration?.model ?? this.options.defaults.model;
+    const turn: Turn = {
+      id: newId("turn"),
+      threadId: thread.id,
+      status: "running",
+      startedAt: new Date().toISOString(),
+      input: params.input,
+      ...(model ? { model } : {}),
+    };
+    const active: ActiveTurn = { turn, abort: new AbortController(), steering: [], waitingApprovals: 0, done: Promise.resolve() };
+    this.active.set(thread.id, active);
+    this.emit({ type: "turn.started", threadId: thread.id, data: { turn: { ...turn, items: [] } } });
+    this.emitRuntimeChanged(thread.id);
+    active.done = this.execute(thread, active, params)
+      .catch((error: unknown) => ({ status: "failed", error: { code: "internal", message: String(error) } }) as TurnOutcome)
+      .then((outcome) => this.finish(thread.id, active, outcome));
+    return { ...turn, items: [] };
+  }
+
+  private async execute(thread: Thread, active: ActiveTurn, params: StartTurnParams): Promise<TurnOutcome> {
+    const recorder = new TurnRecorder((event) => this.emit(event), thread.id, active.turn.id);
+    const config = thread.configuration ?? {};
+    const provider = this.options.resolveProvider({
+      provider: params.provider ?? config.provider ?? this.options.defaults.provider,
+      model: active.turn.model,
+    });
+    if ("problem" in provider) {
+      recorder.record("userMessage", { text: "", input: params.input });
+      recorder.record("error", { code: "noProvider", message: provider.problem });
+      return { status: "failed", error: { code: "noProvider", message: provider.problem } };
+    }
+    const workspace = new Workspace(thread.workspacePath);
+    const client = params.messages ? historyFromClientMessages(params.messages) : undefined;
+    const history: ConversationMessage[] = client?.messages ?? this.serverHistory(thread.id, active.turn.id);
+    const tools = this.options.tools.list((tool) => thread.mode === "agent" || tool.kind === "readOnly" || tool.kind === "plan");
+    const runner = new TurnRunner({
+      recorder,
+      signal: active.abort.signal,
+      workspace,
+      provider,
+      model: active.turn.model ?? provider.defaultModel,
+      system: [config.systemPrompt ?? systemPrompt({ workspacePath: workspace.root, mode: thread.mode }), client?.system].filter(Boolean).join("\n\n"),
+      tools,
+      toolSpecs: this.options.tools.specs((tool) => tools.includes(tool)),
+      commandTimeoutMs: config.commandTimeoutMs ?? this.options.defaults.commandTimeoutMs,
+      history,
+      gate: (ask, callId) => this.gate(thread, active, recorder, ask, callId),
+      takeSteering: () => active.steering.splice(0),
+      onUsage: (usage) => this.addUsage(thread.id, active, usage),
+      onPlan: (plan) => {
+        const full: Plan = { ...plan, updatedAt: new Date().toISOString(), turnId: active.turn.id };
+        this.emit({ type: "turn.planUpdated", threadId: thread.id, data: { turnId: active.turn.id, plan: full } });
+      },
+      onDiff: (diff) => this.emit({ type: "turn.diffUpdated", threadId: thread.id, data: { turnId: active.turn.id, diff } }),
+    });
+    return runner.run(params.input);
+  }
+
+  private serverHistory(threadId: string, currentTurnId: string): ConversationMessage[] {
+    const turns = this.store.listTurns(threadId, { withItems: true }).filter((t) => t.id !== currentTurnId);
+    return historyFromItems(turns.flatMap((t) => t.items ?? []));
+  }
+
+  private finish(threadId: string, active: ActiveTurn, outcome: TurnOutcome): void {
+    const base = { turnId: active.turn.id, completedAt: new Date().toISOString(), ...(active.usage ? { tokenUsage: active.usage } : {}) };
+    if (outcome.status === "completed") this.emit({ type: "turn.completed", threadId, data: base });
+    else if (outcome.status === "failed") this.emit({ type: "turn.failed", threadId, data: { ...base, error: outcome.error } });
+    else this.emit({ type: "turn.cancelled", threadId, data: { ...base, reason: outcome.reason } });
+    this.active.delete(threadId);
+    this.emitRuntimeChanged(threadId);
+    if (outcome.status === "completed") this.startNextQueued(threadId);
+  }
+
+  private startNextQueued(threadId: string): void {
+    const thread = this.store.getThread(threadId);
+    const [next, ...rest] = thread?.queuedInputs ?? [];
+    if (!thread || !next) return;
+    this.emit({ type: "thread.queueUpdated", threadId, data: { queuedInputs: rest } });
+    this.launch({ ...thread, queuedInputs: rest }, { input: next.input });
+  }
+
+  private addUsage(threadId: string, active: ActiveTurn, usage: UsageReport): void {
+    const previous = active.usage ?? { inputTokens: 0, outputTokens: 0, totalTokens: 0 };
+    const sum = (a: number | undefined, b: number | undefined): number | undefined => (a === undefined && b === undefined ? undefined : (a ?? 0) + (b ?? 0));
+    const cachedInputTokens = sum(previous.cachedInputTokens, usage.cachedInputTokens);
+    const reasoningTokens = sum(previous.reasoningTokens, usage.reasoningTokens);
+    active.usage = {
+      inputTokens: previous.inputTokens + usage.inputTokens,
+      outputTokens: previous.outputTokens + usage.outputTokens,
+      totalTokens: previous.totalTokens + usage.inputTokens + usage.outputTokens,
+      ...(cachedInputTokens !== undefined ? { cachedInputTokens } : {}),
+      ...(reasoningTokens !== undefined ? { reasoningTokens } : {}),
+    };
+    this.emit({ type: "usage.updated", threadId, data: { turnId: active.turn.id, usage: active.usage } });
+  }
+
+  private emitRuntimeChanged(threadId: string): void {
+    this.emit({ type: "thread.runtimeChanged", threadId, data: { runtime: this.runtimeState(threadId) } });
+  }
+
+  // ---- approvals -------------------------------------------------------------------------
+
+  private async gate(thread: Thread, active: ActiveTurn, recorder: TurnRecorder, ask: ApprovalAsk, callId: string): Promise<GateVerdict> {
+    const config = thread.configuration ?? {};
+    const settings: GateSettings = {
+      policy: config.approvalPolicy ?? "default",
+      autoApproveTypes: config.autoApproveTypes ?? [],
+      timeoutMs: config.approvalTimeoutMs ?? this.options.defaults.approvalTimeoutMs,
+    };
+    if (!needsAsking(ask, settings)) return "run";
+    const requestId = newApprovalRequestId();
+    if (this.approvals.hasSessionGrant(thread.id, ask.scopeKey)) {
+      recorder.record("approvalResponse", { requestId, decision: "acceptForSession", source: "session" });
+      return "run";
+    }
+    if (this.store.hasApprovalRule(thread.workspacePath, ask.scopeKey)) {
+      recorder.record("approvalResponse", { requestId, decision: "acceptAlways", source: "always" });
+      return "run";
+    }
+
+    const item = recorder.start("approvalRequest", { requestId, callId, ...ask });
+    active.waitingApprovals++;
+    active.turn.status = "waitingApproval";
+    this.emitRuntimeChanged(thread.id);
+    const { decision, source } = await this.approvals.ask(
+      { ...ask, threadId: thread.id, turnId: active.turn.id, itemId: item.id, requestId, decisions: ALL_DECISIONS },
+      settings,
+      active.abort.signal,
+    );
+    active.waitingApprovals--;
+    if (active.waitingApprovals === 0) active.turn.status = "running";
+    recorder.complete(item, { decision });
+    recorder.record("approvalResponse", { requestId, decision, source });
+    this.emit({ type: "approval.resolved", threadId: thread.id, data: { turnId: active.turn.id, itemId: item.id, requestId, decision, source } });
+    this.emitRuntimeChanged(thread.id);
+
+    if (decision === "acceptForSession") this.approvals.grantForSession(thread.id, ask.scopeKey);
+    if (decision === "acceptAlways") {
+      this.emit({ type: "approval.ruleAdded", threadId: thread.id, data: { workspacePath: thread.workspacePath, scopeKey: ask.scopeKey } });
+    }
+    if (decision === "decline") return "declined";
+    if (decision === "cancel") return "cancel";
+    return "run";
+  }
+}
+
+function isDirectory(p: string): boolean {
+  try {
+    return fs.statSync(p).isDirectory();
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,61 @@
+// Records the items of one turn as runtime events (item.started / item.delta / item.completed)
+// and remembers which items are still open, so a turn that ends abruptly closes them all.
+import { newId } from "../ids.js";
+import type { DeltaKind, NewEvent } from "./events.js";
+import type { Item, ItemOf, ItemPayloads, ItemType } from "./model.js";
+
+export type Emit = (event: NewEvent) => void;
+
+export class TurnRecorder {
+  private readonly open = new Map<string, Item>();
+
+  constructor(
+    private readonly emit: Emit,
+    readonly threadId: string,
+    readonly turnId: string,
+  ) {}
+
+  start<T extends ItemType>(type: T, payload: ItemPayloads[T]): ItemOf<T> {
+    const item = {
+      id: newId("item"),
+      threadId: this.threadId,
+      turnId: this.turnId,
+      type,
+      status: "started",
+      createdAt: new Date().toISOString(),
+      payload,
+    } as ItemOf<T>;
+    this.open.set(item.id, item as Item);
+    this.emit({ type: "item.started", threadId: this.threadId, data: { item: { ...item } as Item } });
+    return item;
+  }
+
+  /** Streams a piece of an open item. The caller keeps the item's payload up to date. */
+  delta(item: Item, kind: DeltaKind, delta: string, stream?: "stdout" | "stderr"): void {
+    item.status = "streaming";
+    this.emit({
+      type: "item.delta",
+      threadId: this.threadId,
+      data: { turnId: this.turnId, itemId: item.id, kind, delta, ...(stream ? { stream } : {}) },
+    });
+  }
+
+  complete<T extends ItemType>(item: ItemOf<T>, payload: Partial<ItemPayloads[T]> = {}): ItemOf<T> {
+    item.payload = { ...item.payload, ...payload };
+    item.status = "completed";
+    item.completedAt = new Date().toISOString();
+    this.open.delete(item.id);
+    this.emit({ type: "item.completed", threadId: this.threadId, data: { item: { ...item } as Item } });
+    return item;
+  }
+
+  /** An item that is complete as soon as it exists (user messages, results, notices). */
+  record<T extends ItemType>(type: T, payload: ItemPayloads[T]): ItemOf<T> {
+    return this.complete(this.start(type, payload));
+  }
+
+  /** Completes every item still open, e.g. when the turn is cancelled mid-stream. */
+  closeOpen(): void {
+    for (const item of [...this.open.values()]) this.complete(item);
+  }
+}

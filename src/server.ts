@@ -1,0 +1,113 @@
+// Assembles one Switchyard server: store, runtime, and the listeners that carry the protocol
+// faces (stdio and/or WebSocket).
+import type { Logger } from "./log.js";
+import { createProvider } from "./providers/select.js";
+import { AppServerSession } from "./faces/appserver/session.js";
+import { RpcConnection, type RpcHandlers } from "./rpc/connection.js";
+import { Runtime } from "./runtime/runtime.js";
+import { acquireDataDirLock } from "./store/lock.js";
+import { openStore } from "./store/sqlite-store.js";
+import { createDefaultRegistry } from "./tools/registry.js";
+import type { MessageChannel } from "./transport/channel.js";
+import { createStdioChannel } from "./transport/stdio.js";
+import { assertSafeBind, startWebSocketServer, type RunningWebSocketServer } from "./transport/websocket.js";
+import { VERSION } from "./version.js";
+
+export interface ServerConfig {
+  dataDir: string;
+  stdio: boolean;
+  websocket?: { host: string; port: number };
+  token?: string;
+  allowedOrigins: string[];
+  allowedHosts: string[];
+  maxMessageBytes: number;
+  maxInFlight: number;
+  pingIntervalMs: number;
+  provider?: string;
+  model?: string;
+  approvalTimeoutMs: number;
+  commandTimeoutMs: number;
+  env: NodeJS.ProcessEnv;
+}
+
+export interface RunningServer {
+  runtime: Runtime;
+  websocketUrl?: string;
+  /** Resolves when the server has stopped (stdio closed and no turn left, or stop()). */
+  closed: Promise<void>;
+  stop(): Promise<void>;
+}
+
+export async function startServer(config: ServerConfig, log: Logger): Promise<RunningServer> {
+  if (config.websocket) assertSafeBind(config.websocket.host, config.token);
+  const lock = acquireDataDirLock(config.dataDir);
+  const store = openStore(config.dataDir);
+  const runtime = new Runtime({
+    store,
+    tools: createDefaultRegistry(),
+    resolveProvider: (selection) => createProvider({ ...selection, env: config.env }),
+    logger: log,
+    defaults: {
+      ...(config.provider ? { provider: config.provider } : {}),
+      ...(config.model ? { model: config.model } : {}),
+      approvalTimeoutMs: config.approvalTimeoutMs,
+      commandTimeoutMs: config.commandTimeoutMs,
+    },
+  });
+  const recovered = runtime.recover();
+  if (recovered > 0) log.warn({ turns: recovered }, "marked turns interrupted by the previous shutdown as failed");
+
+  const serve = (channel: MessageChannel): void => {
+    // The session needs the connection to talk back, and the connection needs the session's
+    // handlers; the handlers look the session up when the first message arrives.
+    let session: AppServerSession | undefined;
+    const handlers: RpcHandlers = {
+      onRequest: (method, params, ctx) => session?.onRequest(method, params, ctx),
+      onNotification: (method) => session?.onNotification(method),
+    };
+    const connection = new RpcConnection(channel, handlers, { logger: log, maxInFlight: config.maxInFlight });
+    session = new AppServerSession(runtime, connection, { name: "switchyard", version: VERSION }, log);
+  };
+
+  let ws: RunningWebSocketServer | undefined;
+  if (config.websocket) {
+    ws = await startWebSocketServer(
+      {
+        ...config.websocket,
+        ...(config.token ? { token: config.token } : {}),
+        allowedOrigins: config.allowedOrigins,
+        allowedHosts: config.allowedHosts,
+        maxMessageBytes: config.maxMessageBytes,
+        pingIntervalMs: config.pingIntervalMs,
+        isReady: () => true,
+        logger: log,
+      },
+      serve,
+    );
+    log.info({ url: ws.url }, "listening");
+  }
+
+  let resolveClosed!: () => void;
+  const closed = new Promise<void>((resolve) => (resolveClosed = resolve));
+  let stopping: Promise<void> | undefined;
+  const stop = (): Promise<void> =>
+    (stopping ??= (async () => {
+      await ws?.close();
+      await runtime.shutdown();
+      store.close();
+      lock.release();
+      resolveClosed();
+    })());
+
+  if (config.stdio) {
+    const channel = createStdioChannel(process.stdin, process.stdout, { maxMessageBytes: config.maxMessageBytes });
+    // A client that goes away does not kill its turns: with no other listener, the server
+    // exits once the running turns have finished.
+    channel.onClose(() => {
+      if (ws) return;
+      void runtime.idle().then(stop);
+    });
+    serve(channel);
+  }
+  return { runtime, ...(ws ? { websocketUrl: ws.url } : {}), closed, stop };
+}

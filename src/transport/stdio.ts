@@ -1,0 +1,148 @@
+// The stdio transport: UTF-8 JSON Lines, one message per line, over any pair of streams.
+import type { Readable, Writable } from "node:stream";
+import type { ChannelInfo, MessageChannel } from "./channel.js";
+
+export interface StdioChannelOptions {
+  maxMessageBytes: number;
+}
+
+const LF = 0x0a;
+const CR = 0x0d;
+
+/**
+ * Splits a byte stream into lines without ever holding more than about `limit` bytes: a line
+ * that grows past the cap is discarded up to its newline and reported once, with its full size.
+ */
+class LineSplitter {
+  private chunks: Buffer[] = [];
+  private buffered = 0;
+  /** Bytes of the current line, counted even while discarding. */
+  private lineBytes = 0;
+  private discarding = false;
+
+  constructor(
+    private readonly limit: number,
+    private readonly onLine: (line: Buffer) => void,
+    private readonly onOversized: (size: number) => void,
+  ) {}
+
+  push(chunk: Buffer): void {
+    let start = 0;
+    while (start < chunk.length) {
+      const nl = chunk.indexOf(LF, start);
+      const end = nl === -1 ? chunk.length : nl;
+      this.append(chunk, start, end);
+      if (nl === -1) return;
+      this.endLine();
+      start = nl + 1;
+    }
+  }
+
+  /** Input ended: a last line without a newline still counts. */
+  finish(): void {
+    if (this.lineBytes > 0) this.endLine();
+  }
+
+  private append(chunk: Buffer, start: number, end: number): void {
+    const n = end - start;
+    if (n === 0) return;
+    this.lineBytes += n;
+    if (this.discarding) return;
+    // One byte of slack for a trailing "\r", which is not part of the message.
+    if (this.lineBytes > this.limit + 1) {
+      this.discarding = true;
+      this.chunks = [];
+      this.buffered = 0;
+      return;
+    }
+    // Copy: the source chunk may be large and we keep only this slice.
+    this.chunks.push(Buffer.from(chunk.subarray(start, end)));
+    this.buffered += n;
+  }
+
+  private endLine(): void {
+    let line = this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks, this.buffered);
+    let size = this.lineBytes;
+    if (!this.discarding && line.length > 0 && line[line.length - 1] === CR) {
+      line = line.subarray(0, line.length - 1);
+      size--;
+    }
+    const oversized = this.discarding || size > this.limit;
+    this.chunks = [];
+    this.buffered = 0;
+    this.lineBytes = 0;
+    this.discarding = false;
+    if (oversized) this.onOversized(size);
+    else if (size > 0) this.onLine(line);
+  }
+}
+
+export function createStdioChannel(input: Readable, output: Writable, opts: StdioChannelOptions): MessageChannel {
+  const info: ChannelInfo = { transport: "stdio", remote: "stdio" };
+  const messageListeners: Array<(message: string) => void> = [];
+  const oversizedListeners: Array<(size: number, limit: number) => void> = [];
+  const closeListeners: Array<() => void> = [];
+  let closed = false;
+
+  const splitter = new LineSplitter(
+    opts.maxMessageBytes,
+    (line) => {
+      // Splitting on the LF byte is safe in UTF-8: it never occurs inside a multibyte character.
+      const text = line.toString("utf8");
+      if (text.trim() === "") return; // blank lines are ignored
+      for (const l of messageListeners) l(text);
+    },
+    (size) => {
+      for (const l of oversizedListeners) l(size, opts.maxMessageBytes);
+    },
+  );
+
+  const onData = (chunk: Buffer | string): void => {
+    if (closed) return;
+    splitter.push(typeof chunk === "string" ? Buffer.from(chunk, "utf8") : chunk);
+  };
+  const onEnd = (): void => {
+    if (!closed) splitter.finish();
+    doClose();
+  };
+  // A broken pipe on output (the peer went away) must not crash the process; it ends the channel.
+  const onOutputError = (): void => doClose();
+
+  function doClose(): void {
+    if (closed) return;
+    closed = true;
+    input.off("data", onData);
+    input.off("end", onEnd);
+    input.off("close", onEnd);
+    // The "error" listener stays so a late stream error cannot become an uncaught exception.
+    input.pause();
+    for (const l of closeListeners.splice(0)) l();
+  }
+
+  input.on("data", onData);
+  input.on("end", onEnd);
+  input.on("close", onEnd);
+  input.on("error", onEnd);
+  output.on("error", onOutputError);
+
+  return {
+    info,
+    send(message) {
+      if (closed || output.destroyed || output.writableEnded) return;
+      output.write(message + "\n");
+    },
+    onMessage(listener) {
+      messageListeners.push(listener);
+    },
+    onOversized(listener) {
+      oversizedListeners.push(listener);
+    },
+    onClose(listener) {
+      if (closed) queueMicrotask(listener);
+      else closeListeners.push(listener);
+    },
+    close() {
+      doClose();
+    },
+  };
+}

@@ -1,0 +1,200 @@
+// Agent turns end to end: streamed deltas, tools, queue, interrupt, plan and diff, over stdio.
+import assert from "node:assert/strict";
+import fs from "node:fs";
+import path from "node:path";
+import { after, before, describe, it } from "node:test";
+import { FakeModelServer } from "./support/fake-model-server.js";
+import { startHarness, text, type Harness } from "./support/harness.js";
+import type { Message } from "./support/test-client.js";
+
+type Item = { id: string; type: string; status: string; payload: Record<string, unknown> };
+const itemsOf = (h: Harness, type: string, method = "item/completed"): Item[] =>
+  h.client.notifications(method).map((p) => p.item as Item).filter((i) => i.type === type);
+
+describe("a full turn", () => {
+  let h: Harness;
+  before(async () => {
+    h = await startHarness();
+  });
+  after(() => h.close());
+
+  it("streams every delta in order and completes", async () => {
+    const deltas = Array.from({ length: 50 }, (_, i) => `d${i} `);
+    h.fake.enqueue({ kind: "response", text: deltas, usage: { input: 12, output: 50 } });
+    const threadId = await h.startThread({ displayName: "Streaming" });
+    const response = await h.client.request("turn/start", { threadId, input: text("Say things.") });
+    const turn = response.result!.turn as { id: string; status: string };
+    assert.equal(turn.status, "running");
+
+    const end = await h.client.turnEnd(threadId, turn.id);
+    assert.equal(end.method, "turn/completed");
+    const received = h.client.notifications("item/agentMessage/delta").filter((p) => p.turnId === turn.id).map((p) => p.delta);
+    assert.deepEqual(received, deltas);
+    const message = itemsOf(h, "agentMessage").at(-1)!;
+    assert.equal(message.payload.text, deltas.join(""));
+    const usage = (end.params!.turn as { tokenUsage: Record<string, number> }).tokenUsage;
+    assert.deepEqual(usage, { inputTokens: 12, outputTokens: 50, totalTokens: 62 });
+
+    // Notifications carry increasing sequence numbers for catch-up.
+    const seqs = h.client.received.filter((m) => m.params?.threadId === threadId && m.id === undefined).map((m) => m.params!.seq as number);
+    assert.ok(seqs.every((s, i) => i === 0 || s > seqs[i - 1]!));
+
+    const read = await h.client.call("thread/read", { threadId });
+    const thread = read.thread as { turns: Array<{ status: string; items: Item[] }> };
+    assert.equal(thread.turns.length, 1);
+    assert.equal(thread.turns[0]!.status, "completed");
+    assert.deepEqual(thread.turns[0]!.items.map((i) => i.type), ["userMessage", "agentMessage"]);
+  });
+
+  it("sends the conversation so far with the next turn", async () => {
+    h.fake.enqueue({ kind: "response", text: "first answer" }, { kind: "response", text: "second answer" });
+    const threadId = await h.startThread();
+    const first = await h.client.call("turn/start", { threadId, input: text("first question") });
+    await h.client.turnEnd(threadId, (first.turn as { id: string }).id);
+    const before = h.fake.requests.length;
+    const second = await h.client.call("turn/start", { threadId, input: text("second question") });
+    await h.client.turnEnd(threadId, (second.turn as { id: string }).id);
+    const body = h.fake.requests[before]!.body as { messages: Array<{ role: string; content: unknown }> };
+    const contents = body.messages.map((m) => `${m.role}:${String(m.content)}`);
+    assert.deepEqual(contents.slice(1), ["user:first question", "assistant:first answer", "user:second question"]);
+  });
+
+  it("fails the turn with a clear message when the model API errors", async () => {
+    h.fake.enqueue({ kind: "error", status: 401, message: "Incorrect API key provided" });
+    const threadId = await h.startThread();
+    await h.client.call("turn/start", { threadId, input: text("hi") });
+    const end = await h.client.turnEnd(threadId);
+    assert.equal(end.method, "turn/failed");
+    const error = end.params!.error as { code: string; message: string };
+    assert.equal(error.code, "authentication");
+    assert.match(error.message, /401/);
+  });
+
+  it("refuses a second turn/start while a turn runs (-32012), and enqueues instead", async () => {
+    h.fake.enqueue({ kind: "response", text: "slow", holdOpen: true });
+    const threadId = await h.startThread();
+    const requestsBefore = h.fake.requests.length;
+    const first = await h.client.call("turn/start", { threadId, input: text("one") });
+    await h.fake.waitForRequests(requestsBefore + 1);
+    const busy = await h.client.request("turn/start", { threadId, input: text("two") });
+    assert.equal(busy.error?.code, -32012);
+
+    const queued = await h.client.call("turn/enqueue", { threadId, input: text("two") });
+    assert.equal((queued.queuedInputs as unknown[]).length, 1);
+    const update = await h.client.notification("thread/queue/updated", (p) => p.threadId === threadId);
+    assert.equal((update.queuedInputs as unknown[]).length, 1);
+
+    // The held stream only ends by interrupt; a cancelled turn does not start the queue.
+    await h.client.call("turn/interrupt", { threadId });
+    const firstEnd = await h.client.turnEnd(threadId, (first.turn as { id: string }).id);
+    assert.equal(firstEnd.method, "turn/cancelled");
+    const read = await h.client.call("thread/read", { threadId, includeTurns: false });
+    assert.equal(((read.thread as { queuedInputs: unknown[] }).queuedInputs).length, 1);
+  });
+
+  it("starts the next queued input when a turn completes", async () => {
+    // The first turn waits on an approval we answer by hand, so the queue is built while it runs.
+    h.fake.enqueue(
+      { kind: "response", toolCalls: [{ id: "call_q", name: "bash", arguments: { command: "echo queued-test" } }] },
+      { kind: "response", text: "first done" },
+      { kind: "response", text: "from the queue" },
+    );
+    const threadId = await h.startThread();
+    await h.client.call("turn/start", { threadId, input: text("one") });
+    const approval = await h.client.waitFor((m) => m.method === "item/approval/request" && m.params?.threadId === threadId);
+    const second = await h.client.call("turn/enqueue", { threadId, input: text("two") });
+    const third = await h.client.call("turn/enqueue", { threadId, input: text("three") });
+    assert.ok(second.queuedInput && third.queuedInput);
+    const removed = await h.client.call("turn/queue/remove", { threadId, queuedInputId: (second.queuedInput as { id: string }).id });
+    assert.equal((removed.queuedInputs as unknown[]).length, 1);
+    h.client.send({ id: approval.id, result: { decision: "accept" } });
+    const started = await h.client.waitFor(
+      (m) => m.method === "turn/started" && m.params?.threadId === threadId && ((m.params.turn as { input: Array<{ text: string }> }).input[0]!.text === "three"),
+    );
+    const turnId = (started.params!.turn as { id: string }).id;
+    assert.equal((await h.client.turnEnd(threadId, turnId)).method, "turn/completed");
+    const emptied = h.client.notifications("thread/queue/updated").filter((p) => p.threadId === threadId).at(-1)!;
+    assert.deepEqual(emptied.queuedInputs, []);
+  });
+
+  it("interrupts a streaming turn promptly", async () => {
+    h.fake.enqueue({ kind: "response", text: ["partial ", "answer"], holdOpen: true });
+    const threadId = await h.startThread();
+    const started = await h.client.call("turn/start", { threadId, input: text("go") });
+    await h.client.notification("item/agentMessage/delta", (p) => p.threadId === threadId && p.delta === "answer");
+    const t0 = Date.now();
+    const result = await h.client.call("turn/interrupt", { threadId, turnId: (started.turn as { id: string }).id });
+    assert.ok(Date.now() - t0 < 2000, "interrupt took too long");
+    assert.equal((result.turn as { status: string }).status, "cancelled");
+    const end = await h.client.turnEnd(threadId);
+    assert.equal(end.method, "turn/cancelled");
+    const message = itemsOf(h, "agentMessage").find((i) => i.payload.text === "partial answer");
+    assert.ok(message, "the partial message is completed with what streamed");
+  });
+
+  it("publishes plan/updated from the planning tool and turn/diff/updated after file changes", async () => {
+    h.fake.enqueue(
+      {
+        kind: "response",
+        toolCalls: [
+          { id: "call_plan", name: "update_plan", arguments: { plan: [{ step: "Write notes", status: "in_progress" }] } },
+          { id: "call_write", name: "write_file", arguments: { path: "notes/todo.md", content: "hello\n" } },
+        ],
+      },
+      { kind: "response", text: "done" },
+    );
+    const threadId = await h.startThread({ configuration: { approvalPolicy: "autoApprove" } });
+    await h.client.call("turn/start", { threadId, input: text("plan and write") });
+    assert.equal((await h.client.turnEnd(threadId)).method, "turn/completed");
+    const plan = await h.client.notification("plan/updated", (p) => p.threadId === threadId);
+    assert.deepEqual((plan.plan as { steps: unknown }).steps, [{ step: "Write notes", status: "in_progress" }]);
+    const diff = await h.client.notification("turn/diff/updated", (p) => p.threadId === threadId);
+    assert.match(String(diff.diff), /\+\+\+ b\/notes\/todo\.md/);
+    assert.equal(fs.readFileSync(path.join(h.workspace, "notes/todo.md"), "utf8"), "hello\n");
+    const read = await h.client.call("thread/read", { threadId });
+    assert.deepEqual((read.plan as { steps: unknown }).steps, [{ step: "Write notes", status: "in_progress" }]);
+  });
+
+  it("refuses paths that escape the workspace", async () => {
+    h.fake.enqueue(
+      {
+        kind: "response",
+        toolCalls: [
+          { id: "c1", name: "read_file", arguments: { path: "../../../../etc/passwd" } },
+          { id: "c2", name: "read_file", arguments: { path: "/etc/passwd" } },
+        ],
+      },
+      { kind: "response", text: "ok" },
+    );
+    const threadId = await h.startThread();
+    await h.client.call("turn/start", { threadId, input: text("read secrets") });
+    await h.client.turnEnd(threadId);
+    const results = itemsOf(h, "toolResult").filter((i) => ["c1", "c2"].includes(String(i.payload.callId)));
+    assert.equal(results.length, 2);
+    for (const result of results) {
+      assert.equal(result.payload.success, false);
+      assert.match(String(result.payload.output), /outside the workspace/);
+      assert.doesNotMatch(String(result.payload.output), /root:/);
+    }
+  });
+});
+
+describe("without a model provider", () => {
+  it("starts, and a turn fails naming what to configure", async () => {
+    const fake = await FakeModelServer.start();
+    const h = await startHarness({ fake, env: { OPENAI_BASE_URL: undefined, OPENAI_API_KEY: undefined } });
+    try {
+      const threadId = await h.startThread();
+      await h.client.call("turn/start", { threadId, input: text("hi") });
+      const end: Message = await h.client.turnEnd(threadId);
+      assert.equal(end.method, "turn/failed");
+      const error = end.params!.error as { code: string; message: string };
+      assert.equal(error.code, "noProvider");
+      assert.match(error.message, /OPENAI_API_KEY/);
+      assert.match(error.message, /ANTHROPIC_API_KEY/);
+    } finally {
+      await h.close();
+      await fake.close();
+    }
+  });
+});

@@ -1,0 +1,91 @@
+// Spawns the built CLI as a real process, for end-to-end tests and benchmarks.
+import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+export const CLI_PATH = fileURLToPath(new URL("../../src/cli/main.js", import.meta.url));
+
+export function tempDir(prefix: string): string {
+  return fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), `switchyard-${prefix}-`)));
+}
+
+export interface SpawnOptions {
+  /** Extra arguments after `app-server`. */
+  args?: string[];
+  env?: Record<string, string | undefined>;
+  dataDir?: string;
+  cwd?: string;
+}
+
+export class ServerProcess {
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  stderr = "";
+  private stderrWaiters: Array<() => void> = [];
+
+  private constructor(
+    readonly child: ChildProcessWithoutNullStreams,
+    readonly dataDir: string,
+  ) {
+    child.stderr.setEncoding("utf8");
+    child.stderr.on("data", (chunk: string) => {
+      this.stderr += chunk;
+      for (const wake of this.stderrWaiters.splice(0)) wake();
+    });
+    this.exited = new Promise((resolve) => child.once("exit", (code, signal) => resolve({ code, signal })));
+  }
+
+  static spawn(opts: SpawnOptions = {}): ServerProcess {
+    const dataDir = opts.dataDir ?? tempDir("data");
+    const env: Record<string, string | undefined> = {
+      ...process.env,
+      OPENAI_API_KEY: undefined,
+      OPENAI_BASE_URL: undefined,
+      ANTHROPIC_API_KEY: undefined,
+      ANTHROPIC_BASE_URL: undefined,
+      SWITCHYARD_TOKEN: undefined,
+      SWITCHYARD_LOG_LEVEL: "debug",
+      ...opts.env,
+    };
+    const child = spawn(process.execPath, [CLI_PATH, "app-server", "--data-dir", dataDir, ...(opts.args ?? [])], {
+      cwd: opts.cwd ?? dataDir,
+      env: Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined)) as NodeJS.ProcessEnv,
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    return new ServerProcess(child, dataDir);
+  }
+
+  /** Resolves with the first stderr log line (parsed JSON) that matches. */
+  async waitForLog(match: (line: Record<string, unknown>) => boolean, timeoutMs = 10_000): Promise<Record<string, unknown>> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      for (const text of this.stderr.split("\n")) {
+        if (!text.startsWith("{")) continue;
+        const line = JSON.parse(text) as Record<string, unknown>;
+        if (match(line)) return line;
+      }
+      if (this.child.exitCode !== null) throw new Error(`server exited (${this.child.exitCode}) before the log line appeared:\n${this.stderr}`);
+      if (Date.now() > deadline) throw new Error(`timed out waiting for a log line:\n${this.stderr}`);
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, deadline - Date.now());
+        this.stderrWaiters.push(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+        this.child.once("exit", () => resolve());
+      });
+    }
+  }
+
+  /** The WebSocket URL the server logged when it started listening. */
+  async websocketUrl(): Promise<string> {
+    const line = await this.waitForLog((l) => l.msg === "listening");
+    return String(line.url);
+  }
+
+  async kill(signal: NodeJS.Signals = "SIGTERM"): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill(signal);
+    return this.exited;
+  }
+}

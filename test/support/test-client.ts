@@ -1,0 +1,176 @@
+// A deliberately plain JSON-RPC client for end-to-end tests: raw messages in, raw messages
+// out, over a child's stdio or a WebSocket. Tests can send bytes the typed client never would.
+import type { ChildProcessWithoutNullStreams } from "node:child_process";
+import { WebSocket } from "ws";
+
+export interface Message {
+  jsonrpc?: string;
+  id?: string | number | null;
+  method?: string;
+  params?: Record<string, unknown> & { [key: string]: unknown };
+  result?: Record<string, unknown> & { [key: string]: unknown };
+  error?: { code: number; message: string; data?: unknown };
+}
+
+type ServerRequestHandler = (params: Message["params"]) => unknown | Promise<unknown>;
+
+const DEFAULT_TIMEOUT_MS = 10_000;
+
+export const FULL_CAPABILITIES = {
+  approvalSupport: true,
+  streamingSupport: true,
+  commandExecutionStreaming: true,
+  toolExecutionLifecycle: true,
+  configChange: true,
+};
+
+export class TestClient {
+  /** Every message received, in order. */
+  readonly received: Message[] = [];
+  private waiters: Array<{ match: (m: Message) => boolean; resolve: (m: Message) => void }> = [];
+  private readonly handlers = new Map<string, ServerRequestHandler>();
+  private nextId = 1;
+  private closedResolve!: () => void;
+  readonly closed = new Promise<void>((resolve) => (this.closedResolve = resolve));
+
+  private constructor(private readonly write: (text: string) => void, private readonly end: () => void) {}
+
+  static overStdio(child: ChildProcessWithoutNullStreams): TestClient {
+    const client = new TestClient(
+      (text) => child.stdin.write(text + "\n"),
+      () => child.stdin.end(),
+    );
+    let buffer = "";
+    child.stdout.setEncoding("utf8");
+    child.stdout.on("data", (chunk: string) => {
+      buffer += chunk;
+      let newline: number;
+      while ((newline = buffer.indexOf("\n")) >= 0) {
+        const line = buffer.slice(0, newline);
+        buffer = buffer.slice(newline + 1);
+        if (line.trim()) client.receive(line);
+      }
+    });
+    child.stdout.on("close", () => client.closedResolve());
+    return client;
+  }
+
+  static async overWebSocket(url: string, options: { headers?: Record<string, string> } = {}): Promise<TestClient> {
+    const socket = new WebSocket(url, { headers: options.headers ?? {} });
+    await new Promise<void>((resolve, reject) => {
+      socket.once("open", () => resolve());
+      socket.once("error", reject);
+      socket.once("unexpected-response", (_req, res) => reject(new Error(`HTTP ${res.statusCode}`)));
+    });
+    const client = new TestClient(
+      (text) => socket.send(text),
+      () => socket.close(),
+    );
+    socket.on("message", (data) => client.receive(data.toString()));
+    socket.on("close", () => client.closedResolve());
+    return client;
+  }
+
+  private receive(text: string): void {
+    const message = JSON.parse(text) as Message | Message[];
+    for (const m of Array.isArray(message) ? message : [message]) {
+      this.received.push(m);
+      if (m.method && m.id !== undefined && m.id !== null) void this.answer(m);
+      this.waiters = this.waiters.filter((w) => {
+        if (!w.match(m)) return true;
+        w.resolve(m);
+        return false;
+      });
+    }
+  }
+
+  private async answer(request: Message): Promise<void> {
+    const handler = this.handlers.get(request.method!);
+    if (!handler) return; // unanswered on purpose: tests of disconnects and timeouts rely on it
+    const result = await handler(request.params);
+    this.write(JSON.stringify({ jsonrpc: "2.0", id: request.id, result }));
+  }
+
+  /** Answers server -> client requests of this method. */
+  handle(method: string, handler: ServerRequestHandler): void {
+    this.handlers.set(method, handler);
+  }
+
+  sendRaw(text: string): void {
+    this.write(text);
+  }
+
+  send(message: Record<string, unknown>): void {
+    this.write(JSON.stringify({ jsonrpc: "2.0", ...message }));
+  }
+
+  /** Sends a request and resolves with the whole response message (result or error). */
+  async request(method: string, params: unknown = {}, id: string | number = this.nextId++): Promise<Message> {
+    const response = this.waitFor((m) => m.id === id && m.method === undefined);
+    this.send({ id, method, params });
+    return response;
+  }
+
+  /** Sends a request and resolves with its result, throwing on an error response. */
+  async call(method: string, params: unknown = {}): Promise<NonNullable<Message["result"]>> {
+    const response = await this.request(method, params);
+    if (response.error) throw new Error(`${method} failed: ${response.error.code} ${response.error.message}`);
+    return response.result!;
+  }
+
+  notify(method: string, params: unknown = {}): void {
+    this.send({ method, params });
+  }
+
+  async initialize(capabilities: Record<string, unknown> = FULL_CAPABILITIES): Promise<Message["result"]> {
+    const result = await this.call("initialize", { clientInfo: { name: "test", version: "0" }, capabilities });
+    this.notify("initialized");
+    return result;
+  }
+
+  /** Resolves with the first message (already received or future) that matches. */
+  waitFor(match: (m: Message) => boolean, timeoutMs = DEFAULT_TIMEOUT_MS): Promise<Message> {
+    const seen = this.received.find(match);
+    if (seen) return Promise.resolve(seen);
+    return this.waitForNext(match, timeoutMs);
+  }
+
+  /** Resolves with the next message from now on that matches. */
+  waitForNext(match: (m: Message) => boolean, timeoutMs = DEFAULT_TIMEOUT_MS): Promise<Message> {
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.waiters = this.waiters.filter((w) => w.resolve !== done);
+        reject(new Error(`timed out waiting for a message; last received:\n${this.received.slice(-5).map((m) => JSON.stringify(m)).join("\n")}`));
+      }, timeoutMs);
+      const done = (m: Message): void => {
+        clearTimeout(timer);
+        resolve(m);
+      };
+      this.waiters.push({ match, resolve: done });
+    });
+  }
+
+  /** Waits for a notification by method (and optional params predicate). */
+  notification(method: string, match: (params: NonNullable<Message["params"]>) => boolean = () => true, timeoutMs?: number): Promise<NonNullable<Message["params"]>> {
+    return this.waitFor((m) => m.method === method && m.id === undefined && match(m.params ?? {}), timeoutMs).then((m) => m.params ?? {});
+  }
+
+  notifications(method: string): Array<NonNullable<Message["params"]>> {
+    return this.received.filter((m) => m.method === method && m.id === undefined).map((m) => m.params ?? {});
+  }
+
+  /** Waits until the turn on this thread reaches a terminal notification and returns it. */
+  async turnEnd(threadId: string, turnId?: string, timeoutMs?: number): Promise<Message> {
+    return this.waitFor(
+      (m) =>
+        ["turn/completed", "turn/failed", "turn/cancelled"].includes(m.method ?? "") &&
+        m.params?.threadId === threadId &&
+        (turnId === undefined || (m.params?.turn as { id?: string } | undefined)?.id === turnId),
+      timeoutMs,
+    );
+  }
+
+  close(): void {
+    this.end();
+  }
+}
