@@ -290,6 +290,20 @@ for (const name of ["openai-chat", "anthropic"] as const) {
       assert.equal(events.some((e) => e.type === "stop"), false);
     });
 
+    test("aborting during a retry wait ends promptly", async () => {
+      // 1s keeps the SDK's leftover (unwatched) retry timer from holding the test process long.
+      fake.enqueue({ kind: "error", status: 429, retryAfterSeconds: 1 });
+      const controller = new AbortController();
+      const running = run(makeProvider(name, fake, 1), request(), controller.signal);
+      await fake.waitForRequests(1);
+      const abortedAt = Date.now();
+      controller.abort();
+      const { events, error } = await running;
+      assert.ok(Date.now() - abortedAt < 300, "the abort should not wait for the retry");
+      assert.equal(error, undefined);
+      assert.equal(events.length, 0);
+    });
+
     test("an already-aborted signal makes no request", async () => {
       const controller = new AbortController();
       controller.abort();

@@ -12,7 +12,7 @@ import type {
   UsageReport,
 } from "./provider.js";
 import { ProviderError } from "./provider.js";
-import { describeCause, isConnectionFailure, messageFromBody, toProviderError } from "./sdk-errors.js";
+import { describeCause, isConnectionFailure, messageFromBody, toProviderError, untilAborted } from "./sdk-errors.js";
 
 type AnthropicModule = typeof import("@anthropic-ai/sdk");
 type MessageParam = Anthropic.Messages.MessageParam;
@@ -56,7 +56,8 @@ export class AnthropicProvider implements ModelProvider {
       sdk = await this.load();
       service = describeService(sdk.client.baseURL);
       const body = buildRequest(request, this.defaultModel, this.options.thinkingBudgetTokens);
-      const stream = await sdk.client.messages.create(body, { signal });
+      const stream = await untilAborted(sdk.client.messages.create(body, { signal }), signal);
+      if (!stream) return;
       midResponse = true;
       const mapper = new EventMapper();
       for await (const event of stream) {

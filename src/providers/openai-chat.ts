@@ -14,7 +14,7 @@ import type {
   UsageReport,
 } from "./provider.js";
 import { ProviderError } from "./provider.js";
-import { describeCause, isConnectionFailure, messageFromBody, toProviderError } from "./sdk-errors.js";
+import { describeCause, isConnectionFailure, messageFromBody, toProviderError, untilAborted } from "./sdk-errors.js";
 
 type OpenAIModule = typeof import("openai");
 type ChatMessage = OpenAI.Chat.Completions.ChatCompletionMessageParam;
@@ -58,7 +58,8 @@ export class OpenAIChatProvider implements ModelProvider {
       sdk = await this.load();
       service = describeService(sdk.client.baseURL);
       const body = buildRequest(request, this.defaultModel, sdk.client.baseURL !== OPENAI_DEFAULT_BASE);
-      const stream = await sdk.client.chat.completions.create(body, { signal });
+      const stream = await untilAborted(sdk.client.chat.completions.create(body, { signal }), signal);
+      if (!stream) return;
       midResponse = true;
       const mapper = new ChunkMapper();
       for await (const chunk of stream) {

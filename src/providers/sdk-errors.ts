@@ -75,6 +75,32 @@ export function toProviderError(f: FailureFacts): ProviderError {
   return new ProviderError("providerError", `${cap(f.service)} reported an error during the response${type}${said}.`, undefined, before);
 }
 
+/**
+ * Resolves like `promise`, or with undefined as soon as `signal` aborts. The openai SDK sleeps
+ * through a retry-after wait without watching the signal, which could delay an interrupt by
+ * the whole wait; the abandoned promise's eventual rejection is swallowed.
+ */
+export function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T | undefined> {
+  return new Promise((resolve, reject) => {
+    const onAbort = (): void => {
+      promise.catch(() => undefined);
+      resolve(undefined);
+    };
+    if (signal.aborted) return onAbort();
+    signal.addEventListener("abort", onAbort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener("abort", onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener("abort", onAbort);
+        reject(error);
+      },
+    );
+  });
+}
+
 /** "low-level detail" of an unknown thrown value, including its cause (undici puts the socket error there). */
 export function describeCause(error: unknown): string {
   if (!(error instanceof Error)) return String(error);

@@ -84,25 +84,44 @@ export class Runtime {
   private readonly store: Store;
   private readonly log: Logger;
 
+  private readonly outbox: RuntimeEvent[] = [];
+  private delivering = false;
+
   constructor(private readonly options: RuntimeOptions) {
     this.store = options.store;
     this.log = options.logger;
+    this.store.onCommit((events) => this.deliver(events));
   }
 
-  /** Receives every event after it is appended to the log. */
+  /** Receives every event once it is committed to the log. */
   subscribe(listener: RuntimeListener): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
   }
 
   private emit<T extends EventType>(event: NewEvent<T>): void {
-    const stored = this.store.append(event);
-    for (const listener of this.listeners) {
-      try {
-        listener(stored);
-      } catch (error) {
-        this.log.error({ err: error, event: stored.type }, "event listener failed");
+    this.store.append(event);
+  }
+
+  /** Hands committed events to listeners in seq order, even if a listener's read commits more. */
+  private deliver(events: RuntimeEvent[]): void {
+    this.outbox.push(...events);
+    if (this.delivering) return;
+    this.delivering = true;
+    try {
+      for (let i = 0; i < this.outbox.length; i++) {
+        const event = this.outbox[i]!;
+        for (const listener of this.listeners) {
+          try {
+            listener(event);
+          } catch (error) {
+            this.log.error({ err: error, event: event.type }, "event listener failed");
+          }
+        }
       }
+    } finally {
+      this.outbox.length = 0;
+      this.delivering = false;
     }
   }
 

@@ -26,7 +26,7 @@ export class TurnRecorder {
       payload,
     } as ItemOf<T>;
     this.open.set(item.id, item as Item);
-    this.emit({ type: "item.started", threadId: this.threadId, data: { item: { ...item } as Item } });
+    this.emit({ type: "item.started", threadId: this.threadId, data: { item: snapshot(item) } });
     return item;
   }
 
@@ -45,7 +45,7 @@ export class TurnRecorder {
     item.status = "completed";
     item.completedAt = new Date().toISOString();
     this.open.delete(item.id);
-    this.emit({ type: "item.completed", threadId: this.threadId, data: { item: { ...item } as Item } });
+    this.emit({ type: "item.completed", threadId: this.threadId, data: { item: snapshot(item) } });
     return item;
   }
 
@@ -58,4 +58,9 @@ export class TurnRecorder {
   closeOpen(): void {
     for (const item of [...this.open.values()]) this.complete(item);
   }
+}
+
+/** Events are delivered after commit, so they must not share the payload the engine keeps mutating. */
+function snapshot<T extends ItemType>(item: ItemOf<T>): Item {
+  return { ...item, payload: { ...item.payload } } as Item;
 }

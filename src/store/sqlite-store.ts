@@ -241,6 +241,8 @@ interface PendingEvent {
   ts: string;
   /** Serialized at append time: the log holds what was appended, even if the caller later mutates `data`. */
   data: string;
+  /** The event as returned by append(), handed to commit listeners. */
+  event: RuntimeEvent;
 }
 
 export interface SqliteStoreOptions {
@@ -356,6 +358,7 @@ export class SqliteStore implements Store {
   private seq: number;
   private pending: PendingEvent[] = [];
   private scheduled: NodeJS.Immediate | undefined;
+  private readonly commitListeners: Array<(events: RuntimeEvent[]) => void> = [];
   private closed = false;
 
   constructor(file: string, opts: SqliteStoreOptions = {}) {
@@ -399,7 +402,7 @@ export class SqliteStore implements Store {
     if (this.closed) throw new Error("Store is closed");
     const data = JSON.stringify(event.data); // first: if it throws, no seq is consumed
     const stored = { type: event.type, threadId: event.threadId, data: event.data, seq: ++this.seq, ts: new Date().toISOString() };
-    this.pending.push({ seq: stored.seq, threadId: stored.threadId, type: stored.type, ts: stored.ts, data });
+    this.pending.push({ seq: stored.seq, threadId: stored.threadId, type: stored.type, ts: stored.ts, data, event: stored as RuntimeEvent });
     this.scheduled ??= setImmediate(() => {
       this.scheduled = undefined;
       try {
@@ -429,6 +432,11 @@ export class SqliteStore implements Store {
       throw err;
     }
     for (const err of errors) this.onError(err);
+    for (const listener of this.commitListeners) listener(batch.map((e) => e.event));
+  }
+
+  onCommit(listener: (events: RuntimeEvent[]) => void): void {
+    this.commitListeners.push(listener);
   }
 
   /**

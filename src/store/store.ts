@@ -26,6 +26,11 @@ export interface Store {
   append<T extends EventType>(event: NewEvent<T>): Extract<RuntimeEvent, { type: T }>;
   /** Writes any buffered events now. */
   flush(): void;
+  /**
+   * Called after each batch of events is committed, in seq order. Whatever is told to the
+   * outside world goes through here, so nobody sees an event that a crash could still lose.
+   */
+  onCommit(listener: (events: RuntimeEvent[]) => void): void;
 
   getThread(threadId: string): Thread | undefined;
   listThreads(filter: ThreadFilter, opts: { limit: number; cursor?: string }): ThreadPage;
