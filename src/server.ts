@@ -2,8 +2,10 @@
 // faces (stdio and/or WebSocket).
 import type { Logger } from "./log.js";
 import { createProvider } from "./providers/select.js";
-import { AppServerSession } from "./faces/appserver/session.js";
-import { RpcConnection, type RpcHandlers } from "./rpc/connection.js";
+import { appServerFace } from "./faces/appserver/index.js";
+import type { Face } from "./faces/face.js";
+import { DialectRouter } from "./faces/router.js";
+import { RpcConnection } from "./rpc/connection.js";
 import { Runtime } from "./runtime/runtime.js";
 import { acquireDataDirLock } from "./store/lock.js";
 import { openStore } from "./store/sqlite-store.js";
@@ -13,7 +15,12 @@ import { createStdioChannel } from "./transport/stdio.js";
 import { assertSafeBind, startWebSocketServer, type RunningWebSocketServer } from "./transport/websocket.js";
 import { VERSION } from "./version.js";
 
+/** Every face this server speaks; the first is the default dialect. */
+export const FACES: Face[] = [appServerFace];
+
 export interface ServerConfig {
+  /** Serve only this dialect (by face name) instead of choosing per connection at initialize. */
+  dialect?: string;
   dataDir: string;
   stdio: boolean;
   websocket?: { host: string; port: number };
@@ -40,6 +47,10 @@ export interface RunningServer {
 
 export async function startServer(config: ServerConfig, log: Logger): Promise<RunningServer> {
   if (config.websocket) assertSafeBind(config.websocket.host, config.token);
+  const forced = config.dialect === undefined ? undefined : FACES.find((f) => f.name === config.dialect);
+  if (config.dialect !== undefined && !forced) {
+    throw new Error(`Unknown dialect "${config.dialect}"; choose one of: ${FACES.map((f) => f.name).join(", ")}.`);
+  }
   const lock = acquireDataDirLock(config.dataDir);
   const store = openStore(config.dataDir);
   const runtime = new Runtime({
@@ -58,15 +69,18 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
   if (recovered > 0) log.warn({ turns: recovered }, "marked turns interrupted by the previous shutdown as failed");
 
   const serve = (channel: MessageChannel): void => {
-    // The session needs the connection to talk back, and the connection needs the session's
-    // handlers; the handlers look the session up when the first message arrives.
-    let session: AppServerSession | undefined;
-    const handlers: RpcHandlers = {
-      onRequest: (method, params, ctx) => session?.onRequest(method, params, ctx),
-      onNotification: (method) => session?.onNotification(method),
-    };
-    const connection = new RpcConnection(channel, handlers, { logger: log, maxInFlight: config.maxInFlight });
-    session = new AppServerSession(runtime, connection, { name: "switchyard", version: VERSION }, log);
+    // The face needs the connection to talk back, and the connection needs the face's
+    // handlers; the router is created right after the connection, before any message arrives.
+    let router: DialectRouter | undefined;
+    const connection = new RpcConnection(
+      channel,
+      {
+        onRequest: (method, params, ctx) => router?.onRequest(method, params, ctx),
+        onNotification: (method, params, ctx) => router?.onNotification(method, params, ctx),
+      },
+      { logger: log, maxInFlight: config.maxInFlight },
+    );
+    router = new DialectRouter(FACES, { runtime, connection, log, serverVersion: VERSION }, forced);
   };
 
   let ws: RunningWebSocketServer | undefined;

@@ -5,6 +5,7 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
+import { setTimeout as delay } from "node:timers/promises";
 import { FakeModelServer } from "./support/fake-model-server.js";
 import { OpenAIChatProvider } from "../src/providers/openai-chat.js";
 import { AnthropicProvider } from "../src/providers/anthropic.js";
@@ -296,6 +297,7 @@ for (const name of ["openai-chat", "anthropic"] as const) {
       const controller = new AbortController();
       const running = run(makeProvider(name, fake, 1), request(), controller.signal);
       await fake.waitForRequests(1);
+      await delay(100); // let the 429 arrive, so the SDK is in its retry wait
       const abortedAt = Date.now();
       controller.abort();
       const { events, error } = await running;

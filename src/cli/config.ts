@@ -6,6 +6,10 @@ import type { ServerConfig } from "../server.js";
 
 export interface AppServerFlags {
   listen: string[];
+  /** claude-app-server compatible spelling: `--transport ws --port 3284`. */
+  transport?: "stdio" | "ws";
+  port?: number;
+  dialect?: string;
   dataDir?: string;
   provider?: string;
   model?: string;
@@ -30,7 +34,8 @@ export function defaultDataDir(env: NodeJS.ProcessEnv): string {
 export function resolveServerConfig(flags: AppServerFlags, env: NodeJS.ProcessEnv): ServerConfig {
   let stdio = false;
   let websocket: ServerConfig["websocket"];
-  for (const url of flags.listen) {
+  const listen = flags.transport === "ws" ? [`ws://127.0.0.1:${flags.port ?? 3284}`] : flags.listen;
+  for (const url of listen) {
     if (url === "stdio://" || url === "stdio") {
       stdio = true;
       continue;
@@ -41,6 +46,7 @@ export function resolveServerConfig(flags: AppServerFlags, env: NodeJS.ProcessEn
   }
   return {
     dataDir: path.resolve(flags.dataDir ?? defaultDataDir(env)),
+    ...(flags.dialect ? { dialect: flags.dialect } : {}),
     stdio,
     ...(websocket ? { websocket } : {}),
     ...withToken(flags, env),

@@ -116,7 +116,7 @@ export function isConnectionFailure(error: unknown): boolean {
   if (!(error instanceof Error)) return false;
   if (error.name === "TypeError" && /terminated|fetch failed|network/i.test(error.message)) return true;
   const code = (error as { code?: unknown }).code ?? (error.cause as { code?: unknown } | undefined)?.code;
-  return typeof code === "string" && /^(E[A-Z]+|UND_ERR_)/.test(code);
+  return typeof code === "string" && /^(E[A-Z]+$|UND_ERR_)/.test(code);
 }
 
 /** Extracts a plain message from an SDK error's parsed body (or raw text) without trusting its shape. */

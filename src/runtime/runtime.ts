@@ -9,7 +9,7 @@ import { systemPrompt } from "../engine/system-prompt.js";
 import { TurnRunner, type GateVerdict, type TurnOutcome } from "../engine/turn-runner.js";
 import type { ConversationMessage, ModelProvider, UsageReport } from "../providers/provider.js";
 import type { Store, ThreadFilter, ThreadPage } from "../store/store.js";
-import type { ApprovalAsk } from "../tools/tool.js";
+import type { AnyTool, ApprovalAsk } from "../tools/tool.js";
 import type { ToolRegistry } from "../tools/registry.js";
 import { Workspace } from "../tools/workspace.js";
 import { ALL_DECISIONS, ApprovalBroker, needsAsking, newApprovalRequestId, type GateSettings } from "./approvals.js";
@@ -188,6 +188,42 @@ export class Runtime {
     return thread;
   }
 
+  /**
+   * Starts a new thread with a copy of another's history: every finished turn up to and
+   * including `atTurnId` (all of them when absent).
+   */
+  forkThread(threadId: string, atTurnId?: string): Thread {
+    const source = this.getThread(threadId);
+    const turns = this.store.listTurns(threadId, { withItems: true });
+    const cut = atTurnId === undefined ? turns.length : turns.findIndex((t) => t.id === atTurnId) + 1;
+    if (cut === 0) throw new RuntimeError("turnNotFound", `Turn ${atTurnId} is not part of thread ${threadId}.`, { threadId, turnId: atTurnId });
+    const now = new Date().toISOString();
+    const { plan: _plan, ...rest } = source;
+    const thread: Thread = {
+      ...rest,
+      id: newThreadId(),
+      createdAt: now,
+      lastActiveAt: now,
+      queuedInputs: [],
+      forkedFrom: { threadId, ...(atTurnId ? { turnId: atTurnId } : {}) },
+    };
+    this.emit({ type: "thread.created", threadId: thread.id, data: { thread } });
+    for (const turn of turns.slice(0, cut)) {
+      if (turn.status === "running" || turn.status === "waitingApproval") continue;
+      const { items = [], ...copy } = turn;
+      const turnId = newId("turn");
+      this.emit({ type: "turn.started", threadId: thread.id, data: { turn: { ...copy, id: turnId, threadId: thread.id, status: "running" } } });
+      for (const item of items) {
+        this.emit({ type: "item.completed", threadId: thread.id, data: { item: { ...item, id: newId("item"), threadId: thread.id, turnId } } });
+      }
+      const end = { turnId, completedAt: turn.completedAt ?? now, ...(turn.tokenUsage ? { tokenUsage: turn.tokenUsage } : {}) };
+      if (turn.status === "completed") this.emit({ type: "turn.completed", threadId: thread.id, data: end });
+      else if (turn.status === "failed") this.emit({ type: "turn.failed", threadId: thread.id, data: { ...end, error: turn.error ?? { code: "unknown", message: "failed" } } });
+      else this.emit({ type: "turn.cancelled", threadId: thread.id, data: { ...end, reason: "cancelled" } });
+    }
+    return this.getThread(thread.id);
+  }
+
   getThread(threadId: string): Thread {
     const thread = this.store.getThread(threadId);
     if (!thread) throw new RuntimeError("threadNotFound", `Thread not found: ${threadId}`, { threadId });
@@ -247,6 +283,11 @@ export class Runtime {
     if (this.active.has(threadId)) await this.interrupt(threadId);
     this.emit({ type: "thread.deleted", threadId, data: {} });
     this.approvals.forgetThread(threadId);
+  }
+
+  /** The tools the agent can use, for discovery methods of the faces. */
+  listTools(): Array<{ name: string; description: string; kind: AnyTool["kind"] }> {
+    return this.options.tools.list().map(({ name, description, kind }) => ({ name, description, kind }));
   }
 
   runtimeState(threadId: string): ThreadRuntimeState {

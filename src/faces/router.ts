@@ -1,0 +1,32 @@
+// Picks each connection's face: forced by configuration, or from the shape of the params of
+// its first `initialize` request. Until then every other request is refused as not initialized.
+import { ErrorCode, RpcError } from "../rpc/errors.js";
+import type { RequestContext, RpcHandlers } from "../rpc/connection.js";
+import type { Face, FaceContext } from "./face.js";
+
+export class DialectRouter implements RpcHandlers {
+  private handlers: RpcHandlers | undefined;
+
+  /** `faces[0]` is the default when no face claims an initialize request. */
+  constructor(
+    private readonly faces: Face[],
+    private readonly ctx: FaceContext,
+    forced?: Face,
+  ) {
+    if (forced) this.handlers = forced.open(ctx);
+  }
+
+  onRequest(method: string, params: unknown, ctx: RequestContext): unknown {
+    if (!this.handlers) {
+      if (method !== "initialize") throw new RpcError(ErrorCode.NotInitialized, "Not initialized: the first request must be initialize.");
+      const face = this.faces.find((f) => f.claims(params)) ?? this.faces[0]!;
+      this.ctx.log.debug({ face: face.name, connection: this.ctx.connection.id }, "dialect chosen");
+      this.handlers = face.open(this.ctx);
+    }
+    return this.handlers.onRequest(method, params, ctx);
+  }
+
+  onNotification(method: string, params: unknown, ctx: RequestContext): void {
+    this.handlers?.onNotification?.(method, params, ctx);
+  }
+}
