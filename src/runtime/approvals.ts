@@ -17,6 +17,8 @@ export interface ApprovalRequest extends ApprovalAsk {
   turnId: string;
   /** The approvalRequest item that shows this request in the thread. */
   itemId: string;
+  /** The tool call that needs the approval. */
+  callId: string;
   requestId: string;
   decisions: ApprovalDecision[];
 }

@@ -514,7 +514,7 @@ export class Runtime {
     active.turn.status = "waitingApproval";
     this.emitRuntimeChanged(thread.id);
     const { decision, source } = await this.approvals.ask(
-      { ...ask, threadId: thread.id, turnId: active.turn.id, itemId: item.id, requestId, decisions: ALL_DECISIONS },
+      { ...ask, threadId: thread.id, turnId: active.turn.id, itemId: item.id, callId, requestId, decisions: ALL_DECISIONS },
       settings,
       active.abort.signal,
     );

@@ -27,6 +27,8 @@ export const FULL_CAPABILITIES = {
 export class TestClient {
   /** Every message received, in order. */
   readonly received: Message[] = [];
+  /** The method of every request sent, by id, to pair responses with what they answer. */
+  readonly sentRequests = new Map<string | number, string>();
   private waiters: Array<{ match: (m: Message) => boolean; resolve: (m: Message) => void }> = [];
   private readonly handlers = new Map<string, ServerRequestHandler>();
   private nextId = 1;
@@ -106,7 +108,8 @@ export class TestClient {
 
   /** Sends a request and resolves with the whole response message (result or error). */
   async request(method: string, params: unknown = {}, id: string | number = this.nextId++): Promise<Message> {
-    const response = this.waitFor((m) => m.id === id && m.method === undefined);
+    this.sentRequests.set(id, method);
+    const response = this.waitForNext((m) => m.id === id && m.method === undefined);
     this.send({ id, method, params });
     return response;
   }

@@ -161,7 +161,6 @@ export class AppServerSession implements RpcHandlers {
       }),
       "thread/delete": method(P["thread/delete"], async ({ threadId }) => {
         await rt.deleteThread(threadId);
-        this.subscriptions.delete(threadId);
         return { deleted: true };
       }),
       "thread/config/update": method(P["thread/config/update"], ({ threadId, configuration }) => {
@@ -209,10 +208,11 @@ export class AppServerSession implements RpcHandlers {
     },
   };
 
-  /** Live delivery: thread/started goes to every client; the rest only to subscribers. */
+  /** Live delivery: thread/started and thread/deleted go to every client (their thread lists change); the rest only to subscribers. */
   private deliver(event: RuntimeEvent): void {
     if (!this.initialized || this.connection.closed) return;
-    if (event.type !== "thread.created" && !this.subscriptions.has(event.threadId)) return;
+    const broadcast = event.type === "thread.created" || event.type === "thread.deleted";
+    if (!broadcast && !this.subscriptions.has(event.threadId)) return;
     this.send(event);
     if (event.type === "thread.deleted") this.subscriptions.delete(event.threadId);
   }
