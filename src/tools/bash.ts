@@ -4,7 +4,7 @@ import { spawn } from "node:child_process";
 import { StringDecoder } from "node:string_decoder";
 import { z } from "zod";
 import { defineTool, type ToolResult } from "./tool.js";
-import { MAX_OUTPUT_BYTES } from "./glob.js";
+import { MAX_OUTPUT_BYTES } from "./files.js";
 
 /** Time between SIGTERM and SIGKILL when stopping a command. */
 const KILL_GRACE_MS = 2000;

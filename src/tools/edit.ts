@@ -3,7 +3,7 @@
 import fs from "node:fs/promises";
 import { z } from "zod";
 import { defineTool } from "./tool.js";
-import { fileErrorResult } from "./glob.js";
+import { fileErrorResult } from "./files.js";
 import { fileApproval } from "./write-file.js";
 
 export const editTool = defineTool({

@@ -3,7 +3,7 @@ import fs from "node:fs/promises";
 import path from "node:path";
 import { z } from "zod";
 import { defineTool } from "./tool.js";
-import { MAX_ENTRIES, fileErrorResult, truncateBytes, walk } from "./glob.js";
+import { MAX_ENTRIES, fileErrorResult, truncateBytes, walk } from "./files.js";
 
 export const listFilesTool = defineTool({
   name: "list_files",

@@ -3,7 +3,7 @@
 import fs from "node:fs/promises";
 import { z } from "zod";
 import { defineTool } from "./tool.js";
-import { MAX_OUTPUT_BYTES, fileErrorResult } from "./glob.js";
+import { MAX_OUTPUT_BYTES, fileErrorResult } from "./files.js";
 
 /** Very long lines (minified code) are clipped so a single line cannot eat the budget. */
 const MAX_LINE_CHARS = 2000;

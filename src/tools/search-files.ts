@@ -3,7 +3,7 @@ import fs from "node:fs/promises";
 import path from "node:path";
 import { z } from "zod";
 import { defineTool } from "./tool.js";
-import { MAX_OUTPUT_BYTES, fileErrorResult, globToRegExp, walk } from "./glob.js";
+import { MAX_OUTPUT_BYTES, fileErrorResult, globToRegExp, walk } from "./files.js";
 
 const MAX_MATCHES = 500;
 const MAX_MATCH_LINE_CHARS = 300;

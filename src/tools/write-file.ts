@@ -5,7 +5,7 @@ import path from "node:path";
 import { z } from "zod";
 import { defineTool, type ApprovalAsk } from "./tool.js";
 import { PathEscapeError, type Workspace } from "./workspace.js";
-import { fileErrorResult } from "./glob.js";
+import { fileErrorResult } from "./files.js";
 
 /**
  * The approval ask shared by the file-writing tools. A path outside the workspace needs no
