@@ -1,8 +1,10 @@
 // Assembles one Switchyard server: store, runtime, and the listeners that carry the protocol
 // faces (stdio and/or WebSocket).
+import { setUpProviders } from "./config/providers.js";
+import type { ProviderSettings } from "./config/file.js";
 import type { Logger } from "./log.js";
-import { createProvider } from "./providers/select.js";
 import { appServerFace } from "./faces/appserver/index.js";
+import { claudeFace } from "./faces/claude/index.js";
 import type { Face } from "./faces/face.js";
 import { DialectRouter } from "./faces/router.js";
 import { RpcConnection } from "./rpc/connection.js";
@@ -16,7 +18,7 @@ import { assertSafeBind, startWebSocketServer, type RunningWebSocketServer } fro
 import { VERSION } from "./version.js";
 
 /** Every face this server speaks; the first is the default dialect. */
-export const FACES: Face[] = [appServerFace];
+export const FACES: Face[] = [appServerFace, claudeFace];
 
 export interface ServerConfig {
   /** Serve only this dialect (by face name) instead of choosing per connection at initialize. */
@@ -32,6 +34,8 @@ export interface ServerConfig {
   pingIntervalMs: number;
   provider?: string;
   model?: string;
+  /** The config file's `providers` section: keys and endpoints, under the environment's. */
+  providerSettings?: ProviderSettings;
   approvalTimeoutMs: number;
   commandTimeoutMs: number;
   env: NodeJS.ProcessEnv;
@@ -51,16 +55,18 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
   if (config.dialect !== undefined && !forced) {
     throw new Error(`Unknown dialect "${config.dialect}"; choose one of: ${FACES.map((f) => f.name).join(", ")}.`);
   }
+  // Auto-detects a default provider when none is configured (e.g. a local Ollama).
+  const providers = await setUpProviders(config, log);
   const lock = acquireDataDirLock(config.dataDir);
   const store = openStore(config.dataDir);
   const runtime = new Runtime({
     store,
     tools: createDefaultRegistry(),
-    resolveProvider: (selection) => createProvider({ ...selection, env: config.env }),
+    resolveProvider: providers.resolveProvider,
+    models: providers.catalog,
     logger: log,
     defaults: {
-      ...(config.provider ? { provider: config.provider } : {}),
-      ...(config.model ? { model: config.model } : {}),
+      ...providers.defaults,
       approvalTimeoutMs: config.approvalTimeoutMs,
       commandTimeoutMs: config.commandTimeoutMs,
     },

@@ -41,6 +41,7 @@ it("responses, notifications and server requests conform to the declared schemas
     await h.client.call("thread/subscribe", { threadId, afterSeq: 0 });
     const other = await h.startThread();
     await h.client.call("thread/delete", { threadId: other });
+    await h.client.notification("thread/deleted", (p) => p.threadId === other);
 
     const seen = new Set<string>();
     for (const message of h.client.received) {

@@ -1,7 +1,8 @@
 // Rebuilds the model conversation from a thread's persisted items, so a resumed thread (even
 // after a restart) continues with the full context.
-import type { ClientMessage, InputPart, Item } from "../runtime/model.js";
+import type { ClientMessage, InputPart, Item, ItemOf } from "../runtime/model.js";
 import type { ConversationMessage, ToolCallRequest } from "../providers/provider.js";
+import { summaryMessage } from "./compaction.js";
 
 type AssistantMessage = Extract<ConversationMessage, { role: "assistant" }>;
 
@@ -28,51 +29,79 @@ export function inputToText(input: InputPart[]): string {
 }
 
 export function historyFromItems(items: Iterable<Item>): ConversationMessage[] {
+  return rebuildHistory(items).messages;
+}
+
+export interface RebuiltHistory {
+  messages: ConversationMessage[];
+  /** The last item each message was built from; compaction records it as what a summary covers. */
+  itemIds: Map<ConversationMessage, string>;
+}
+
+/**
+ * The conversation the items describe. When the thread was compacted, it starts from the
+ * latest compaction notice: its summary as a user message, the request that turn was working
+ * on when it was covered too, then the items after the last one the summary covers.
+ */
+export function rebuildHistory(items: Iterable<Item>): RebuiltHistory {
+  const all = [...items];
   const messages: ConversationMessage[] = [];
+  const itemIds = new Map<ConversationMessage, string>();
+  const add = (message: ConversationMessage, itemId: string): void => {
+    messages.push(message);
+    itemIds.set(message, itemId);
+  };
   let assistant: AssistantMessage | undefined;
   // Tool calls whose result never arrived (an interrupted turn) get a synthetic result, since
   // the model APIs reject a tool call without one.
-  let unanswered = new Map<string, ToolCallRequest>();
+  let unanswered = new Map<string, ToolCallRequest & { itemId: string }>();
 
   const closeAssistant = (): void => {
     for (const call of unanswered.values()) {
-      messages.push({ role: "tool", toolCallId: call.id, toolName: call.name, content: "The tool call was interrupted.", isError: true });
+      add({ role: "tool", toolCallId: call.id, toolName: call.name, content: "The tool call was interrupted.", isError: true }, call.itemId);
     }
     unanswered = new Map();
     assistant = undefined;
   };
-  const openAssistant = (): AssistantMessage => {
+  const openAssistant = (itemId: string): AssistantMessage => {
     if (!assistant) {
       assistant = { role: "assistant", content: "" };
       messages.push(assistant);
     }
+    itemIds.set(assistant, itemId);
     return assistant;
   };
 
-  for (const item of items) {
+  const compaction = latestCompaction(all);
+  if (compaction) {
+    add(summaryMessage(compaction.summary), compaction.noticeId);
+    if (compaction.keptUser) add({ role: "user", content: compaction.keptUser.payload.text }, compaction.keptUser.id);
+  }
+  for (const item of all.slice(compaction?.resumeAt ?? 0)) {
     switch (item.type) {
       case "userMessage":
         closeAssistant();
-        messages.push({ role: "user", content: item.payload.text });
+        add({ role: "user", content: item.payload.text }, item.id);
         break;
       case "reasoningContent": {
-        const target = openAssistant();
+        const target = openAssistant(item.id);
         target.reasoning = { text: (target.reasoning?.text ?? "") + item.payload.text, ...(item.payload.signature ? { signature: item.payload.signature } : {}) };
         break;
       }
       case "agentMessage":
-        openAssistant().content += item.payload.text;
+        openAssistant(item.id).content += item.payload.text;
         break;
       case "toolCall": {
         const call = { id: item.payload.callId, name: item.payload.toolName, argumentsText: item.payload.argumentsText || "{}" };
-        const target = openAssistant();
+        const target = openAssistant(item.id);
         (target.toolCalls ??= []).push(call);
-        unanswered.set(call.id, call);
+        unanswered.set(call.id, { ...call, itemId: item.id });
         break;
       }
       case "toolResult":
+        // Also drops results whose call a compaction summarized (the call is not in `unanswered`).
         if (!unanswered.delete(item.payload.callId)) break;
-        messages.push({ role: "tool", toolCallId: item.payload.callId, toolName: item.payload.toolName, content: item.payload.output, isError: !item.payload.success });
+        add({ role: "tool", toolCallId: item.payload.callId, toolName: item.payload.toolName, content: item.payload.output, isError: !item.payload.success }, item.id);
         // Anything the model says after tool results belongs to its next message.
         if (unanswered.size === 0) assistant = undefined;
         break;
@@ -81,7 +110,30 @@ export function historyFromItems(items: Iterable<Item>): ConversationMessage[] {
     }
   }
   closeAssistant();
-  return messages;
+  return { messages, itemIds };
+}
+
+/**
+ * The latest compaction notice whose covered items are present. A notice whose item is
+ * missing (a forked thread gets new item ids) is skipped: the fuller history is still correct,
+ * and the next turn compacts again if it has to.
+ */
+function latestCompaction(items: Item[]): { summary: string; noticeId: string; resumeAt: number; keptUser?: ItemOf<"userMessage"> } | undefined {
+  for (let i = items.length - 1; i >= 0; i--) {
+    const notice = items[i]!;
+    if (notice.type !== "systemNotice" || notice.payload.summary === undefined || !notice.payload.coversThroughItemId) continue;
+    const through = items.findIndex((item) => item.id === notice.payload.coversThroughItemId);
+    if (through < 0) continue;
+    // The kept request lies inside the covered range (otherwise it is replayed in order anyway).
+    const kept = notice.payload.keptUserItemId ? items.slice(0, through + 1).find((item) => item.id === notice.payload.keptUserItemId) : undefined;
+    return {
+      summary: notice.payload.summary,
+      noticeId: notice.id,
+      resumeAt: through + 1,
+      ...(kept?.type === "userMessage" ? { keptUser: kept } : {}),
+    };
+  }
+  return undefined;
 }
 
 export function historyFromClientMessages(messages: ClientMessage[]): { system?: string; messages: ConversationMessage[] } {

@@ -8,6 +8,7 @@ import type { TurnRecorder } from "../runtime/turn-recorder.js";
 import type { ApprovalAsk, AnyTool, ToolContext, ToolResult } from "../tools/tool.js";
 import { PathEscapeError, type Workspace } from "../tools/workspace.js";
 import { TurnChanges, fileDiff } from "../tools/diff.js";
+import { ContextManager, type Conversation } from "./compaction.js";
 import { inputToText } from "./history.js";
 
 /** Upper bound on model calls in one turn, so a looping model cannot run forever. */
@@ -29,6 +30,10 @@ export interface TurnHost {
   readonly commandTimeoutMs: number;
   /** Conversation before this turn. */
   readonly history: ConversationMessage[];
+  /** The last persisted item each history message was built from (server history only). */
+  readonly historyItemIds?: ReadonlyMap<ConversationMessage, string>;
+  /** The model's context window in tokens; undefined when unknown (no compaction before calls). */
+  readonly contextWindow?: number;
   gate(ask: ApprovalAsk, callId: string): Promise<GateVerdict>;
   /** Inputs sent with turn/steer since the last call; each becomes a user message. */
   takeSteering(): InputPart[][];
@@ -46,38 +51,54 @@ interface ModelStep {
   text: string;
   reasoning?: { text: string; signature?: string };
   toolCalls: Array<ToolCallRequest & { item: ItemOf<"toolCall"> }>;
+  /** The last item the response was recorded as, if any. */
+  lastItemId?: string;
 }
 
 const CANCELLED: TurnOutcome = { status: "cancelled", reason: "interrupted" };
 
 export class TurnRunner {
   private readonly changes = new TurnChanges();
+  private readonly context: ContextManager;
 
-  constructor(private readonly host: TurnHost) {}
+  constructor(private readonly host: TurnHost) {
+    this.context = new ContextManager(host);
+  }
 
   async run(input: InputPart[]): Promise<TurnOutcome> {
     const { host } = this;
     const text = inputToText(input);
-    host.recorder.record("userMessage", { text, input });
-    const messages: ConversationMessage[] = [...host.history, { role: "user", content: text }];
+    const userItem = host.recorder.record("userMessage", { text, input });
+    const request: ConversationMessage = { role: "user", content: text };
+    const conversation: Conversation = {
+      messages: [...host.history, request],
+      itemIds: new Map([...(host.historyItemIds ?? []), [request, userItem.id]]),
+      latestUser: request,
+    };
+    const { messages } = conversation; // compaction edits this array in place
     try {
       for (let call = 0; call < MAX_MODEL_CALLS; call++) {
         if (host.signal.aborted) return CANCELLED;
-        const step = await this.callModel(messages);
-        if (host.signal.aborted) return CANCELLED;
-        messages.push({
+        const step = await this.modelStep(conversation);
+        if (!step || host.signal.aborted) return CANCELLED;
+        const reply: ConversationMessage = {
           role: "assistant",
           content: step.text,
           ...(step.reasoning ? { reasoning: step.reasoning } : {}),
           ...(step.toolCalls.length ? { toolCalls: step.toolCalls.map(({ id, name, argumentsText }) => ({ id, name, argumentsText })) } : {}),
-        });
+        };
+        messages.push(reply);
+        if (step.lastItemId) conversation.itemIds.set(reply, step.lastItemId);
         for (const toolCall of step.toolCalls) {
-          const result = await this.runTool(toolCall);
+          const outcome = await this.runTool(toolCall);
           if (host.signal.aborted) return CANCELLED;
-          if (result === "cancel") return { status: "cancelled", reason: "approvalCancelled" };
-          messages.push({ role: "tool", toolCallId: toolCall.id, toolName: toolCall.name, content: result.output, ...(result.isError ? { isError: true } : {}) });
+          if (outcome === "cancel") return { status: "cancelled", reason: "approvalCancelled" };
+          const { result, itemId } = outcome;
+          const message: ConversationMessage = { role: "tool", toolCallId: toolCall.id, toolName: toolCall.name, content: result.output, ...(result.isError ? { isError: true } : {}) };
+          messages.push(message);
+          conversation.itemIds.set(message, itemId);
         }
-        const steered = this.injectSteering(messages);
+        const steered = this.injectSteering(conversation);
         if (step.toolCalls.length === 0 && !steered) return { status: "completed" };
       }
       return { status: "failed", error: { code: "tooManySteps", message: `The model made more than ${MAX_MODEL_CALLS} calls in one turn.` } };
@@ -92,14 +113,40 @@ export class TurnRunner {
   }
 
   /** Adds steering inputs as user messages; true when there were any. */
-  private injectSteering(messages: ConversationMessage[]): boolean {
+  private injectSteering(conversation: Conversation): boolean {
     const inputs = this.host.takeSteering();
     for (const input of inputs) {
       const text = inputToText(input);
-      this.host.recorder.record("userMessage", { text, input, steered: true });
-      messages.push({ role: "user", content: text });
+      const item = this.host.recorder.record("userMessage", { text, input, steered: true });
+      const message: ConversationMessage = { role: "user", content: text };
+      conversation.messages.push(message);
+      conversation.itemIds.set(message, item.id);
+      conversation.latestUser = message;
     }
     return inputs.length > 0;
+  }
+
+  /**
+   * One model call within the context window: compacts first when the request nears the
+   * window, and once more (then retries) when the provider rejects it as too long anyway.
+   * Undefined when the turn was interrupted meanwhile.
+   */
+  private async modelStep(conversation: Conversation): Promise<ModelStep | undefined> {
+    const { signal } = this.host;
+    await this.context.fit(conversation);
+    if (signal.aborted) return undefined;
+    try {
+      return await this.callModel(conversation.messages);
+    } catch (error) {
+      const tooLong = error instanceof ProviderError && error.code === "contextWindowExceeded" && error.beforeOutput;
+      if (!tooLong || signal.aborted) throw error;
+      if (!(await this.context.fit(conversation, true))) {
+        if (signal.aborted) return undefined;
+        throw error; // nothing left to compact
+      }
+      if (signal.aborted) return undefined;
+      return await this.callModel(conversation.messages);
+    }
   }
 
   private async callModel(messages: ConversationMessage[]): Promise<ModelStep> {
@@ -108,6 +155,8 @@ export class TurnRunner {
     let message: ItemOf<"agentMessage"> | undefined;
     let reasoning: ItemOf<"reasoningContent"> | undefined;
     const calls = new Map<number, ModelStep["toolCalls"][number]>();
+    let lastItemId: string | undefined;
+    const estimated = this.context.rawEstimate(messages);
 
     const stream = host.provider.stream(
       { model: host.model, system: host.system, messages, tools: host.toolSpecs },
@@ -116,21 +165,22 @@ export class TurnRunner {
     for await (const event of stream) {
       switch (event.type) {
         case "textDelta":
-          message ??= recorder.start("agentMessage", { text: "" });
+          if (!message) lastItemId = (message = recorder.start("agentMessage", { text: "" })).id;
           message.payload.text += event.delta;
           recorder.delta(message, "agentMessage", event.delta);
           break;
         case "reasoningDelta":
-          reasoning ??= recorder.start("reasoningContent", { text: "" });
+          if (!reasoning) lastItemId = (reasoning = recorder.start("reasoningContent", { text: "" })).id;
           reasoning.payload.text += event.delta;
           recorder.delta(reasoning, "reasoning", event.delta);
           break;
         case "reasoningSignature":
-          reasoning ??= recorder.start("reasoningContent", { text: "" });
+          if (!reasoning) lastItemId = (reasoning = recorder.start("reasoningContent", { text: "" })).id;
           reasoning.payload.signature = event.signature;
           break;
         case "toolCallStart": {
           const item = recorder.start("toolCall", { callId: event.id, toolName: event.name, argumentsText: "" });
+          lastItemId = item.id;
           calls.set(event.index, { id: event.id, name: event.name, argumentsText: "", item });
           break;
         }
@@ -144,6 +194,7 @@ export class TurnRunner {
         }
         case "usage":
           host.onUsage(event.usage);
+          this.context.calibrate(estimated, event.usage.inputTokens);
           break;
         case "stop":
           break;
@@ -156,15 +207,16 @@ export class TurnRunner {
       text: message?.payload.text ?? "",
       ...(reasoning ? { reasoning: { text: reasoning.payload.text, ...(reasoning.payload.signature ? { signature: reasoning.payload.signature } : {}) } } : {}),
       toolCalls: [...calls.values()],
+      ...(lastItemId ? { lastItemId } : {}),
     };
   }
 
-  private async runTool(call: ToolCallRequest): Promise<ToolResult | "cancel"> {
+  private async runTool(call: ToolCallRequest): Promise<{ result: ToolResult; itemId: string } | "cancel"> {
     const { recorder } = this.host;
     const result = await this.executeTool(call);
     if (result === "cancel") return result;
-    recorder.record("toolResult", { callId: call.id, toolName: call.name, success: !result.isError, output: result.output });
-    return result;
+    const item = recorder.record("toolResult", { callId: call.id, toolName: call.name, success: !result.isError, output: result.output });
+    return { result, itemId: item.id };
   }
 
   private async executeTool(call: ToolCallRequest): Promise<ToolResult | "cancel"> {

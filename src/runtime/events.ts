@@ -43,7 +43,8 @@ export interface EventPayloads {
     source: ApprovalSource;
   };
   "approval.ruleAdded": { workspacePath: string; scopeKey: string };
-  "usage.updated": { turnId: string; usage: TokenUsage };
+  /** `usage` is the turn's total so far; `delta` the model call that changed it (absent in older logs). */
+  "usage.updated": { turnId: string; usage: TokenUsage; delta?: TokenUsage };
 }
 
 export type EventType = keyof EventPayloads;

@@ -24,6 +24,8 @@ export interface ThreadConfiguration {
   systemPrompt?: string;
   /** Per-command timeout for the shell tool. */
   commandTimeoutMs?: number;
+  /** The model's context window in tokens, overriding the model catalog (compaction uses it). */
+  contextWindow?: number;
 }
 
 export interface ThreadRuntimeState {
@@ -77,6 +79,8 @@ export interface TokenUsage {
   totalTokens: number;
   cachedInputTokens?: number;
   reasoningTokens?: number;
+  /** USD at the catalog's list prices; absent when the model's pricing is unknown. */
+  costUsd?: number;
 }
 
 export interface TurnError {
@@ -140,7 +144,11 @@ export interface ItemPayloads {
   };
   approvalResponse: { requestId: string; decision: ApprovalDecision; source: ApprovalSource };
   error: { code: string; message: string };
-  systemNotice: { kind: string; message: string };
+  /**
+   * kind "compaction" also carries the summary that replaces the conversation up to and
+   * including item `coversThroughItemId`, and the covered user request kept verbatim.
+   */
+  systemNotice: { kind: string; message: string; summary?: string; coversThroughItemId?: string; keptUserItemId?: string };
 }
 
 export type ItemType = keyof ItemPayloads;

@@ -4,10 +4,12 @@ import fs from "node:fs";
 import path from "node:path";
 import { newId, newThreadId } from "../ids.js";
 import type { Logger } from "../log.js";
-import { historyFromClientMessages, historyFromItems } from "../engine/history.js";
+import { historyFromClientMessages, rebuildHistory, type RebuiltHistory } from "../engine/history.js";
 import { systemPrompt } from "../engine/system-prompt.js";
 import { TurnRunner, type GateVerdict, type TurnOutcome } from "../engine/turn-runner.js";
-import type { ConversationMessage, ModelProvider, UsageReport } from "../providers/provider.js";
+import { lookupModel, type ModelInfo } from "../providers/catalog.js";
+import type { ListedModel } from "../providers/model-catalog.js";
+import type { ModelProvider, UsageReport } from "../providers/provider.js";
 import type { Store, ThreadFilter, ThreadPage } from "../store/store.js";
 import type { AnyTool, ApprovalAsk } from "../tools/tool.js";
 import type { ToolRegistry } from "../tools/registry.js";
@@ -20,6 +22,7 @@ import type {
   ClientMessage,
   HistoryMode,
   InputPart,
+  Item,
   Plan,
   QueuedInput,
   Thread,
@@ -29,6 +32,7 @@ import type {
   Turn,
 } from "./model.js";
 import { TurnRecorder } from "./turn-recorder.js";
+import { addUsage, callUsage } from "./usage.js";
 
 export type ProviderResolution = ModelProvider | { problem: string };
 
@@ -37,6 +41,8 @@ export interface RuntimeOptions {
   tools: ToolRegistry;
   /** Finds the model provider for a thread's or turn's selection. */
   resolveProvider(selection: { provider?: string; model?: string }): ProviderResolution;
+  /** The models the configured providers offer (for model catalogs of the faces). */
+  models?: { list(): Promise<ListedModel[]> };
   logger: Logger;
   defaults: {
     provider?: string;
@@ -198,6 +204,21 @@ export class Runtime {
     const cut = atTurnId === undefined ? turns.length : turns.findIndex((t) => t.id === atTurnId) + 1;
     if (cut === 0) throw new RuntimeError("turnNotFound", `Turn ${atTurnId} is not part of thread ${threadId}.`, { threadId, turnId: atTurnId });
     const now = new Date().toISOString();
+    // Items get new ids; a compaction notice names items by id, so those references follow.
+    const newIds = new Map<string, string>();
+    const remapIds = (copy: Item, oldId: string): Item => {
+      newIds.set(oldId, copy.id);
+      if (copy.type !== "systemNotice") return copy;
+      const { coversThroughItemId, keptUserItemId } = copy.payload;
+      return {
+        ...copy,
+        payload: {
+          ...copy.payload,
+          ...(coversThroughItemId ? { coversThroughItemId: newIds.get(coversThroughItemId) ?? coversThroughItemId } : {}),
+          ...(keptUserItemId ? { keptUserItemId: newIds.get(keptUserItemId) ?? keptUserItemId } : {}),
+        },
+      };
+    };
     const { plan: _plan, ...rest } = source;
     const thread: Thread = {
       ...rest,
@@ -214,7 +235,7 @@ export class Runtime {
       const turnId = newId("turn");
       this.emit({ type: "turn.started", threadId: thread.id, data: { turn: { ...copy, id: turnId, threadId: thread.id, status: "running" } } });
       for (const item of items) {
-        this.emit({ type: "item.completed", threadId: thread.id, data: { item: { ...item, id: newId("item"), threadId: thread.id, turnId } } });
+        this.emit({ type: "item.completed", threadId: thread.id, data: { item: remapIds({ ...item, id: newId("item"), threadId: thread.id, turnId }, item.id) } });
       }
       const end = { turnId, completedAt: turn.completedAt ?? now, ...(turn.tokenUsage ? { tokenUsage: turn.tokenUsage } : {}) };
       if (turn.status === "completed") this.emit({ type: "turn.completed", threadId: thread.id, data: end });
@@ -283,6 +304,18 @@ export class Runtime {
     if (this.active.has(threadId)) await this.interrupt(threadId);
     this.emit({ type: "thread.deleted", threadId, data: {} });
     this.approvals.forgetThread(threadId);
+  }
+
+  /** The models the configured providers offer, the default one marked. */
+  listModels(): Promise<ListedModel[]> {
+    return this.options.models?.list() ?? Promise.resolve([]);
+  }
+
+  /** Token usage summed over each thread's turns (threads without any are left out). */
+  threadUsage(threadIds: string[]): Map<string, TokenUsage> {
+    const totals = new Map<string, TokenUsage>();
+    for (const { threadId, usage } of this.store.turnUsages(threadIds)) totals.set(threadId, addUsage(totals.get(threadId), usage));
+    return totals;
   }
 
   /** The tools the agent can use, for discovery methods of the faces. */
@@ -402,7 +435,9 @@ export class Runtime {
     this.active.set(thread.id, active);
     this.emit({ type: "turn.started", threadId: thread.id, data: { turn: { ...turn, items: [] } } });
     this.emitRuntimeChanged(thread.id);
-    active.done = this.execute(thread, active, params)
+    // The turn starts on the next tick, so the caller's response goes out before turn/started.
+    active.done = new Promise<void>((resolve) => setImmediate(resolve))
+      .then(() => this.execute(thread, active, params))
       .catch((error: unknown) => ({ status: "failed", error: { code: "internal", message: String(error) } }) as TurnOutcome)
       .then((outcome) => this.finish(thread.id, active, outcome));
     return { ...turn, items: [] };
@@ -422,7 +457,8 @@ export class Runtime {
     }
     const workspace = new Workspace(thread.workspacePath);
     const client = params.messages ? historyFromClientMessages(params.messages) : undefined;
-    const history: ConversationMessage[] = client?.messages ?? this.serverHistory(thread.id, active.turn.id);
+    const history: RebuiltHistory = client ? { messages: client.messages, itemIds: new Map() } : this.serverHistory(thread.id, active.turn.id);
+    const model = active.turn.model ?? provider.defaultModel;
     const tools = this.options.tools.list((tool) => thread.mode === "agent" || tool.kind === "readOnly" || tool.kind === "plan");
     const runner = new TurnRunner({
       recorder,
@@ -434,10 +470,12 @@ export class Runtime {
       tools,
       toolSpecs: this.options.tools.specs((tool) => tools.includes(tool)),
       commandTimeoutMs: config.commandTimeoutMs ?? this.options.defaults.commandTimeoutMs,
-      history,
+      history: history.messages,
+      historyItemIds: history.itemIds,
+      contextWindow: config.contextWindow ?? lookupModel(provider.name, model)?.contextWindow,
       gate: (ask, callId) => this.gate(thread, active, recorder, ask, callId),
       takeSteering: () => active.steering.splice(0),
-      onUsage: (usage) => this.addUsage(thread.id, active, usage),
+      onUsage: (usage) => this.addUsage(thread.id, active, usage, lookupModel(provider.name, active.turn.model ?? provider.defaultModel)),
       onPlan: (plan) => {
         const full: Plan = { ...plan, updatedAt: new Date().toISOString(), turnId: active.turn.id };
         this.emit({ type: "turn.planUpdated", threadId: thread.id, data: { turnId: active.turn.id, plan: full } });
@@ -447,9 +485,9 @@ export class Runtime {
     return runner.run(params.input);
   }
 
-  private serverHistory(threadId: string, currentTurnId: string): ConversationMessage[] {
+  private serverHistory(threadId: string, currentTurnId: string): RebuiltHistory {
     const turns = this.store.listTurns(threadId, { withItems: true }).filter((t) => t.id !== currentTurnId);
-    return historyFromItems(turns.flatMap((t) => t.items ?? []));
+    return rebuildHistory(turns.flatMap((t) => t.items ?? []));
   }
 
   private finish(threadId: string, active: ActiveTurn, outcome: TurnOutcome): void {
@@ -470,19 +508,11 @@ export class Runtime {
     this.launch({ ...thread, queuedInputs: rest }, { input: next.input });
   }
 
-  private addUsage(threadId: string, active: ActiveTurn, usage: UsageReport): void {
-    const previous = active.usage ?? { inputTokens: 0, outputTokens: 0, totalTokens: 0 };
-    const sum = (a: number | undefined, b: number | undefined): number | undefined => (a === undefined && b === undefined ? undefined : (a ?? 0) + (b ?? 0));
-    const cachedInputTokens = sum(previous.cachedInputTokens, usage.cachedInputTokens);
-    const reasoningTokens = sum(previous.reasoningTokens, usage.reasoningTokens);
-    active.usage = {
-      inputTokens: previous.inputTokens + usage.inputTokens,
-      outputTokens: previous.outputTokens + usage.outputTokens,
-      totalTokens: previous.totalTokens + usage.inputTokens + usage.outputTokens,
-      ...(cachedInputTokens !== undefined ? { cachedInputTokens } : {}),
-      ...(reasoningTokens !== undefined ? { reasoningTokens } : {}),
-    };
-    this.emit({ type: "usage.updated", threadId, data: { turnId: active.turn.id, usage: active.usage } });
+  /** Adds one model call's usage to the turn's total; `model` prices it when the catalog knows it. */
+  private addUsage(threadId: string, active: ActiveTurn, report: UsageReport, model: ModelInfo | undefined): void {
+    const delta = callUsage(report, model);
+    active.usage = addUsage(active.usage, delta);
+    this.emit({ type: "usage.updated", threadId, data: { turnId: active.turn.id, usage: active.usage, delta } });
   }
 
   private emitRuntimeChanged(threadId: string): void {
@@ -513,6 +543,8 @@ export class Runtime {
     active.waitingApprovals++;
     active.turn.status = "waitingApproval";
     this.emitRuntimeChanged(thread.id);
+    // Commit first, so every client has seen the items the question refers to before it.
+    this.store.flush();
     const { decision, source } = await this.approvals.ask(
       { ...ask, threadId: thread.id, turnId: active.turn.id, itemId: item.id, callId, requestId, decisions: ALL_DECISIONS },
       settings,

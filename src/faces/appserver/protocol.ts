@@ -3,7 +3,8 @@
 // The server validates requests with these params schemas; the exported JSON Schema, the
 // TypeScript declarations and the typed client are all generated from this table.
 import { z } from "zod";
-import { AppServerParams, ApprovalAnswer, InputPart, ThreadConfiguration } from "./schemas.js";
+import type { FaceProtocol } from "../protocol-table.js";
+import { AppServerParams, ApprovalAnswer, ApprovalPolicy, ClientCapabilities, InputPart, ThreadConfiguration } from "./schemas.js";
 
 const iso = z.string().describe("ISO 8601 timestamp.");
 const seq = z.number().int().describe("Position of the event in the server's log; resubscribe with afterSeq to catch up.");
@@ -15,6 +16,7 @@ export const TokenUsage = z
     totalTokens: z.number().int(),
     cachedInputTokens: z.number().int().optional(),
     reasoningTokens: z.number().int().optional(),
+    costUsd: z.number().optional().describe("USD at list prices; absent when the model's pricing is unknown."),
   })
   .passthrough();
 
@@ -53,7 +55,13 @@ const payloads = {
   }),
   approvalResponse: z.object({ requestId: z.string(), decision: ApprovalDecision, source: ApprovalSource }),
   error: z.object({ code: z.string(), message: z.string() }),
-  systemNotice: z.object({ kind: z.string(), message: z.string() }),
+  systemNotice: z.object({
+    kind: z.string(),
+    message: z.string(),
+    summary: z.string().optional().describe("For kind \"compaction\": the summary that replaces the earlier conversation."),
+    coversThroughItemId: z.string().optional(),
+    keptUserItemId: z.string().optional(),
+  }),
 };
 
 const itemOf = <T extends keyof typeof payloads>(type: T) =>
@@ -129,9 +137,21 @@ export const Thread = z
     metadata: z.record(z.string(), z.unknown()),
     runtime: ThreadRuntime,
     queuedInputs: z.array(QueuedInput),
+    tokenUsage: TokenUsage.optional().describe("Summed over the thread's turns."),
     turns: z.array(Turn).optional(),
   })
   .passthrough();
+
+export const ModelEntry = z.object({
+  id: z.string(),
+  provider: z.string().describe("Pass back as turn/start provider (with this id as model) to use it."),
+  displayName: z.string().optional(),
+  contextWindow: z.number().int().optional(),
+  maxOutputTokens: z.number().int().optional(),
+  reasoning: z.boolean(),
+  pricing: z.object({ inputPerMTok: z.number(), outputPerMTok: z.number(), cachedInputPerMTok: z.number().optional() }).optional(),
+  isDefault: z.boolean(),
+});
 
 const ThreadResult = z.object({ thread: Thread });
 
@@ -140,36 +160,93 @@ export const ServerCapabilities = z.record(z.string(), z.boolean());
 /** Client -> server requests. */
 export const AppServerRequests = {
   initialize: {
+    description: "Handshake, the first request: the client's identity and capabilities in, the server's out.",
     params: AppServerParams.initialize,
     result: z.object({
       serverInfo: z.object({ name: z.string(), version: z.string(), protocolVersion: z.string(), extensions: z.array(z.string()) }),
       capabilities: ServerCapabilities,
     }),
   },
-  "thread/start": { params: AppServerParams["thread/start"], result: ThreadResult },
-  "thread/resume": { params: AppServerParams["thread/resume"], result: ThreadResult },
+  "thread/start": {
+    description: "Creates a thread and subscribes this connection to it.",
+    params: AppServerParams["thread/start"],
+    result: ThreadResult,
+  },
+  "thread/resume": {
+    description: "Reopens a thread, with its turns, and subscribes this connection to it.",
+    params: AppServerParams["thread/resume"],
+    result: ThreadResult,
+  },
   "thread/list": {
+    description: "Lists threads, filtered by identity and status, a page at a time.",
     params: AppServerParams["thread/list"],
     result: z.object({ data: z.array(Thread), nextCursor: z.string().optional() }),
   },
-  "thread/read": { params: AppServerParams["thread/read"], result: z.object({ thread: Thread, plan: Plan.optional() }) },
+  "thread/read": {
+    description: "Reads a thread (with its turns unless includeTurns is false) and its current plan.",
+    params: AppServerParams["thread/read"],
+    result: z.object({ thread: Thread, plan: Plan.optional() }),
+  },
   "thread/subscribe": {
+    description: "Follows a thread's events, first replaying every event after afterSeq.",
     params: AppServerParams["thread/subscribe"],
     result: z.object({ subscribed: z.literal(true), replayed: z.number().int(), runtime: ThreadRuntime }),
   },
-  "thread/unsubscribe": { params: AppServerParams["thread/unsubscribe"], result: z.object({ unsubscribed: z.boolean() }) },
-  "thread/rename": { params: AppServerParams["thread/rename"], result: ThreadResult },
-  "thread/delete": { params: AppServerParams["thread/delete"], result: z.object({ deleted: z.literal(true) }) },
-  "thread/config/update": { params: AppServerParams["thread/config/update"], result: ThreadResult },
-  "thread/mode/set": { params: AppServerParams["thread/mode/set"], result: ThreadResult },
-  "turn/start": { params: AppServerParams["turn/start"], result: z.object({ turn: Turn }) },
+  "thread/unsubscribe": {
+    description: "Stops following a thread's events.",
+    params: AppServerParams["thread/unsubscribe"],
+    result: z.object({ unsubscribed: z.boolean() }),
+  },
+  "thread/rename": {
+    description: "Sets a thread's display name.",
+    params: AppServerParams["thread/rename"],
+    result: ThreadResult,
+  },
+  "thread/delete": {
+    description: "Deletes a thread, interrupting its running turn first.",
+    params: AppServerParams["thread/delete"],
+    result: z.object({ deleted: z.literal(true) }),
+  },
+  "thread/config/update": {
+    description: "Merges settings into a thread's configuration.",
+    params: AppServerParams["thread/config/update"],
+    result: ThreadResult,
+  },
+  "thread/mode/set": {
+    description: "Switches a thread between agent and plan mode.",
+    params: AppServerParams["thread/mode/set"],
+    result: ThreadResult,
+  },
+  "turn/start": {
+    description: "Starts a turn on an idle thread; answers at once while the turn runs.",
+    params: AppServerParams["turn/start"],
+    result: z.object({ turn: Turn }),
+  },
   "turn/enqueue": {
+    description: "Starts a turn if the thread is idle, else queues the input to run after the current turn.",
     params: AppServerParams["turn/enqueue"],
     result: z.object({ turn: Turn.optional(), queuedInput: QueuedInput.optional(), queuedInputs: z.array(QueuedInput) }),
   },
-  "turn/steer": { params: AppServerParams["turn/steer"], result: z.object({ turnId: z.string() }) },
-  "turn/queue/remove": { params: AppServerParams["turn/queue/remove"], result: z.object({ queuedInputs: z.array(QueuedInput) }) },
-  "turn/interrupt": { params: AppServerParams["turn/interrupt"], result: z.object({ turn: Turn }) },
+  "turn/steer": {
+    description: "Adds input to the running turn; the model reads it at its next step.",
+    params: AppServerParams["turn/steer"],
+    result: z.object({ turnId: z.string() }),
+  },
+  "turn/queue/remove": {
+    description: "Removes an input from the thread's queue.",
+    params: AppServerParams["turn/queue/remove"],
+    result: z.object({ queuedInputs: z.array(QueuedInput) }),
+  },
+  "turn/interrupt": {
+    description: "Cancels the running turn and answers once it has ended.",
+    params: AppServerParams["turn/interrupt"],
+    result: z.object({ turn: Turn }),
+  },
+  "model/list": {
+    description: "Lists the models the configured providers offer, optionally one provider's only.",
+    params: AppServerParams["model/list"],
+    result: z.object({ data: z.array(ModelEntry) }),
+  },
 } as const;
 
 const threadEvent = <S extends z.ZodRawShape>(shape: S) => z.object({ threadId: z.string(), seq, ...shape }).passthrough();
@@ -177,36 +254,42 @@ const itemDelta = threadEvent({ turnId: z.string(), itemId: z.string(), delta: z
 
 /** Server -> client notifications. */
 export const AppServerNotifications = {
-  "thread/started": threadEvent({ thread: Thread }),
-  "thread/resumed": threadEvent({ thread: Thread }),
-  "thread/renamed": threadEvent({ displayName: z.string() }),
-  "thread/deleted": threadEvent({}),
-  "thread/runtimeChanged": threadEvent({ runtime: ThreadRuntime }),
-  "thread/queue/updated": threadEvent({ queuedInputs: z.array(QueuedInput) }),
-  "turn/started": threadEvent({ turn: Turn }),
-  "turn/completed": threadEvent({ turn: Turn }),
-  "turn/failed": threadEvent({ turn: Turn, error: TurnError }),
-  "turn/cancelled": threadEvent({ turn: Turn, reason: z.string() }),
-  "turn/diff/updated": threadEvent({ turnId: z.string(), diff: z.string() }),
-  "plan/updated": threadEvent({ turnId: z.string(), plan: Plan }),
-  "item/started": threadEvent({ turnId: z.string(), item: Item }),
-  "item/completed": threadEvent({ turnId: z.string(), item: Item }),
-  "item/agentMessage/delta": itemDelta,
-  "item/reasoning/delta": itemDelta,
-  "item/toolCall/argumentsDelta": itemDelta,
-  "item/commandExecution/outputDelta": itemDelta.extend({ stream: z.enum(["stdout", "stderr"]).optional() }),
+  "thread/started": threadEvent({ thread: Thread }).describe("A thread was created (sent to every connection)."),
+  "thread/resumed": threadEvent({ thread: Thread }).describe("A thread was resumed."),
+  "thread/renamed": threadEvent({ displayName: z.string() }).describe("A thread's display name changed."),
+  "thread/deleted": threadEvent({}).describe("A thread was deleted (sent to every connection)."),
+  "thread/runtimeChanged": threadEvent({ runtime: ThreadRuntime }).describe("Whether the thread is running or waiting on an approval changed."),
+  "thread/queue/updated": threadEvent({ queuedInputs: z.array(QueuedInput) }).describe("The thread's queue of pending inputs changed."),
+  "turn/started": threadEvent({ turn: Turn }).describe("A turn started."),
+  "turn/completed": threadEvent({ turn: Turn }).describe("A turn completed."),
+  "turn/failed": threadEvent({ turn: Turn, error: TurnError }).describe("A turn failed; error says why."),
+  "turn/cancelled": threadEvent({ turn: Turn, reason: z.string() }).describe("A turn was cancelled; reason says why."),
+  "turn/diff/updated": threadEvent({ turnId: z.string(), diff: z.string() }).describe("The unified diff of every file the turn has changed so far."),
+  "plan/updated": threadEvent({ turnId: z.string(), plan: Plan }).describe("The agent updated its plan."),
+  "item/started": threadEvent({ turnId: z.string(), item: Item }).describe("An item started."),
+  "item/completed": threadEvent({ turnId: z.string(), item: Item }).describe("An item reached its final state."),
+  "item/agentMessage/delta": itemDelta.describe("More text of an agentMessage item."),
+  "item/reasoning/delta": itemDelta.describe("More text of a reasoningContent item."),
+  "item/toolCall/argumentsDelta": itemDelta.describe("More of a toolCall item's arguments (JSON text)."),
+  "item/commandExecution/outputDelta": itemDelta.extend({ stream: z.enum(["stdout", "stderr"]).optional() }).describe("More output of a commandExecution item."),
+  "item/usage/delta": threadEvent({
+    turnId: z.string(),
+    usage: TokenUsage.describe("This model call's usage."),
+    total: TokenUsage.describe("The turn's total so far."),
+  }).describe("Token usage of one model call, and the turn's total so far."),
   "item/approval/resolved": threadEvent({
     turnId: z.string(),
     itemId: z.string(),
     requestId: z.string(),
     decision: ApprovalDecision,
     source: ApprovalSource,
-  }),
+  }).describe("An approval was decided: by a client, a remembered rule, the policy or a timeout."),
 } as const;
 
 /** Server -> client requests. */
 export const AppServerServerRequests = {
   "item/approval/request": {
+    description: "Asks the client to approve a shell command or a file write; the first answer wins.",
     params: z
       .object({
         threadId: z.string(),
@@ -225,6 +308,35 @@ export const AppServerServerRequests = {
     result: ApprovalAnswer,
   },
 } as const;
+
+/** The whole surface, for `switchyard schema` (JSON Schema, TypeScript declarations, docs/reference/appserver.md). */
+export const appServerProtocol = {
+  name: "appserver",
+  title: "AppServer protocol",
+  source: "src/faces/appserver/protocol.ts",
+  requests: AppServerRequests,
+  notifications: AppServerNotifications,
+  serverRequests: AppServerServerRequests,
+  objects: {
+    Thread,
+    ThreadRuntime,
+    QueuedInput,
+    Turn,
+    TurnError,
+    TokenUsage,
+    Item,
+    InputPart,
+    Plan,
+    ModelEntry,
+    ThreadConfiguration,
+    ApprovalPolicy,
+    ClientCapabilities,
+    ServerCapabilities,
+    ApprovalType,
+    ApprovalDecision,
+    ApprovalSource,
+  },
+} satisfies FaceProtocol;
 
 export type AppServerRequestMethod = keyof typeof AppServerRequests;
 export type AppServerNotificationMethod = keyof typeof AppServerNotifications;

@@ -38,6 +38,7 @@ export const ThreadConfiguration = z
     approvalTimeoutMs: z.number().int().positive().optional(),
     systemPrompt: z.string().optional(),
     commandTimeoutMs: z.number().int().positive().optional(),
+    contextWindow: z.number().int().positive().optional(),
   })
   .strict();
 
@@ -88,6 +89,7 @@ export const AppServerParams = {
   "turn/steer": z.object({ threadId, input: Input, expectedTurnId: z.string().optional() }),
   "turn/queue/remove": z.object({ threadId, queuedInputId: z.string() }),
   "turn/interrupt": z.object({ threadId, turnId: z.string().optional() }),
+  "model/list": z.object({ provider: z.string().optional().describe("Only this provider's models.") }),
 } as const;
 
 /** The client's answer to item/approval/request. */

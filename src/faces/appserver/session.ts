@@ -24,7 +24,7 @@ const SERVER_CAPABILITIES = {
   historyReplay: true,
   turnQueue: true,
   turnSteering: true,
-  modelCatalogManagement: false,
+  modelCatalogManagement: true,
   skillsManagement: false,
   skillVariants: false,
   pluginManagement: false,
@@ -131,8 +131,9 @@ export class AppServerSession implements RpcHandlers {
           },
           { limit: params.limit ?? 50, ...(params.cursor ? { cursor: params.cursor } : {}) },
         );
+        const usage = rt.threadUsage(page.threads.map((t) => t.id));
         return {
-          data: page.threads.map((t) => wireThread(t, rt.runtimeState(t.id))),
+          data: page.threads.map((t) => wireThread(t, rt.runtimeState(t.id), undefined, usage.get(t.id))),
           ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}),
         };
       }),
@@ -191,13 +192,17 @@ export class AppServerSession implements RpcHandlers {
         const turn = await rt.interrupt(threadId, turnId);
         return { turn: { ...turn, items: undefined } };
       }),
+      "model/list": method(P["model/list"], async ({ provider }) => {
+        const models = await rt.listModels();
+        return { data: provider === undefined ? models : models.filter((m) => m.provider === provider) };
+      }),
     };
   }
 
   private thread(threadId: string, withTurns = false): WireThread {
     const rt = this.runtime;
     const turns = withTurns ? rt.turnsOf(threadId).map((t) => this.filter.turn(t)) : undefined;
-    return wireThread(rt.getThread(threadId), rt.runtimeState(threadId), turns);
+    return wireThread(rt.getThread(threadId), rt.runtimeState(threadId), turns, rt.threadUsage([threadId]).get(threadId));
   }
 
   private readonly eventContext: EventContext = {
@@ -229,7 +234,7 @@ export class AppServerSession implements RpcHandlers {
       canAnswer: (threadId: string) => !this.connection.closed && this.subscriptions.has(threadId),
       ask: async (request: ApprovalRequest, signal: AbortSignal) => {
         const { decisions, ...params } = request;
-        const answer = await this.connection.request("item/approval/request", { ...params, availableDecisions: decisions }, { signal, timeoutMs: 2 ** 31 - 1 });
+        const answer = await this.connection.request("item/approval/request", { ...params, availableDecisions: decisions }, { signal, timeoutMs: Infinity /* the broker owns the timeout */ });
         const parsed = ApprovalAnswer.safeParse(answer);
         // An answer we cannot read is treated as a refusal: the safe choice.
         return parsed.success ? parsed.data.decision : "decline";

@@ -1,10 +1,12 @@
 // AppServer protocol: how runtime objects and events look on the wire.
 import type { RuntimeEvent } from "../../runtime/events.js";
-import type { Item, Thread, ThreadRuntimeState, Turn } from "../../runtime/model.js";
+import type { Item, Thread, ThreadRuntimeState, TokenUsage, Turn } from "../../runtime/model.js";
 import type { ClientCapabilities } from "./schemas.js";
 
 export interface WireThread extends Omit<Thread, "plan" | "forkedFrom"> {
   runtime: ThreadRuntimeState;
+  /** Summed over the thread's turns; absent before any model call. */
+  tokenUsage?: TokenUsage;
   turns?: WireTurn[];
 }
 export type WireTurn = Omit<Turn, "items"> & { items?: WireItem[] };
@@ -34,9 +36,9 @@ export class ItemFilter {
   }
 }
 
-export function wireThread(thread: Thread, runtime: ThreadRuntimeState, turns?: WireTurn[]): WireThread {
+export function wireThread(thread: Thread, runtime: ThreadRuntimeState, turns?: WireTurn[], tokenUsage?: TokenUsage): WireThread {
   const { plan: _plan, ...rest } = thread;
-  return { ...rest, runtime, ...(turns ? { turns } : {}) };
+  return { ...rest, runtime, ...(tokenUsage ? { tokenUsage } : {}), ...(turns ? { turns } : {}) };
 }
 
 /** Context a mapping needs beyond the event itself (current objects read from the runtime). */
@@ -96,10 +98,14 @@ export function toNotification(event: RuntimeEvent, filter: ItemFilter, ctx: Eve
     }
     case "approval.resolved":
       return note("item/approval/resolved", { ...base, ...event.data });
+    case "usage.updated":
+      // `usage` is this model call's, `total` the turn's so far. Logs written before deltas were
+      // recorded have no per-call figure, and are not replayed as usage notifications.
+      if (!event.data.delta) return undefined;
+      return note("item/usage/delta", { ...base, turnId: event.data.turnId, usage: event.data.delta, total: event.data.usage });
     case "thread.configured":
     case "thread.modeChanged":
     case "approval.ruleAdded":
-    case "usage.updated":
       return undefined;
   }
 }

@@ -1,0 +1,242 @@
+// claude-app-server dialect, one connection: the initialize handshake, the method table, the
+// threads this connection follows, event delivery, and approvals asked of this client.
+import type { Logger } from "../../log.js";
+import type { ListedModel } from "../../providers/model-catalog.js";
+import { ConnectionClosedError, type RequestContext, type RpcConnection, type RpcHandlers } from "../../rpc/connection.js";
+import { ErrorCode, RpcError } from "../../rpc/errors.js";
+import { dispatchTable, method, type MethodTable } from "../../rpc/methods.js";
+import type { ApprovalRequest, Approver } from "../../runtime/approvals.js";
+import { RuntimeError } from "../../runtime/errors.js";
+import type { RuntimeEvent } from "../../runtime/events.js";
+import type { ApprovalDecision, Thread } from "../../runtime/model.js";
+import type { Runtime } from "../../runtime/runtime.js";
+import {
+  ClaudeNotifications,
+  ClaudeParams as P,
+  PermissionMode,
+  type ClaudeNotification,
+  type ClaudeNotificationParams,
+  type ClaudeResult,
+} from "./schemas.js";
+import { SERVER_NAME, permissionConfiguration, permissionMode, toInput, toNotifications, toolInput, turnStatus, wireTurn } from "./wire.js";
+
+const CAPABILITIES = {
+  methods: Object.keys(P),
+  notifications: Object.keys(ClaudeNotifications),
+  permission_modes: PermissionMode.options,
+  content_blocks: ["text"],
+  streaming: true,
+  approvals: true,
+  thread_fork: true,
+  turn_steer: true,
+  turn_interrupt: true,
+};
+
+const RUNTIME_ERROR_CODES: Record<RuntimeError["code"], number> = {
+  threadNotFound: ErrorCode.ThreadNotFound,
+  threadNotActive: ErrorCode.ThreadNotActive,
+  turnInProgress: ErrorCode.TurnInProgress,
+  turnNotFound: ErrorCode.TurnNotFound,
+  turnNotRunning: ErrorCode.TurnNotRunning,
+  invalidInput: ErrorCode.InvalidParams,
+  replayGap: ErrorCode.InvalidRequest,
+};
+
+/**
+ * The models model/list offers: the runtime's catalog, narrowed to the default provider's
+ * models, since a turn in this dialect names a model but never a provider.
+ */
+export function claudeModels(models: ListedModel[]): ClaudeResult<"model/list">["models"] {
+  const provider = models.find((m) => m.isDefault)?.provider;
+  return models
+    .filter((m) => provider === undefined || m.provider === provider)
+    .map((m) => ({ id: m.id, display_name: m.displayName ?? m.id, ...(m.isDefault ? { is_default: true } : {}) }));
+}
+
+interface PendingApproval {
+  answer(approved: boolean): void;
+  fail(error: Error): void;
+}
+
+export class ClaudeSession implements RpcHandlers {
+  private initialized = false;
+  /** What thread/start falls back to, from initialize. */
+  private defaults: { cwd?: string; permissionMode: PermissionMode } = { permissionMode: "default" };
+  /** Threads started, resumed, forked or turn-started on this connection: it gets their events and approvals. */
+  private readonly followed = new Set<string>();
+  /** approval/request notifications waiting for approval/respond, by request id. */
+  private readonly pending = new Map<string, PendingApproval>();
+  private readonly dispatch: ReturnType<typeof dispatchTable>;
+  private readonly detach: Array<() => void> = [];
+
+  constructor(
+    private readonly runtime: Runtime,
+    private readonly connection: RpcConnection,
+    private readonly serverVersion: string,
+    private readonly log: Logger,
+  ) {
+    this.dispatch = dispatchTable(this.methods());
+    this.detach.push(runtime.subscribe((event) => this.deliver(event)));
+    connection.onClose(() => {
+      this.detach.forEach((undo) => undo());
+      for (const approval of [...this.pending.values()]) approval.fail(new ConnectionClosedError());
+    });
+  }
+
+  async onRequest(name: string, params: unknown, ctx: RequestContext): Promise<unknown> {
+    if (name === "initialize" && this.initialized) throw new RpcError(ErrorCode.AlreadyInitialized, "Already initialized");
+    if (name !== "initialize" && !this.initialized) {
+      throw new RpcError(ErrorCode.NotInitialized, "Not initialized: the first request must be initialize.");
+    }
+    try {
+      return await this.dispatch(name, params, ctx);
+    } catch (error) {
+      if (error instanceof RuntimeError) throw new RpcError(RUNTIME_ERROR_CODES[error.code], error.message, error.data);
+      throw error;
+    }
+  }
+
+  onNotification(name: string): void {
+    this.log.debug({ method: name }, "ignored notification");
+  }
+
+  private methods(): MethodTable {
+    const rt = this.runtime;
+    return {
+      initialize: method(P.initialize, (params): ClaudeResult<"initialize"> => {
+        this.initialized = true;
+        this.defaults = { ...(params.cwd ? { cwd: params.cwd } : {}), permissionMode: params.permission_mode ?? "default" };
+        this.detach.push(rt.approvals.addApprover(this.approver()));
+        this.log.info({ client: params.client?.name, transport: this.connection.info.transport }, "client initialized");
+        // The spec sends `initialized` after the response. Responses go out once the handler's
+        // promise settles (microtasks); setImmediate runs after those, so the order holds.
+        setImmediate(() => this.send({ method: "initialized", params: { server: SERVER_NAME } }));
+        return { server: { name: SERVER_NAME, version: this.serverVersion }, capabilities: CAPABILITIES };
+      }),
+      "thread/start": method(P["thread/start"], (params): ClaudeResult<"thread/start"> => {
+        const mode = params.permission_mode ?? this.defaults.permissionMode;
+        const thread = rt.startThread({
+          workspacePath: params.cwd ?? this.defaults.cwd ?? process.cwd(),
+          originChannel: SERVER_NAME,
+          configuration: permissionConfiguration(mode),
+        });
+        this.followed.add(thread.id);
+        return { thread_id: thread.id, created_at: thread.createdAt };
+      }),
+      "thread/resume": method(P["thread/resume"], ({ thread_id }): ClaudeResult<"thread/resume"> => {
+        const thread = rt.resumeThread(thread_id);
+        this.followed.add(thread_id);
+        return this.describe(thread);
+      }),
+      "thread/fork": method(P["thread/fork"], ({ thread_id, at_turn_id }): ClaudeResult<"thread/fork"> => {
+        // forkThread reads the new thread back, which delivers the copied history's events
+        // before we follow it: the client is not sent a replay of turns it already has.
+        const fork = rt.forkThread(thread_id, at_turn_id);
+        this.followed.add(fork.id);
+        return { thread_id: fork.id, forked_from: thread_id, created_at: fork.createdAt };
+      }),
+      "turn/start": method(P["turn/start"], ({ thread_id, content, model }): ClaudeResult<"turn/start"> => {
+        this.followed.add(thread_id);
+        const turn = rt.startTurn(thread_id, { input: toInput(content), ...(model ? { model } : {}) });
+        return { turn_id: turn.id };
+      }),
+      "turn/steer": method(P["turn/steer"], ({ thread_id, content }): ClaudeResult<"turn/steer"> => {
+        return { turn_id: rt.steer(thread_id, toInput(content)).id };
+      }),
+      "turn/interrupt": method(P["turn/interrupt"], async ({ thread_id }): Promise<ClaudeResult<"turn/interrupt">> => {
+        const turn = await rt.interrupt(thread_id);
+        return { turn_id: turn.id, status: turnStatus(turn.status) };
+      }),
+      "model/list": method(P["model/list"], async (): Promise<ClaudeResult<"model/list">> => ({ models: claudeModels(await rt.listModels()) })),
+      "skills/list": method(P["skills/list"], (): ClaudeResult<"skills/list"> => {
+        // Whether a tool asks first depends on the permission mode; threads may differ, so
+        // this answers for the mode this connection declared at initialize.
+        const mode = this.defaults.permissionMode;
+        const asks = (kind: string): boolean => (kind === "shell" ? mode !== "bypassPermissions" : kind === "write" && mode === "default");
+        return { skills: rt.listTools().map((t) => ({ name: t.name, description: t.description, needs_approval: asks(t.kind) })) };
+      }),
+      "app/list": method(P["app/list"], (): ClaudeResult<"app/list"> => ({ apps: [] })),
+      "approval/respond": method(P["approval/respond"], ({ request_id, approved }): ClaudeResult<"approval/respond"> => {
+        const approval = this.pending.get(request_id);
+        if (!approval) {
+          throw new RpcError(ErrorCode.InvalidParams, `Unknown request_id "${request_id}": no approval/request with this id is waiting for an answer on this connection.`, { request_id });
+        }
+        approval.answer(approved);
+        return { ok: true };
+      }),
+    };
+  }
+
+  private describe(thread: Thread): ClaudeResult<"thread/resume"> {
+    return {
+      thread_id: thread.id,
+      cwd: thread.workspacePath,
+      permission_mode: permissionMode(thread.configuration),
+      created_at: thread.createdAt,
+      updated_at: thread.lastActiveAt,
+      status: thread.status,
+      running: this.runtime.runtimeState(thread.id).running,
+      ...(thread.forkedFrom ? { forked_from: thread.forkedFrom.threadId } : {}),
+      turns: this.runtime.turnsOf(thread.id).map(wireTurn),
+    };
+  }
+
+  private deliver(event: RuntimeEvent): void {
+    if (!this.initialized || this.connection.closed || !this.followed.has(event.threadId)) return;
+    for (const notification of toNotifications(event, (turnId) => this.runtime.findTurn(turnId))) this.send(notification);
+    if (event.type === "thread.deleted") this.followed.delete(event.threadId);
+  }
+
+  private send(notification: ClaudeNotification): void {
+    this.connection.notify(notification.method, notification.params);
+  }
+
+  private approver(): Approver {
+    return {
+      canAnswer: (threadId) => !this.connection.closed && this.followed.has(threadId),
+      ask: (request, signal) =>
+        new Promise<ApprovalDecision>((resolve, reject) => {
+          if (signal.aborted) return reject(new Error("Approval request withdrawn"));
+          const settle = (): void => {
+            this.pending.delete(request.requestId);
+            signal.removeEventListener("abort", withdraw);
+          };
+          // Aborted when another client answered first, the turn was interrupted, or it timed out.
+          const withdraw = (): void => {
+            settle();
+            reject(new Error("Approval request withdrawn"));
+          };
+          this.pending.set(request.requestId, {
+            answer: (approved) => {
+              settle();
+              resolve(approved ? "accept" : "decline");
+            },
+            fail: (error) => {
+              settle();
+              reject(error);
+            },
+          });
+          signal.addEventListener("abort", withdraw, { once: true });
+          this.send({ method: "approval/request", params: this.approvalParams(request) });
+        }),
+    };
+  }
+
+  private approvalParams(request: ApprovalRequest): ClaudeNotificationParams<"approval/request"> {
+    // The tool call the request is about carries the tool's name and arguments.
+    const items = this.runtime.findTurn(request.turnId)?.items ?? [];
+    const call = items.find((i) => i.type === "toolCall" && i.payload.callId === request.callId);
+    const fromItem = call?.type === "toolCall" ? { tool_name: call.payload.toolName, input: toolInput(call.payload) } : undefined;
+    return {
+      thread_id: request.threadId,
+      turn_id: request.turnId,
+      request_id: request.requestId,
+      // Without the item (never expected), name the tool by its approval type.
+      ...(fromItem ?? {
+        tool_name: request.approvalType === "shell" ? "bash" : request.operation.startsWith("edit ") ? "edit" : "write_file",
+        input: { operation: request.operation, target: request.target },
+      }),
+      description: `${request.reason.replace(/\.$/, "")}: ${request.operation}`,
+    };
+  }
+}

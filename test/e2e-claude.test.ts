@@ -1,0 +1,479 @@
+// The claude-app-server dialect (spec 004) end to end, over the real CLI with the Anthropic
+// wire format: the document's example session over stdio and WebSocket, permission modes and
+// approvals, fork, steer, interrupt, and threads shared with AppServer clients.
+import assert from "node:assert/strict";
+import fs from "node:fs";
+import net, { type AddressInfo } from "node:net";
+import path from "node:path";
+import { after, before, describe, it } from "node:test";
+import { FakeModelServer } from "./support/fake-model-server.js";
+import { makeWorkspace, modelEnv, text, threadStartParams } from "./support/harness.js";
+import { ServerProcess } from "./support/server-process.js";
+import { TestClient, type Message } from "./support/test-client.js";
+
+type Params = NonNullable<Message["params"]>;
+type WireItem = { id: string; type: string } & Record<string, unknown>;
+type WireTurn = { turn_id: string; status: string; items: WireItem[] };
+
+/** The "Example session" of the document, verbatim; the cwd and thread id are filled in. */
+const EXAMPLE_SESSION = [
+  `{"jsonrpc":"2.0","method":"initialize","params":{"client":{"name":"demo","version":"1.0"},"cwd":"/tmp/my-project"},"id":1}`,
+  `{"jsonrpc":"2.0","method":"thread/start","params":{"cwd":"/tmp/my-project","permission_mode":"acceptEdits"},"id":2}`,
+  `{"jsonrpc":"2.0","method":"turn/start","params":{"thread_id":"<id from above>","content":"List the files in this project and summarize what it does."},"id":3}`,
+];
+
+function spawnServer(fake: FakeModelServer, args: string[] = []): ServerProcess {
+  return ServerProcess.spawn({ args, env: modelEnv(fake, "anthropic") });
+}
+
+async function initialize(client: TestClient, params: Record<string, unknown> = {}): Promise<Params> {
+  return client.call("initialize", { client: { name: "claude-test", version: "1.0" }, ...params });
+}
+
+function turnCompleted(client: TestClient, threadId: string, turnId?: string): Promise<Params> {
+  return client.notification("turn/completed", (p) => p.thread_id === threadId && (turnId === undefined || p.turn_id === turnId));
+}
+
+function createdItems(client: TestClient, threadId: string): WireItem[] {
+  return client.notifications("item/created").filter((p) => p.thread_id === threadId).map((p) => p.item as WireItem);
+}
+
+function indexOf(client: TestClient, match: (m: Message) => boolean): number {
+  return client.received.findIndex(match);
+}
+
+async function freePort(): Promise<number> {
+  const probe = net.createServer();
+  await new Promise<void>((resolve) => probe.listen(0, "127.0.0.1", resolve));
+  const { port } = probe.address() as AddressInfo;
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
+  return port;
+}
+
+/** Replays the example session and checks every response and the streamed turn. */
+async function replayExample(client: TestClient, fake: FakeModelServer): Promise<void> {
+  const workspace = makeWorkspace({ "README.md": "# demo\n", "index.js": "console.log('hi');\n" });
+  fake.enqueue(
+    { kind: "response", reasoning: ["Let me ", "look around."], toolCalls: [{ id: "toolu_list", name: "list_files", arguments: {} }] },
+    { kind: "response", text: ["This project ", "prints a greeting ", "from index.js."] },
+  );
+  const fill = (line: string, threadId = ""): string =>
+    line.replaceAll("/tmp/my-project", JSON.stringify(workspace).slice(1, -1)).replace("<id from above>", threadId);
+
+  const initialized = client.waitFor((m) => m.method === "initialized");
+  client.sendRaw(fill(EXAMPLE_SESSION[0]!));
+  const init = (await client.waitFor((m) => m.id === 1 && m.method === undefined)).result!;
+  assert.deepEqual((init.server as Params).name, "claude-app-server");
+  assert.equal(typeof (init.server as Params).version, "string");
+  const caps = init.capabilities as { methods: string[]; notifications: string[]; permission_modes: string[] };
+  for (const m of ["thread/start", "thread/resume", "thread/fork", "turn/start", "turn/steer", "turn/interrupt", "model/list", "skills/list", "app/list", "approval/respond"]) {
+    assert.ok(caps.methods.includes(m), m);
+  }
+  assert.deepEqual(caps.permission_modes, ["default", "acceptEdits", "bypassPermissions"]);
+  assert.deepEqual((await initialized).params, { server: "claude-app-server" });
+  assert.ok(indexOf(client, (m) => m.method === "initialized") > indexOf(client, (m) => m.id === 1), "initialized comes after the response");
+
+  client.sendRaw(fill(EXAMPLE_SESSION[1]!));
+  const started = (await client.waitFor((m) => m.id === 2 && m.method === undefined)).result!;
+  const threadId = started.thread_id as string;
+  assert.match(threadId, /^thread_/);
+  assert.ok(!Number.isNaN(Date.parse(started.created_at as string)));
+
+  client.sendRaw(fill(EXAMPLE_SESSION[2]!, threadId));
+  const turn = (await client.waitFor((m) => m.id === 3 && m.method === undefined)).result!;
+  const turnId = turn.turn_id as string;
+  assert.deepEqual(Object.keys(turn), ["turn_id"]);
+
+  const end = await turnCompleted(client, threadId, turnId);
+  assert.equal(end.status, "completed");
+  assert.ok(!Number.isNaN(Date.parse(end.completed_at as string)));
+  // (turn/started may arrive before or after the turn/start response; the spec does not order them.)
+  await client.notification("turn/started", (p) => p.thread_id === threadId && p.turn_id === turnId);
+
+  const progress = client.notifications("item/progress").filter((p) => p.turn_id === turnId);
+  const streamed = (type: string) => progress.map((p) => p.delta as { type: string; text: string }).filter((d) => d.type === type).map((d) => d.text);
+  assert.deepEqual(streamed("thinking"), ["Let me ", "look around."]);
+  assert.deepEqual(streamed("text"), ["This project ", "prints a greeting ", "from index.js."]);
+
+  const items = createdItems(client, threadId);
+  assert.deepEqual(items.map((i) => i.type), ["user", "thinking", "tool_call", "tool_result", "text"]);
+  assert.equal(items[0]!.text, "List the files in this project and summarize what it does.");
+  assert.equal(items[1]!.text, "Let me look around.");
+  assert.deepEqual([items[2]!.tool_use_id, items[2]!.tool_name, items[2]!.input], ["toolu_list", "list_files", {}]);
+  assert.equal(items[3]!.tool_use_id, "toolu_list");
+  assert.equal(items[3]!.is_error, false);
+  assert.match(String(items[3]!.content), /README\.md/);
+  assert.equal(items[4]!.text, "This project prints a greeting from index.js.");
+  assert.equal(end.items_count, items.length);
+  assert.equal(fake.requests.at(-1)!.path, "/v1/messages");
+
+  const resumed = await client.call("thread/resume", { thread_id: threadId });
+  assert.equal(resumed.cwd, workspace);
+  assert.equal(resumed.permission_mode, "acceptEdits");
+  const turns = resumed.turns as WireTurn[];
+  assert.deepEqual(turns.map((t) => [t.turn_id, t.status]), [[turnId, "completed"]]);
+  assert.deepEqual(turns[0]!.items, items);
+}
+
+describe("the document's example session", () => {
+  let fake: FakeModelServer;
+  before(async () => {
+    fake = await FakeModelServer.start();
+  });
+  after(() => fake.close());
+
+  it("replays over stdio", async () => {
+    const server = spawnServer(fake);
+    try {
+      await replayExample(TestClient.overStdio(server.child), fake);
+    } finally {
+      await server.kill();
+    }
+  });
+
+  it("replays over WebSocket (--transport ws --port)", async () => {
+    const port = await freePort();
+    const server = spawnServer(fake, ["--transport", "ws", "--port", String(port)]);
+    try {
+      const url = await server.websocketUrl();
+      assert.match(url, new RegExp(`:${port}\\b`));
+      const client = await TestClient.overWebSocket(url);
+      await replayExample(client, fake);
+      client.close();
+    } finally {
+      await server.kill();
+    }
+  });
+});
+
+describe("handshake, discovery and errors", () => {
+  let fake: FakeModelServer;
+  let server: ServerProcess;
+  let client: TestClient;
+  before(async () => {
+    fake = await FakeModelServer.start();
+    server = spawnServer(fake);
+    client = TestClient.overStdio(server.child);
+  });
+  after(async () => {
+    await server.kill();
+    await fake.close();
+  });
+
+  it("refuses requests before initialize (-32002) and a second initialize (-32003)", async () => {
+    assert.equal((await client.request("model/list", {})).error?.code, -32002);
+    await initialize(client, { permission_mode: "default" });
+    const again = await client.request("initialize", { client: { name: "again" } });
+    assert.equal(again.error?.code, -32003);
+  });
+
+  it("lists models, skills and apps", async () => {
+    const models = (await client.call("model/list")).models as Array<{ id: string; display_name: string }>;
+    assert.ok(models.some((m) => m.id === "claude-opus-4-6" && m.display_name.length > 0));
+    const skills = (await client.call("skills/list")).skills as Array<{ name: string; description: string; needs_approval: boolean }>;
+    const approval = Object.fromEntries(skills.map((s) => [s.name, s.needs_approval]));
+    assert.deepEqual([approval.read_file, approval.write_file, approval.bash], [false, true, true]);
+    assert.ok(skills.every((s) => s.description.length > 0));
+    assert.deepEqual(await client.call("app/list"), { apps: [] });
+  });
+
+  it("answers bad params with -32602 and unknown threads with -32010", async () => {
+    const bad = await client.request("turn/start", { thread_id: 5, content: "hi" });
+    assert.equal(bad.error?.code, -32602);
+    assert.ok(Array.isArray((bad.error!.data as { issues: unknown[] }).issues));
+    const empty = await client.request("turn/start", { thread_id: "thread_x", content: "" });
+    assert.equal(empty.error?.code, -32602);
+    const mode = await client.request("thread/start", { permission_mode: "yolo" });
+    assert.equal(mode.error?.code, -32602);
+    const unknown = await client.request("approval/respond", { request_id: "approval_nope", approved: true });
+    assert.equal(unknown.error?.code, -32602);
+    assert.match(unknown.error!.message, /Unknown request_id "approval_nope"/);
+    assert.equal((await client.request("thread/resume", { thread_id: "thread_missing" })).error?.code, -32010);
+    assert.equal((await client.request("thread/start", { cwd: "/definitely/not/here" })).error?.code, -32602);
+  });
+
+  it("is also served when forced with --dialect claude", async () => {
+    const forced = spawnServer(fake, ["--dialect", "claude"]);
+    try {
+      const c = TestClient.overStdio(forced.child);
+      assert.equal((await c.request("thread/start", {})).error?.code, -32002);
+      const init = await c.call("initialize", {});
+      assert.equal((init.server as Params).name, "claude-app-server");
+    } finally {
+      await forced.kill();
+    }
+  });
+});
+
+describe("permissions and approvals", () => {
+  let fake: FakeModelServer;
+  let server: ServerProcess;
+  let client: TestClient;
+  let workspace: string;
+  before(async () => {
+    fake = await FakeModelServer.start();
+    server = spawnServer(fake);
+    client = TestClient.overStdio(server.child);
+    workspace = makeWorkspace();
+    // thread/start without cwd uses this one.
+    await initialize(client, { cwd: workspace, permission_mode: "default" });
+  });
+  after(async () => {
+    await server.kill();
+    await fake.close();
+  });
+
+  async function startTurn(threadId: string, content: string): Promise<string> {
+    return (await client.call("turn/start", { thread_id: threadId, content })).turn_id as string;
+  }
+
+  it("asks before bash in default mode; approved, the command runs", async () => {
+    fake.enqueue(
+      { kind: "response", toolCalls: [{ id: "toolu_ok", name: "bash", arguments: { command: "echo approved > approved.txt && echo ran" } }] },
+      { kind: "response", text: "done" },
+    );
+    const threadId = (await client.call("thread/start", {})).thread_id as string;
+    const turnId = await startTurn(threadId, "run it");
+    const request = await client.notification("approval/request", (p) => p.thread_id === threadId);
+    assert.equal(request.turn_id, turnId);
+    assert.equal(request.tool_name, "bash");
+    assert.deepEqual(request.input, { command: "echo approved > approved.txt && echo ran" });
+    assert.match(String(request.description), /shell command: echo approved/);
+    // The tool call the request refers to was announced first.
+    const callIndex = indexOf(client, (m) => m.method === "item/created" && (m.params?.item as WireItem | undefined)?.tool_use_id === "toolu_ok");
+    assert.ok(callIndex >= 0 && callIndex < indexOf(client, (m) => m.method === "approval/request" && m.params?.thread_id === threadId));
+
+    assert.deepEqual(await client.call("approval/respond", { request_id: request.request_id, approved: true }), { ok: true });
+    assert.equal((await turnCompleted(client, threadId, turnId)).status, "completed");
+    assert.ok(fs.existsSync(path.join(workspace, "approved.txt")));
+    const output = createdItems(client, threadId).find((i) => i.type === "command_output")!;
+    assert.deepEqual([output.command, output.output, output.exit_code], ["echo approved > approved.txt && echo ran", "ran\n", 0]);
+    // An answered request cannot be answered again.
+    assert.equal((await client.request("approval/respond", { request_id: request.request_id, approved: true })).error?.code, -32602);
+  });
+
+  it("refused, the command does not run and the turn still completes", async () => {
+    fake.enqueue(
+      { kind: "response", toolCalls: [{ id: "toolu_no", name: "bash", arguments: { command: "touch refused.txt" } }] },
+      { kind: "response", text: "understood" },
+    );
+    const threadId = (await client.call("thread/start", { cwd: workspace, permission_mode: "default" })).thread_id as string;
+    const turnId = await startTurn(threadId, "run it");
+    const request = await client.notification("approval/request", (p) => p.thread_id === threadId);
+    await client.call("approval/respond", { request_id: request.request_id, approved: false });
+    assert.equal((await turnCompleted(client, threadId, turnId)).status, "completed");
+    assert.equal(fs.existsSync(path.join(workspace, "refused.txt")), false);
+    const items = createdItems(client, threadId);
+    const result = items.find((i) => i.type === "tool_result" && i.tool_use_id === "toolu_no")!;
+    assert.equal(result.is_error, true);
+    assert.match(String(result.content), /declined/);
+    assert.equal(items.some((i) => i.type === "command_output"), false);
+    assert.equal(items.at(-1)!.text, "understood");
+  });
+
+  it("acceptEdits writes files without asking but still asks for bash", async () => {
+    fake.enqueue(
+      {
+        kind: "response",
+        toolCalls: [
+          { id: "toolu_write", name: "write_file", arguments: { path: "notes.txt", content: "hello\n" } },
+          { id: "toolu_cat", name: "bash", arguments: { command: "cat notes.txt" } },
+        ],
+      },
+      { kind: "response", text: "written" },
+    );
+    const threadId = (await client.call("thread/start", { permission_mode: "acceptEdits" })).thread_id as string;
+    const turnId = await startTurn(threadId, "write and show");
+    const request = await client.notification("approval/request", (p) => p.thread_id === threadId);
+    assert.equal(request.tool_name, "bash");
+    assert.equal(fs.readFileSync(path.join(workspace, "notes.txt"), "utf8"), "hello\n", "written before bash was asked");
+    await client.call("approval/respond", { request_id: request.request_id, approved: true });
+    assert.equal((await turnCompleted(client, threadId, turnId)).status, "completed");
+    assert.equal(client.notifications("approval/request").filter((p) => p.thread_id === threadId).length, 1);
+    const items = createdItems(client, threadId);
+    const change = items.find((i) => i.type === "file_change")!;
+    assert.equal(change.path, "notes.txt");
+    assert.match(String(change.diff), /\+hello/);
+    assert.equal(items.find((i) => i.type === "command_output")!.output, "hello\n");
+  });
+
+  it("bypassPermissions asks nothing", async () => {
+    fake.enqueue(
+      { kind: "response", toolCalls: [{ id: "toolu_bypass", name: "bash", arguments: { command: "touch bypass.txt" } }] },
+      { kind: "response", text: "ok" },
+    );
+    const threadId = (await client.call("thread/start", { permission_mode: "bypassPermissions" })).thread_id as string;
+    const turnId = await startTurn(threadId, "go");
+    assert.equal((await turnCompleted(client, threadId, turnId)).status, "completed");
+    assert.ok(fs.existsSync(path.join(workspace, "bypass.txt")));
+    assert.equal(client.notifications("approval/request").some((p) => p.thread_id === threadId), false);
+    assert.equal((await client.call("thread/resume", { thread_id: threadId })).permission_mode, "bypassPermissions");
+  });
+});
+
+describe("turn control and fork", () => {
+  let fake: FakeModelServer;
+  let server: ServerProcess;
+  let client: TestClient;
+  let workspace: string;
+  before(async () => {
+    fake = await FakeModelServer.start();
+    server = spawnServer(fake);
+    client = TestClient.overStdio(server.child);
+    workspace = makeWorkspace();
+    await initialize(client, { cwd: workspace });
+  });
+  after(async () => {
+    await server.kill();
+    await fake.close();
+  });
+
+  const newThread = async (): Promise<string> => (await client.call("thread/start", {})).thread_id as string;
+  const runTurn = async (threadId: string, content: unknown): Promise<string> => {
+    const turnId = (await client.call("turn/start", { thread_id: threadId, content })).turn_id as string;
+    await turnCompleted(client, threadId, turnId);
+    return turnId;
+  };
+
+  it("turn/steer reaches the model at its next request", async () => {
+    fake.enqueue(
+      { kind: "response", toolCalls: [{ id: "toolu_steer", name: "bash", arguments: { command: "echo steady" } }] },
+      { kind: "response", text: "bananas noted" },
+    );
+    const threadId = await newThread();
+    const turnId = (await client.call("turn/start", { thread_id: threadId, content: [{ type: "text", text: "run something" }] })).turn_id as string;
+    // The approval wait holds the turn open while we steer.
+    const request = await client.notification("approval/request", (p) => p.thread_id === threadId);
+    const steered = await client.call("turn/steer", { thread_id: threadId, content: "Also mention bananas." });
+    assert.deepEqual(steered, { turn_id: turnId });
+    const next = fake.requests.length;
+    await client.call("approval/respond", { request_id: request.request_id, approved: true });
+    assert.equal((await turnCompleted(client, threadId, turnId)).status, "completed");
+    assert.equal(fake.requests.length, next + 1);
+    assert.match(JSON.stringify(fake.requests[next]!.body.messages), /Also mention bananas\./);
+    const user = createdItems(client, threadId).filter((i) => i.type === "user");
+    assert.deepEqual(user.map((i) => [i.text, i.steered ?? false]), [["run something", false], ["Also mention bananas.", true]]);
+    // Nothing runs now.
+    assert.equal((await client.request("turn/steer", { thread_id: threadId, content: "late" })).error?.code, -32014);
+  });
+
+  it("turn/interrupt ends a streaming turn as interrupted", async () => {
+    fake.enqueue({ kind: "response", text: ["partial ", "answer"], holdOpen: true });
+    const threadId = await newThread();
+    const turnId = (await client.call("turn/start", { thread_id: threadId, content: "go" })).turn_id as string;
+    await client.notification("item/progress", (p) => p.turn_id === turnId && (p.delta as { text: string }).text === "answer");
+    assert.deepEqual(await client.call("turn/interrupt", { thread_id: threadId }), { turn_id: turnId, status: "interrupted" });
+    const end = await turnCompleted(client, threadId, turnId);
+    assert.equal(end.status, "interrupted");
+    assert.equal(createdItems(client, threadId).find((i) => i.type === "text")!.text, "partial answer");
+  });
+
+  it("a failed turn sends turn/error, then turn/completed with status failed", async () => {
+    fake.enqueue({ kind: "error", status: 401, message: "invalid x-api-key" });
+    const threadId = await newThread();
+    const turnId = (await client.call("turn/start", { thread_id: threadId, content: "hi" })).turn_id as string;
+    const end = await turnCompleted(client, threadId, turnId);
+    assert.equal(end.status, "failed");
+    const error = await client.notification("turn/error", (p) => p.turn_id === turnId);
+    assert.equal((error.error as { code: string }).code, "authentication");
+    assert.ok(indexOf(client, (m) => m.method === "turn/error" && m.params?.turn_id === turnId) < indexOf(client, (m) => m.method === "turn/completed" && m.params?.turn_id === turnId));
+  });
+
+  it("thread/fork at_turn_id copies exactly the turns up to it", async () => {
+    fake.enqueue({ kind: "response", text: "alpha reply" }, { kind: "response", text: "beta reply" }, { kind: "response", text: "gamma reply" });
+    const source = await newThread();
+    await runTurn(source, "alpha");
+    const second = await runTurn(source, "beta");
+    await runTurn(source, "gamma");
+
+    const fork = await client.call("thread/fork", { thread_id: source, at_turn_id: second });
+    assert.notEqual(fork.thread_id, source);
+    assert.equal(fork.forked_from, source);
+    assert.ok(!Number.isNaN(Date.parse(fork.created_at as string)));
+    const forkId = fork.thread_id as string;
+    // Following the fork does not replay its copied history as live notifications.
+    assert.equal(client.notifications("turn/completed").some((p) => p.thread_id === forkId), false);
+
+    const strip = (turns: WireTurn[]) => turns.map((t) => ({ status: t.status, items: t.items.map(({ id: _id, ...rest }) => rest) }));
+    const sourceTurns = (await client.call("thread/resume", { thread_id: source })).turns as WireTurn[];
+    const resumed = await client.call("thread/resume", { thread_id: forkId });
+    assert.equal(resumed.forked_from, source);
+    const forkTurns = resumed.turns as WireTurn[];
+    assert.equal(forkTurns.length, 2);
+    assert.deepEqual(strip(forkTurns), strip(sourceTurns.slice(0, 2)));
+
+    // The fork continues from its own history.
+    fake.enqueue({ kind: "response", text: "delta reply" });
+    await runTurn(forkId, "delta");
+    const sent = JSON.stringify(fake.requests.at(-1)!.body.messages);
+    assert.match(sent, /beta reply/);
+    assert.doesNotMatch(sent, /gamma/);
+
+    assert.equal((await client.request("thread/fork", { thread_id: source, at_turn_id: "turn_unknown" })).error?.code, -32013);
+  });
+});
+
+describe("threads crossing dialects", () => {
+  let fake: FakeModelServer;
+  let server: ServerProcess;
+  let appServer: TestClient;
+  let claude: TestClient;
+  before(async () => {
+    fake = await FakeModelServer.start();
+    server = spawnServer(fake, ["--listen", "ws://127.0.0.1:0"]);
+    const url = await server.websocketUrl();
+    appServer = await TestClient.overWebSocket(url);
+    await appServer.initialize();
+    claude = await TestClient.overWebSocket(url);
+    await initialize(claude);
+  });
+  after(async () => {
+    appServer.close();
+    claude.close();
+    await server.kill();
+    await fake.close();
+  });
+
+  it("an AppServer thread is resumed and continued by a claude client", async () => {
+    const workspace = makeWorkspace();
+    fake.enqueue({ kind: "response", text: "appserver answer" }, { kind: "response", text: "claude answer" });
+    const threadId = ((await appServer.call("thread/start", threadStartParams(workspace))).thread as { id: string }).id;
+    await appServer.call("turn/start", { threadId, input: text("hello from appserver") });
+    assert.equal((await appServer.turnEnd(threadId)).method, "turn/completed");
+
+    const resumed = await claude.call("thread/resume", { thread_id: threadId });
+    assert.equal(resumed.cwd, workspace);
+    assert.equal(resumed.permission_mode, "default");
+    const turns = resumed.turns as WireTurn[];
+    assert.equal(turns.length, 1);
+    assert.deepEqual(turns[0]!.items.map((i) => [i.type, i.text]), [["user", "hello from appserver"], ["text", "appserver answer"]]);
+
+    const turnId = (await claude.call("turn/start", { thread_id: threadId, content: "and from claude" })).turn_id as string;
+    assert.equal((await turnCompleted(claude, threadId, turnId)).status, "completed");
+    assert.match(JSON.stringify(fake.requests.at(-1)!.body.messages), /appserver answer/);
+    assert.equal(createdItems(claude, threadId).at(-1)!.text, "claude answer");
+    // The AppServer client, still subscribed, saw the claude client's turn too.
+    const end = await appServer.turnEnd(threadId, turnId);
+    assert.equal(end.method, "turn/completed");
+  });
+
+  it("a claude thread is read by an AppServer client", async () => {
+    const workspace = makeWorkspace();
+    fake.enqueue({ kind: "response", text: "claude first" });
+    const threadId = (await claude.call("thread/start", { cwd: workspace, permission_mode: "bypassPermissions" })).thread_id as string;
+    const turnId = (await claude.call("turn/start", { thread_id: threadId, content: "start here" })).turn_id as string;
+    await turnCompleted(claude, threadId, turnId);
+
+    const read = (await appServer.call("thread/read", { threadId })).thread as {
+      originChannel: string;
+      workspacePath: string;
+      configuration: { approvalPolicy: string };
+      turns: Array<{ id: string; status: string; items: Array<{ type: string; payload: { text: string } }> }>;
+    };
+    assert.equal(read.originChannel, "claude-app-server");
+    assert.equal(read.workspacePath, workspace);
+    assert.equal(read.configuration.approvalPolicy, "autoApprove");
+    assert.deepEqual(read.turns.map((t) => [t.id, t.status]), [[turnId, "completed"]]);
+    assert.deepEqual(read.turns[0]!.items.map((i) => [i.type, i.payload.text]), [["userMessage", "start here"], ["agentMessage", "claude first"]]);
+  });
+});
