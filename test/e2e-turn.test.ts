@@ -33,7 +33,8 @@ describe("a full turn", () => {
     const message = itemsOf(h, "agentMessage").at(-1)!;
     assert.equal(message.payload.text, deltas.join(""));
     const usage = (end.params!.turn as { tokenUsage: Record<string, number> }).tokenUsage;
-    assert.deepEqual(usage, { inputTokens: 12, outputTokens: 50, totalTokens: 62 });
+    // The default model, gpt-4.1, is priced: 12 x $2 + 50 x $8 per million tokens.
+    assert.deepEqual(usage, { inputTokens: 12, outputTokens: 50, totalTokens: 62, costUsd: 0.000424 });
 
     // Notifications carry increasing sequence numbers for catch-up.
     const seqs = h.client.received.filter((m) => m.params?.threadId === threadId && m.id === undefined).map((m) => m.params!.seq as number);

@@ -4,7 +4,8 @@ import assert from "node:assert/strict";
 import http from "node:http";
 import { after, before, describe, it } from "node:test";
 import { FakeModelServer } from "./support/fake-model-server.js";
-import { makeWorkspace, modelEnv, text, threadStartParams } from "./support/harness.js";
+import { SwitchyardClient, type ApprovalRequest, type ClientEvent, type RequestParams } from "../src/client/index.js";
+import { makeWorkspace, modelEnv, threadStartParams } from "./support/harness.js";
 import { ServerProcess } from "./support/server-process.js";
 import { TestClient } from "./support/test-client.js";
 
@@ -15,6 +16,35 @@ function httpGet(url: string, headers: Record<string, string> = {}): Promise<num
       resolve(res.statusCode ?? 0);
     }).on("error", reject);
   });
+}
+
+function startParams(workspace: string): RequestParams<"thread/start"> {
+  return {
+    identity: { channelName: "test", userId: "tester", channelContext: `workspace:${workspace}`, workspacePath: workspace },
+    historyMode: "server",
+  };
+}
+
+/** Every event a client delivers from now on, recorded in the background. */
+function record(client: SwitchyardClient): ClientEvent[] {
+  const events: ClientEvent[] = [];
+  void (async () => {
+    for await (const event of client.events()) events.push(event);
+  })();
+  return events;
+}
+
+/** "method#seq" of the thread's notifications, thread/started aside: it is a broadcast, not part of the subscription. */
+function methods(events: ClientEvent[], threadId: string): string[] {
+  return events.flatMap((e) => (e.method !== "gap" && e.method !== "thread/started" && e.params.threadId === threadId ? [`${e.method}#${e.params.seq}`] : []));
+}
+
+async function until(condition: () => boolean, timeoutMs = 5_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error("timed out waiting for a condition");
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
 }
 
 describe("two WebSocket clients sharing a thread", () => {
@@ -32,50 +62,61 @@ describe("two WebSocket clients sharing a thread", () => {
   });
 
   it("both see every event; either can answer the approval", async () => {
-    const a = await TestClient.overWebSocket(url);
-    const b = await TestClient.overWebSocket(url);
-    await a.initialize();
-    await b.initialize();
-    const workspace = makeWorkspace();
-    const threadId = ((await a.call("thread/start", threadStartParams(workspace))).thread as { id: string }).id;
-    // thread/started is broadcast to every client.
-    await b.notification("thread/started", (p) => p.threadId === threadId);
-    await b.call("thread/subscribe", { threadId });
-    b.handle("item/approval/request", () => ({ decision: "accept" }));
+    // Both declare approval support, so the server asks both; a never answers, b accepts.
+    const askedA: ApprovalRequest[] = [];
+    const neverAnswer = (request: ApprovalRequest): Promise<never> => {
+      askedA.push(request);
+      return new Promise<never>(() => {});
+    };
+    const a = await SwitchyardClient.connect({ transport: "websocket", url }, { onApproval: neverAnswer });
+    const b = await SwitchyardClient.connect({ transport: "websocket", url }, { onApproval: () => "accept" });
+    try {
+      const eventsA = record(a);
+      const eventsB = record(b);
+      const workspace = makeWorkspace();
+      // thread/started is broadcast to every client.
+      const bSawStart = b.waitFor("thread/started", (p) => p.thread.workspacePath === workspace);
+      const { thread } = await a.startThread(startParams(workspace));
+      assert.equal((await bSawStart).threadId, thread.id);
+      await b.request("thread/subscribe", { threadId: thread.id });
 
-    fake.enqueue(
-      { kind: "response", toolCalls: [{ id: "call_ws", name: "bash", arguments: { command: "echo shared" } }] },
-      { kind: "response", text: ["all ", "done"] },
-    );
-    await a.call("turn/start", { threadId, input: text("run") });
-    const [endA, endB] = await Promise.all([a.turnEnd(threadId), b.turnEnd(threadId)]);
-    assert.equal(endA.method, "turn/completed");
-    assert.equal(endB.method, "turn/completed");
-    const resolvedA = await a.notification("item/approval/resolved", (p) => p.threadId === threadId);
-    assert.equal(resolvedA.decision, "accept");
-    const methods = (c: TestClient) => c.received.filter((m) => m.params?.threadId === threadId && m.id === undefined && m.method !== "thread/started").map((m) => `${m.method}#${String(m.params!.seq)}`);
-    assert.deepEqual(methods(a), methods(b));
-    a.close();
-    b.close();
+      fake.enqueue(
+        { kind: "response", toolCalls: [{ id: "call_ws", name: "bash", arguments: { command: "echo shared" } }] },
+        { kind: "response", text: ["all ", "done"] },
+      );
+      const { turn } = await a.startTurn(thread.id, "run");
+      const [endA, endB] = await Promise.all([a.turnEnd(turn.id), b.turnEnd(turn.id)]);
+      assert.equal(endA.method, "turn/completed");
+      assert.equal(endB.method, "turn/completed");
+      assert.equal(askedA.length, 1, "a was asked too");
+      const resolvedA = eventsA.find((e) => e.method === "item/approval/resolved" && e.params.threadId === thread.id);
+      assert.equal(resolvedA?.method === "item/approval/resolved" ? resolvedA.params.decision : undefined, "accept");
+      // The iterators deliver asynchronously: let both catch up before comparing.
+      await until(() => methods(eventsA, thread.id).length === methods(eventsB, thread.id).length);
+      assert.deepEqual(methods(eventsA, thread.id), methods(eventsB, thread.id));
+    } finally {
+      await a.close();
+      await b.close();
+    }
   });
 
   it("a started turn keeps running when its client goes away", async () => {
-    const a = await TestClient.overWebSocket(url);
-    await a.initialize();
+    const a = await SwitchyardClient.connect({ transport: "websocket", url });
     const workspace = makeWorkspace();
-    const threadId = ((await a.call("thread/start", threadStartParams(workspace))).thread as { id: string }).id;
+    const { thread } = await a.startThread(startParams(workspace));
     fake.enqueue({ kind: "response", text: ["still ", "running ", "after ", "disconnect"], chunkDelayMs: 40 });
-    const turn = (await a.call("turn/start", { threadId, input: text("go") })).turn as { id: string };
-    a.close();
-    await a.closed;
+    const { turn } = await a.startTurn(thread.id, "go");
+    await a.close();
 
-    const b = await TestClient.overWebSocket(url);
-    await b.initialize();
-    await b.call("thread/subscribe", { threadId });
-    const read = async () => ((await b.call("thread/read", { threadId })).thread as { turns: Array<{ id: string; status: string }> }).turns;
-    if ((await read())[0]!.status === "running") await b.turnEnd(threadId, turn.id);
-    assert.equal((await read())[0]!.status, "completed");
-    b.close();
+    const b = await SwitchyardClient.connect({ transport: "websocket", url });
+    try {
+      await b.request("thread/subscribe", { threadId: thread.id });
+      const read = async () => (await b.readThread(thread.id)).thread.turns ?? [];
+      if ((await read())[0]!.status === "running") await b.turnEnd(turn.id);
+      assert.equal((await read())[0]!.status, "completed");
+    } finally {
+      await b.close();
+    }
   });
 });
 

@@ -480,3 +480,26 @@ test("a failing projection is reported but the event is still logged", () => {
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test("turnUsages: every turn's latest usage, by thread, rebuilt from the log", () => {
+  withStore((store) => {
+    const usage = (n: number) => ({ inputTokens: n, outputTokens: 1, totalTokens: n + 1, costUsd: n / 1000 });
+    store.append({ type: "thread.created", threadId: "tu1", data: { thread: makeThread("tu1") } });
+    store.append({ type: "thread.created", threadId: "tu2", data: { thread: makeThread("tu2") } });
+    store.append({ type: "turn.started", threadId: "tu1", data: { turn: makeTurn("tu1-a", "tu1") } });
+    store.append({ type: "usage.updated", threadId: "tu1", data: { turnId: "tu1-a", usage: usage(1), delta: usage(1) } });
+    store.append({ type: "usage.updated", threadId: "tu1", data: { turnId: "tu1-a", usage: usage(3), delta: usage(2) } });
+    store.append({ type: "turn.completed", threadId: "tu1", data: { turnId: "tu1-a", completedAt: "2026-01-01T00:02:00.000Z" } });
+    store.append({ type: "turn.started", threadId: "tu1", data: { turn: makeTurn("tu1-b", "tu1") } }); // no usage yet
+    store.append({ type: "turn.started", threadId: "tu2", data: { turn: makeTurn("tu2-a", "tu2") } });
+    store.append({ type: "usage.updated", threadId: "tu2", data: { turnId: "tu2-a", usage: usage(5) } });
+    const expected = [
+      { threadId: "tu1", usage: usage(3) },
+      { threadId: "tu2", usage: usage(5) },
+    ];
+    assert.deepEqual(store.turnUsages(["tu1", "tu2", "missing"]), expected);
+    assert.deepEqual(store.turnUsages([]), []);
+    store.rebuild();
+    assert.deepEqual(store.turnUsages(["tu2", "tu1"]), expected);
+  });
+});

@@ -1,7 +1,9 @@
-// Turns command-line flags and environment variables into a server configuration.
+// Turns command-line flags, environment variables and the configuration file into a server
+// configuration. Precedence: flags > environment > config file > built-in defaults.
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { displayPath, loadConfigFile, type LoadedConfigFile } from "../config/file.js";
 import type { ServerConfig } from "../server.js";
 
 export interface AppServerFlags {
@@ -19,19 +21,55 @@ export interface AppServerFlags {
   allowHost?: string[];
   maxMessageBytes: number;
   maxInFlight: number;
-  approvalTimeoutMs: number;
-  commandTimeoutMs: number;
+  /** No commander default: unset means "ask the config file". */
+  approvalTimeoutMs?: number;
+  commandTimeoutMs?: number;
   pingIntervalMs: number;
   logLevel?: string;
 }
 
 export class ConfigError extends Error {}
 
+export const DEFAULT_APPROVAL_TIMEOUT_MS = 5 * 60_000;
+export const DEFAULT_COMMAND_TIMEOUT_MS = 10 * 60_000;
+
 export function defaultDataDir(env: NodeJS.ProcessEnv): string {
   return env.SWITCHYARD_HOME || path.join(os.homedir(), ".switchyard");
 }
 
+export function resolveDataDir(flags: { dataDir?: string }, env: NodeJS.ProcessEnv): string {
+  return path.resolve(flags.dataDir ?? defaultDataDir(env));
+}
+
+/** A setting's value and where it came from, in words for `switchyard doctor`. */
+export interface Chosen {
+  value: string;
+  source: "flag" | "environment" | "config file";
+  /** The flag, variable or file that set it, e.g. "--model" or "SWITCHYARD_MODEL". */
+  origin: string;
+}
+
+/** The default provider and model, each from the first place that sets it. */
+export function chooseProviderAndModel(
+  flags: { provider?: string; model?: string },
+  env: NodeJS.ProcessEnv,
+  file: LoadedConfigFile,
+): { provider?: Chosen; model?: Chosen } {
+  const pick = (key: "provider" | "model", variable: string): Chosen | undefined => {
+    if (flags[key]) return { value: flags[key], source: "flag", origin: `--${key}` };
+    if (env[variable]) return { value: env[variable], source: "environment", origin: variable };
+    const inFile = file.config[key];
+    return inFile ? { value: inFile, source: "config file", origin: displayPath(file.path) } : undefined;
+  };
+  const provider = pick("provider", "SWITCHYARD_PROVIDER");
+  const model = pick("model", "SWITCHYARD_MODEL");
+  return { ...(provider ? { provider } : {}), ...(model ? { model } : {}) };
+}
+
 export function resolveServerConfig(flags: AppServerFlags, env: NodeJS.ProcessEnv): ServerConfig {
+  const dataDir = resolveDataDir(flags, env);
+  const file = loadConfigFile(dataDir);
+  const { provider, model } = chooseProviderAndModel(flags, env, file);
   let stdio = false;
   let websocket: ServerConfig["websocket"];
   const listen = flags.transport === "ws" ? [`ws://127.0.0.1:${flags.port ?? 3284}`] : flags.listen;
@@ -45,20 +83,21 @@ export function resolveServerConfig(flags: AppServerFlags, env: NodeJS.ProcessEn
     websocket = parsed;
   }
   return {
-    dataDir: path.resolve(flags.dataDir ?? defaultDataDir(env)),
+    dataDir,
     ...(flags.dialect ? { dialect: flags.dialect } : {}),
     stdio,
     ...(websocket ? { websocket } : {}),
     ...withToken(flags, env),
-    allowedOrigins: flags.allowOrigin ?? [],
-    allowedHosts: flags.allowHost ?? [],
+    allowedOrigins: flags.allowOrigin ?? file.config.allowedOrigins ?? [],
+    allowedHosts: flags.allowHost ?? file.config.allowedHosts ?? [],
     maxMessageBytes: flags.maxMessageBytes,
     maxInFlight: flags.maxInFlight,
     pingIntervalMs: flags.pingIntervalMs,
-    ...(flags.provider ? { provider: flags.provider } : {}),
-    ...(flags.model ? { model: flags.model } : {}),
-    approvalTimeoutMs: flags.approvalTimeoutMs,
-    commandTimeoutMs: flags.commandTimeoutMs,
+    ...(provider ? { provider: provider.value } : {}),
+    ...(model ? { model: model.value } : {}),
+    ...(file.config.providers ? { providerSettings: file.config.providers } : {}),
+    approvalTimeoutMs: flags.approvalTimeoutMs ?? file.config.approvalTimeoutMs ?? DEFAULT_APPROVAL_TIMEOUT_MS,
+    commandTimeoutMs: flags.commandTimeoutMs ?? file.config.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS,
     env,
   };
 }

@@ -5,6 +5,7 @@ import { Command, InvalidArgumentError, Option } from "commander";
 import { createLogger, LOG_LEVELS, type LogLevel } from "../log.js";
 import { VERSION } from "../version.js";
 import { resolveServerConfig, type AppServerFlags } from "./config.js";
+import type { DoctorFlags } from "./doctor.js";
 
 const program = new Command()
   .name("switchyard")
@@ -20,16 +21,17 @@ program
   .option("--port <n>", "WebSocket port for --transport ws", positiveInt)
   .option("--dialect <face>", "serve only this protocol dialect (appserver | claude) instead of choosing at initialize")
   .option("--data-dir <dir>", "where threads are persisted (env SWITCHYARD_HOME, default ~/.switchyard)")
-  .option("--provider <name>", "model provider: openai-chat | anthropic")
-  .option("--model <name>", "default model")
+  .option("--provider <name>", "model provider, e.g. openai | openai-chat | anthropic | ollama (env SWITCHYARD_PROVIDER)")
+  .option("--model <name>", "default model (env SWITCHYARD_MODEL)")
   .option("--token <token>", "WebSocket access token (env SWITCHYARD_TOKEN)")
   .option("--token-file <path>", "read the WebSocket access token from a file")
   .option("--allow-origin <origin...>", "browser Origins allowed to connect (default: none)")
   .option("--allow-host <host...>", "extra Host header names allowed besides loopback names")
   .option("--max-message-bytes <n>", "largest accepted incoming message", positiveInt, 4 * 1024 * 1024)
   .option("--max-in-flight <n>", "concurrent requests per connection before -32001", positiveInt, 64)
-  .option("--approval-timeout-ms <n>", "how long an approval waits for a client", positiveInt, 5 * 60_000)
-  .option("--command-timeout-ms <n>", "default shell command timeout", positiveInt, 10 * 60_000)
+  // No commander defaults here: an unset flag falls back to config.json, then to the built-in default.
+  .option("--approval-timeout-ms <n>", "how long an approval waits for a client (default 300000)", positiveInt)
+  .option("--command-timeout-ms <n>", "default shell command timeout (default 600000)", positiveInt)
   .option("--ping-interval-ms <n>", "WebSocket ping interval", positiveInt, 30_000)
   .addOption(new Option("--log-level <level>", "log level (env SWITCHYARD_LOG_LEVEL)").choices([...LOG_LEVELS]))
   .action(async (flags: AppServerFlags) => {
@@ -47,6 +49,27 @@ program
     await server.closed;
     log.info("stopped");
     process.exit(0);
+  });
+
+program
+  .command("doctor")
+  .description("Explain which provider and model app-server would use, and check the configuration, data directory and provider.")
+  .option("--data-dir <dir>", "data directory to check (env SWITCHYARD_HOME, default ~/.switchyard)")
+  .option("--provider <name>", "check this provider instead of the configured one")
+  .option("--model <name>", "check this model instead of the configured one")
+  .action(async (flags: DoctorFlags) => {
+    const { runDoctor } = await import("./doctor.js");
+    process.exitCode = await runDoctor(flags, process.env, (line) => process.stdout.write(`${line}\n`));
+  });
+
+program
+  .command("schema")
+  .description("Write every face's protocol as JSON Schema and TypeScript declarations, and with --docs its reference page.")
+  .requiredOption("--out <dir>", "writes <dir>/<face>/<face>.schema.json and <dir>/<face>/<face>.d.ts")
+  .option("--docs <dir>", "also writes the reference pages, <dir>/<face>.md")
+  .action(async (flags: { out: string; docs?: string }) => {
+    const { runSchema } = await import("./schema.js");
+    process.exitCode = runSchema(flags, (line) => process.stdout.write(`${line}\n`));
   });
 
 function positiveInt(value: string): number {

@@ -11,8 +11,15 @@ import type {
   ToolSpec,
   UsageReport,
 } from "./provider.js";
-import { ProviderError } from "./provider.js";
-import { describeCause, isConnectionFailure, messageFromBody, toProviderError, untilAborted } from "./sdk-errors.js";
+import { OPENAI_REASONING_PREFIX, ProviderError } from "./provider.js";
+import {
+  describeCause,
+  isConnectionFailure,
+  messageFromBody,
+  retryAfterFromHeaders,
+  toProviderError,
+  untilAborted,
+} from "./sdk-errors.js";
 
 type AnthropicModule = typeof import("@anthropic-ai/sdk");
 type MessageParam = Anthropic.Messages.MessageParam;
@@ -26,7 +33,7 @@ export interface AnthropicOptions {
   /** Defaults to ANTHROPIC_BASE_URL, then https://api.anthropic.com (read by the SDK). */
   baseURL?: string;
   defaultModel?: string;
-  /** Retries of failed requests (429, 5xx, connection errors) before a stream starts. Default 2. */
+  /** The SDK's own retries. Default 0: withRetries (retry.ts) is the one retry policy. */
   maxRetries?: number;
   /** Enables extended thinking with this budget (min 1024). Off when unset. */
   thinkingBudgetTokens?: number;
@@ -82,7 +89,7 @@ export class AnthropicProvider implements ModelProvider {
     this.sdk ??= import("@anthropic-ai/sdk").then((mod) => {
       try {
         const { apiKey, baseURL } = this.options;
-        return { mod, client: new mod.default({ apiKey, baseURL, maxRetries: this.options.maxRetries ?? 2 }) };
+        return { mod, client: new mod.default({ apiKey, baseURL, maxRetries: this.options.maxRetries ?? 0 }) };
       } catch (error) {
         throw new ProviderError("authentication", `The Anthropic client could not be created: ${describeCause(error)}`);
       }
@@ -148,9 +155,11 @@ function toApiMessages(messages: ConversationMessage[]): MessageParam[] {
         break;
       case "assistant": {
         const blocks: ContentBlockParam[] = [];
-        // Thinking must come back first and unmodified, and only signed thinking is accepted.
-        if (message.reasoning?.signature) {
-          blocks.push({ type: "thinking", thinking: message.reasoning.text, signature: message.reasoning.signature });
+        // Thinking must come back first and unmodified, and only signed thinking is accepted
+        // (signed by Anthropic: not another provider's reasoning from earlier in the thread).
+        const signature = message.reasoning?.signature;
+        if (message.reasoning && signature && !signature.startsWith(OPENAI_REASONING_PREFIX)) {
+          blocks.push({ type: "thinking", thinking: message.reasoning.text, signature });
         }
         if (message.content) blocks.push({ type: "text", text: message.content });
         for (const call of message.toolCalls ?? []) {
@@ -290,11 +299,13 @@ function describeFailure(error: unknown, mod: AnthropicModule | undefined) {
   if (mod && error instanceof mod.APIError) {
     // `error.error` is the whole body: {"type":"error","error":{"type","message"}}.
     const apiMessage = error.apiMessage ?? messageFromBody(error.error) ?? stripStatus(error.message, error.status);
+    const retryAfterMs = retryAfterFromHeaders(error.headers);
     return {
       ...(error.status !== undefined ? { status: error.status } : {}),
       ...(apiMessage ? { apiMessage } : {}),
       ...(error.type ? { apiType: error.type } : {}),
       ...(error.errorCode ? { apiCode: error.errorCode } : {}),
+      ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
     };
   }
   if (error instanceof SyntaxError) return { invalidResponse: true, detail: error.message };

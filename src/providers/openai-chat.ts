@@ -14,9 +14,16 @@ import type {
   UsageReport,
 } from "./provider.js";
 import { ProviderError } from "./provider.js";
-import { describeCause, isConnectionFailure, messageFromBody, toProviderError, untilAborted } from "./sdk-errors.js";
+import { toProviderError, untilAborted } from "./sdk-errors.js";
+import {
+  LazyOpenAIClient,
+  describeOpenAIFailure,
+  describeOpenAIService,
+  isOfficialOpenAI,
+  type OpenAIClientOptions,
+  type OpenAISdk,
+} from "./openai-client.js";
 
-type OpenAIModule = typeof import("openai");
 type ChatMessage = OpenAI.Chat.Completions.ChatCompletionMessageParam;
 type ChatTool = OpenAI.Chat.Completions.ChatCompletionTool;
 type ChatChunk = OpenAI.Chat.Completions.ChatCompletionChunk;
@@ -24,25 +31,23 @@ type ChatUsage = OpenAI.Completions.CompletionUsage;
 type ChatDelta = OpenAI.Chat.Completions.ChatCompletionChunk.Choice.Delta;
 type ChatToolCallDelta = OpenAI.Chat.Completions.ChatCompletionChunk.Choice.Delta.ToolCall;
 
-export interface OpenAIChatOptions {
-  /** Defaults to OPENAI_API_KEY (read by the SDK). */
-  apiKey?: string;
-  /** Defaults to OPENAI_BASE_URL, then https://api.openai.com/v1 (read by the SDK). */
-  baseURL?: string;
+export interface OpenAIChatOptions extends OpenAIClientOptions {
   defaultModel?: string;
-  /** Retries of failed requests (429, 5xx, connection errors) before a stream starts. Default 2. */
-  maxRetries?: number;
+  /** The provider name reported to the runtime. Default "openai-chat"; "ollama" for Ollama. */
+  name?: string;
+  /** Names the server in messages, e.g. "Ollama" -> "Could not reach Ollama at <baseURL>". */
+  serviceLabel?: string;
 }
 
-const OPENAI_DEFAULT_BASE = "https://api.openai.com/v1";
-
 export class OpenAIChatProvider implements ModelProvider {
-  readonly name = "openai-chat";
+  readonly name: string;
   readonly defaultModel: string;
-  private sdk?: Promise<{ mod: OpenAIModule; client: OpenAI }>;
+  private readonly client: LazyOpenAIClient;
 
   constructor(private readonly options: OpenAIChatOptions = {}) {
+    this.name = options.name ?? "openai-chat";
     this.defaultModel = options.defaultModel ?? "gpt-4.1";
+    this.client = new LazyOpenAIClient(options);
   }
 
   async *stream(request: ModelRequest, signal: AbortSignal): AsyncIterable<ModelStreamEvent> {
@@ -50,14 +55,15 @@ export class OpenAIChatProvider implements ModelProvider {
     // abort lands before the response, mid-stream, or during a retry wait. The caller knows it
     // aborted; an error here would only have to be filtered out again.
     if (signal.aborted) return;
-    let service = describeService(this.options.baseURL ?? process.env["OPENAI_BASE_URL"]);
+    const label = this.options.serviceLabel;
+    let service = describeOpenAIService(this.options.baseURL ?? process.env["OPENAI_BASE_URL"], label);
     let afterOutput = false;
     let midResponse = false;
-    let sdk: { mod: OpenAIModule; client: OpenAI } | undefined;
+    let sdk: OpenAISdk | undefined;
     try {
-      sdk = await this.load();
-      service = describeService(sdk.client.baseURL);
-      const body = buildRequest(request, this.defaultModel, sdk.client.baseURL !== OPENAI_DEFAULT_BASE);
+      sdk = await this.client.load();
+      service = describeOpenAIService(sdk.client.baseURL, label);
+      const body = buildRequest(request, this.defaultModel, !isOfficialOpenAI(sdk.client.baseURL));
       const stream = await untilAborted(sdk.client.chat.completions.create(body, { signal }), signal);
       if (!stream) return;
       midResponse = true;
@@ -76,28 +82,9 @@ export class OpenAIChatProvider implements ModelProvider {
     } catch (error) {
       if (signal.aborted) return;
       if (error instanceof ProviderError) throw error;
-      throw toProviderError({ ...describeFailure(error, sdk?.mod), service, afterOutput, midResponse });
+      throw toProviderError({ ...describeOpenAIFailure(error, sdk?.mod), service, afterOutput, midResponse });
     }
   }
-
-  private load(): Promise<{ mod: OpenAIModule; client: OpenAI }> {
-    this.sdk ??= import("openai").then((mod) => {
-      try {
-        const { apiKey, baseURL } = this.options;
-        return { mod, client: new mod.default({ apiKey, baseURL, maxRetries: this.options.maxRetries ?? 2 }) };
-      } catch (error) {
-        // The SDK refuses to build a client without a key (no OPENAI_API_KEY).
-        throw new ProviderError("authentication", `The OpenAI client could not be created: ${describeCause(error)}`);
-      }
-    });
-    // A failed load must not be cached forever: the environment may be fixed later.
-    this.sdk.catch(() => (this.sdk = undefined));
-    return this.sdk;
-  }
-}
-
-function describeService(baseURL: string | undefined): string {
-  return !baseURL || baseURL === OPENAI_DEFAULT_BASE ? "the OpenAI API" : `the model server at ${baseURL}`;
 }
 
 function buildRequest(request: ModelRequest, defaultModel: string, compatibleServer: boolean) {
@@ -248,27 +235,4 @@ function mapStop(reason: string | undefined): StopReason {
     default:
       return "other";
   }
-}
-
-/** Reads what an openai SDK error says; `mod` is absent when the SDK itself failed to load. */
-function describeFailure(error: unknown, mod: OpenAIModule | undefined) {
-  if (mod && error instanceof mod.APIConnectionError) {
-    return { connection: true, detail: describeCause(error.cause ?? error) };
-  }
-  if (mod && error instanceof mod.APIError) {
-    // `error.error` is the body's "error" member: an object, or a string for Ollama-style bodies.
-    const apiMessage = messageFromBody(error.error) ?? stripStatus(error.message, error.status);
-    return {
-      ...(error.status !== undefined ? { status: error.status } : {}),
-      ...(apiMessage ? { apiMessage } : {}),
-      ...(error.type ? { apiType: error.type } : {}),
-      ...(error.code ? { apiCode: error.code } : {}),
-    };
-  }
-  if (error instanceof SyntaxError) return { invalidResponse: true, detail: error.message };
-  return isConnectionFailure(error) ? { connection: true, detail: describeCause(error) } : { unexpected: true, detail: describeCause(error) };
-}
-
-function stripStatus(message: string, status: number | undefined): string {
-  return status !== undefined ? message.replace(new RegExp(`^${status}\\s*`), "") : message;
 }

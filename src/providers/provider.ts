@@ -25,6 +25,12 @@ export type ConversationMessage =
     }
   | { role: "tool"; toolCallId: string; toolName: string; content: string; isError?: boolean };
 
+/**
+ * Reasoning signatures from the OpenAI Responses provider (its encrypted reasoning items) start
+ * with this. A thread can switch providers; others must not send such a signature back.
+ */
+export const OPENAI_REASONING_PREFIX = "openai-responses:v1:";
+
 export interface ModelRequest {
   model: string;
   system: string;
@@ -62,21 +68,31 @@ export type ProviderErrorCode =
   | "providerError"
   | "invalidResponse";
 
+export interface ProviderErrorOptions {
+  /** How long the provider asked us to wait before trying again (retry-after headers). */
+  retryAfterMs?: number;
+}
+
 export class ProviderError extends Error {
+  /** How long the provider asked us to wait before trying again, when it said so. */
+  readonly retryAfterMs?: number;
+
   constructor(
     readonly code: ProviderErrorCode,
     message: string,
     readonly httpStatus?: number,
     /** True when the failure happened before the provider produced any output. */
     readonly beforeOutput = true,
+    options: ProviderErrorOptions = {},
   ) {
     super(message);
     this.name = "ProviderError";
+    if (options.retryAfterMs !== undefined) this.retryAfterMs = options.retryAfterMs;
   }
 }
 
 export interface ModelProvider {
-  /** The provider name used in configuration, e.g. "openai-chat" or "anthropic". */
+  /** The provider name used in configuration, e.g. "openai", "openai-chat" or "anthropic". */
   readonly name: string;
   readonly defaultModel: string;
   /**

@@ -1,7 +1,7 @@
 // Turns what an SDK failure tells us into a ProviderError, so both providers word and classify
 // failures the same way. Kept free of SDK imports: each provider extracts the facts with its
 // own (lazily loaded) SDK classes.
-import { ProviderError } from "./provider.js";
+import { ProviderError, type ProviderErrorCode } from "./provider.js";
 
 /** What a provider learned about a failed call, independent of the SDK that threw. */
 export interface FailureFacts {
@@ -27,9 +27,18 @@ export interface FailureFacts {
   afterOutput: boolean;
   /** True when the server had started answering (headers received) before the failure. */
   midResponse?: boolean;
+  /** How long the service asked us to wait before retrying (retry-after headers), in ms. */
+  retryAfterMs?: number;
 }
 
 const CONTEXT_TOO_LONG = /context[ _-]?(length|window)|too long|maximum context/i;
+
+/**
+ * Error types that arrive inside a 200 stream, without an HTTP status, mapped to the status the
+ * provider documents for them; so an overloaded or failing server mid-stream classifies (and
+ * retries) like the same failure would as an HTTP answer.
+ */
+const STREAM_ERROR_STATUS: Record<string, number> = { overloaded_error: 529, api_error: 500, server_error: 500 };
 
 export function toProviderError(f: FailureFacts): ProviderError {
   const before = !f.afterOutput;
@@ -37,42 +46,67 @@ export function toProviderError(f: FailureFacts): ProviderError {
   const said = f.apiMessage ? `: ${f.apiMessage.trim().replace(/[.!?]$/, "")}` : "";
   const http = f.status !== undefined ? ` (HTTP ${f.status})` : "";
   const { status } = f;
+  const options = f.retryAfterMs !== undefined ? { retryAfterMs: f.retryAfterMs } : {};
+  const make = (code: ProviderErrorCode, message: string, httpStatus?: number): ProviderError =>
+    new ProviderError(code, message, httpStatus, before, options);
+  const kind = `${f.apiType ?? ""} ${f.apiCode ?? ""}`;
 
-  if (status === 401 || status === 403 || f.apiType === "authentication_error" || f.apiType === "permission_error") {
-    return new ProviderError("authentication", `${cap(f.service)} rejected the credentials${http}${said}. Check the API key.`, status, before);
+  if (status === 401 || status === 403 || /authentication_error|permission_error/.test(kind)) {
+    return make("authentication", `${cap(f.service)} rejected the credentials${http}${said}. Check the API key.`, status);
   }
-  if (status === 429 || f.apiType === "rate_limit_error") {
-    return new ProviderError("rateLimited", `${cap(f.service)} is rate limiting requests${http}${said}. Wait a moment and try again.`, status, before);
+  // A spent quota also answers 429, but waiting does not help: not a (retryable) rate limit.
+  if (/insufficient_quota/.test(kind)) {
+    return make("providerError", `${cap(f.service)} reports the account's quota is used up${http}${said}. Check the plan and billing details.`, status);
   }
+  if (status === 429 || /rate_limit_error|rate_limit_exceeded/.test(kind)) {
+    return make("rateLimited", `${cap(f.service)} is rate limiting requests${http}${said}. Wait a moment and try again.`, status);
+  }
+  // In-stream failures (no status) can also report an overflow, e.g. Responses' response.failed.
   const contextHint = `${f.apiMessage ?? ""} ${f.apiCode ?? ""}`;
-  if ((status === 400 || status === 413) && CONTEXT_TOO_LONG.test(contextHint)) {
-    return new ProviderError(
-      "contextWindowExceeded",
-      `The conversation is too long for the model's context window${http}${said}.`,
-      status,
-      before,
-    );
+  if ((status === 400 || status === 413 || status === undefined) && CONTEXT_TOO_LONG.test(contextHint)) {
+    return make("contextWindowExceeded", `The conversation is too long for the model's context window${http}${said}.`, status);
   }
   if (f.connection) {
     const detail = f.detail ? ` (${f.detail})` : "";
     const message = f.afterOutput || f.midResponse
       ? `The connection to ${f.service} was lost in the middle of the response${detail}.`
       : `Could not reach ${f.service}${detail}.`;
-    return new ProviderError("connection", message, undefined, before);
+    return make("connection", message);
   }
   if (f.invalidResponse) {
     const detail = f.detail ? ` (${f.detail})` : "";
-    return new ProviderError("invalidResponse", `${cap(f.service)} sent a response that could not be read${detail}.`, undefined, before);
+    return make("invalidResponse", `${cap(f.service)} sent a response that could not be read${detail}.`);
   }
   if (f.unexpected) {
-    return new ProviderError("providerError", `Unexpected failure while talking to ${f.service}: ${f.detail ?? "unknown error"}.`, undefined, before);
+    return make("providerError", `Unexpected failure while talking to ${f.service}: ${f.detail ?? "unknown error"}.`);
   }
   if (status !== undefined) {
-    return new ProviderError("providerError", `${cap(f.service)} returned HTTP ${status}${said}.`, status, before);
+    return make("providerError", `${cap(f.service)} returned HTTP ${status}${said}.`, status);
   }
   // An error event inside an otherwise successful stream (e.g. Anthropic's overloaded_error).
-  const type = f.apiType ? ` (${f.apiType})` : "";
-  return new ProviderError("providerError", `${cap(f.service)} reported an error during the response${type}${said}.`, undefined, before);
+  const type = f.apiType ? ` (${f.apiType})` : f.apiCode ? ` (${f.apiCode})` : "";
+  const documented = STREAM_ERROR_STATUS[f.apiType ?? ""] ?? STREAM_ERROR_STATUS[f.apiCode ?? ""];
+  return make("providerError", `${cap(f.service)} reported an error during the response${type}${said}.`, documented);
+}
+
+/** The part of a fetch Headers object we read; both SDKs' APIError carry one. */
+export interface HeaderReader {
+  get(name: string): string | null;
+}
+
+/**
+ * How long a failed response asked us to wait: `retry-after-ms` (non-standard, but both SDKs
+ * honour it first), else `retry-after` as seconds or an HTTP date. Undefined when absent or
+ * unparseable; a date in the past counts as 0.
+ */
+export function retryAfterFromHeaders(headers: HeaderReader | undefined | null): number | undefined {
+  if (!headers) return undefined;
+  const ms = Number.parseFloat(headers.get("retry-after-ms") ?? "");
+  if (Number.isFinite(ms) && ms >= 0) return ms;
+  const value = headers.get("retry-after")?.trim();
+  if (!value) return undefined;
+  const waitMs = /^\d+(\.\d+)?$/.test(value) ? Number.parseFloat(value) * 1000 : Date.parse(value) - Date.now();
+  return Number.isFinite(waitMs) ? Math.max(0, waitMs) : undefined;
 }
 
 /**

@@ -1,8 +1,17 @@
 // Chooses and builds the model provider from configuration and environment. Importing this
-// module does not load either SDK: the providers import theirs on the first model call.
+// module loads no SDK: the providers import theirs on the first model call.
+//
+// Providers: openai (the Responses API), openai-chat (Chat Completions, for any compatible
+// server by OPENAI_BASE_URL: vLLM, llama.cpp, LM Studio, OpenRouter, Ollama, ...), anthropic,
+// ollama (openai-chat at OLLAMA_HOST, no key) and scripted (replays a script file).
 import { AnthropicProvider } from "./anthropic.js";
+import { createOllamaProvider, listOllamaModels } from "./ollama.js";
 import { OpenAIChatProvider } from "./openai-chat.js";
+import { isOfficialOpenAI } from "./openai-client.js";
+import { OpenAIResponsesProvider } from "./openai-responses.js";
 import type { ModelProvider } from "./provider.js";
+import { withRetries, type RetryPolicy } from "./retry.js";
+import { ScriptedProvider, loadScript } from "./scripted.js";
 
 /** Why no provider could be built, in words meant for the person starting the server. */
 export interface ProviderConfigProblem {
@@ -10,50 +19,105 @@ export interface ProviderConfigProblem {
 }
 
 export interface ProviderSelection {
-  /** "openai-chat" or "anthropic" ("openai" is accepted as an alias of "openai-chat"). */
+  /** One of PROVIDER_NAMES; when absent, chosen from the keys in `env` (see envDefaultProvider). */
   provider?: string;
+  /** The model; for "scripted", the script's path. */
   model?: string;
   env: NodeJS.ProcessEnv;
+  /** How model calls are retried (retry.ts); e.g. `{ maxAttempts: 1 }` turns retries off. */
+  retry?: RetryPolicy;
 }
 
-export const PROVIDER_NAMES = ["openai-chat", "anthropic"] as const;
+export const PROVIDER_NAMES = ["openai", "openai-chat", "anthropic", "ollama", "scripted"] as const;
 
-/** Placeholder key for local servers (Ollama, vLLM, ...) that ignore authentication. */
+/** Placeholder key for local servers (vLLM, llama.cpp, ...) that ignore authentication. */
 const NO_KEY_NEEDED = "not-needed";
 
+const NO_PROVIDER =
+  "No model provider is configured. Set OPENAI_API_KEY (and OPENAI_BASE_URL for a compatible server) or ANTHROPIC_API_KEY, " +
+  `start Ollama, or start with --provider <${PROVIDER_NAMES.join("|")}> --model <name>.`;
+
+/** Builds the selected provider, wrapped in the retry policy. */
 export function createProvider(config: ProviderSelection): ModelProvider | ProviderConfigProblem {
-  const { env } = config;
-  const requested = config.provider?.trim().toLowerCase();
-  const name = requested === "openai" ? "openai-chat" : requested;
-  switch (name) {
-    case "openai-chat":
-      return openAI(config);
-    case "anthropic":
-      return anthropic(config);
-    case undefined:
-    case "":
-      if (env["ANTHROPIC_API_KEY"]) return anthropic(config);
-      if (env["OPENAI_API_KEY"] || env["OPENAI_BASE_URL"]) return openAI(config);
-      return {
-        problem:
-          "No model provider is configured. Set OPENAI_API_KEY (and OPENAI_BASE_URL for a compatible server) or ANTHROPIC_API_KEY, or start with --provider <openai-chat|anthropic> --model <name>.",
-      };
-    default:
-      return { problem: `Unknown model provider "${config.provider}". Valid providers are: ${PROVIDER_NAMES.join(", ")} ("openai" also means openai-chat).` };
-  }
+  const built = build(config);
+  return isProviderConfigProblem(built) ? built : withRetries(built, config.retry);
 }
 
 export function isProviderConfigProblem(value: ModelProvider | ProviderConfigProblem): value is ProviderConfigProblem {
   return "problem" in value;
 }
 
-function openAI(config: ProviderSelection): ModelProvider | ProviderConfigProblem {
+function build(config: ProviderSelection): ModelProvider | ProviderConfigProblem {
+  const name = config.provider?.trim().toLowerCase() || envDefaultProvider(config.env);
+  switch (name) {
+    case "openai":
+      return openAIResponses(config);
+    case "openai-chat":
+      return openAIChat(config);
+    case "anthropic":
+      return anthropic(config);
+    case "ollama":
+      return createOllamaProvider(config.env, config.model);
+    case "scripted":
+      return scripted(config);
+    case undefined:
+      return { problem: NO_PROVIDER };
+    default:
+      return { problem: `Unknown model provider "${config.provider}". Valid providers are: ${PROVIDER_NAMES.join(", ")}.` };
+  }
+}
+
+/**
+ * The provider the environment's keys point at, without asking the network: anthropic for
+ * ANTHROPIC_API_KEY; openai-chat for an OPENAI_BASE_URL other than api.openai.com (compatible
+ * servers rarely implement the Responses API); openai for OPENAI_API_KEY.
+ */
+export function envDefaultProvider(env: NodeJS.ProcessEnv): string | undefined {
+  if (env["ANTHROPIC_API_KEY"]) return "anthropic";
+  const baseURL = env["OPENAI_BASE_URL"];
+  if (baseURL && !isOfficialOpenAI(baseURL)) return "openai-chat";
+  if (env["OPENAI_API_KEY"]) return "openai";
+  return undefined;
+}
+
+export interface DetectedProvider {
+  provider: string;
+  /** Set for Ollama: its first installed model (absent when it has none). */
+  model?: string;
+}
+
+/**
+ * The provider to use when none is configured: the one the keys in `env` point at, else a
+ * local Ollama if GET <OLLAMA_HOST>/api/tags answers within `timeoutMs` (default 300), with
+ * its first installed model. Undefined when there is neither.
+ */
+export async function detectDefaultProvider(env: NodeJS.ProcessEnv, options: { timeoutMs?: number } = {}): Promise<DetectedProvider | undefined> {
+  const fromEnv = envDefaultProvider(env);
+  if (fromEnv) return { provider: fromEnv };
+  const models = await listOllamaModels(env, options.timeoutMs ?? 300);
+  if (!models) return undefined;
+  return { provider: "ollama", ...(models[0] ? { model: models[0] } : {}) };
+}
+
+function openAIResponses(config: ProviderSelection): ModelProvider | ProviderConfigProblem {
+  const baseURL = config.env["OPENAI_BASE_URL"] || undefined;
+  const apiKey = config.env["OPENAI_API_KEY"] || (baseURL && !isOfficialOpenAI(baseURL) ? NO_KEY_NEEDED : undefined);
+  if (!apiKey) {
+    return {
+      problem:
+        "The openai provider (Responses API) needs OPENAI_API_KEY. For a compatible server (Ollama, vLLM, llama.cpp, ...) use --provider openai-chat with OPENAI_BASE_URL.",
+    };
+  }
+  return new OpenAIResponsesProvider({ apiKey, ...(baseURL ? { baseURL } : {}), ...(config.model ? { defaultModel: config.model } : {}) });
+}
+
+function openAIChat(config: ProviderSelection): ModelProvider | ProviderConfigProblem {
   const baseURL = config.env["OPENAI_BASE_URL"] || undefined;
   const apiKey = config.env["OPENAI_API_KEY"] || (baseURL ? NO_KEY_NEEDED : undefined);
   if (!apiKey) {
     return { problem: "The openai-chat provider needs OPENAI_API_KEY, or OPENAI_BASE_URL pointing at a compatible server (e.g. http://localhost:11434/v1 for Ollama)." };
   }
-  return new OpenAIChatProvider({ apiKey, ...(baseURL ? { baseURL } : {}), ...(config.model ? { defaultModel: config.model } : {}), maxRetries: 2 });
+  return new OpenAIChatProvider({ apiKey, ...(baseURL ? { baseURL } : {}), ...(config.model ? { defaultModel: config.model } : {}) });
 }
 
 function anthropic(config: ProviderSelection): ModelProvider | ProviderConfigProblem {
@@ -62,5 +126,27 @@ function anthropic(config: ProviderSelection): ModelProvider | ProviderConfigPro
   if (!apiKey) {
     return { problem: "The anthropic provider needs ANTHROPIC_API_KEY (or ANTHROPIC_BASE_URL pointing at a compatible server)." };
   }
-  return new AnthropicProvider({ apiKey, ...(baseURL ? { baseURL } : {}), ...(config.model ? { defaultModel: config.model } : {}), maxRetries: 2 });
+  // Extended thinking stays off unless a budget is set (the config file's anthropic.thinkingBudgetTokens).
+  const budget = Number.parseInt(config.env["SWITCHYARD_ANTHROPIC_THINKING_BUDGET_TOKENS"] ?? "", 10);
+  return new AnthropicProvider({
+    apiKey,
+    ...(baseURL ? { baseURL } : {}),
+    ...(config.model ? { defaultModel: config.model } : {}),
+    // The API's minimum budget is 1024.
+    ...(budget > 0 ? { thinkingBudgetTokens: Math.max(1024, budget) } : {}),
+  });
+}
+
+/** The script is checked now, so a broken one is reported before any turn runs. */
+function scripted(config: ProviderSelection): ModelProvider | ProviderConfigProblem {
+  const file = config.model || config.env["SWITCHYARD_SCRIPT"];
+  if (!file) {
+    return { problem: "The scripted provider needs a script: start with --provider scripted --model ./path/to/script.json (or set SWITCHYARD_SCRIPT)." };
+  }
+  try {
+    loadScript(file);
+  } catch (error) {
+    return { problem: (error as Error).message };
+  }
+  return new ScriptedProvider(file);
 }

@@ -12,6 +12,7 @@ import type {
   Item,
   Thread,
   ThreadStatus,
+  TokenUsage,
   Turn,
   TurnStatus,
 } from "../runtime/model.js";
@@ -317,6 +318,11 @@ function prepareStatements(db: Database.Database) {
     getTurnDiff: db.prepare<[string], string | null>("SELECT diff FROM turns WHERE id = ?").pluck(),
     unfinishedTurns: db.prepare<[], TurnRow>(
       `SELECT ${TURN_COLS} FROM turns WHERE status IN ('running', 'waitingApproval') ORDER BY seq`,
+    ),
+    // One JSON array parameter for any number of threads; the IN list still uses turns_thread.
+    turnUsages: db.prepare<[string], { thread_id: string; token_usage: string }>(
+      `SELECT thread_id, token_usage FROM turns WHERE thread_id IN (SELECT value FROM json_each(?))
+       AND token_usage IS NOT NULL ORDER BY thread_id, seq`,
     ),
     itemsOfTurn: db.prepare<[string], string>("SELECT data FROM items WHERE turn_id = ? ORDER BY ord").pluck(),
     itemsOfThread: db.prepare<[string], string>("SELECT data FROM items WHERE thread_id = ? ORDER BY ord").pluck(),
@@ -635,6 +641,12 @@ export class SqliteStore implements Store {
   listUnfinishedTurns(): Turn[] {
     this.flush();
     return this.stmts.unfinishedTurns.all().map(toTurn);
+  }
+
+  turnUsages(threadIds: string[]): Array<{ threadId: string; usage: TokenUsage }> {
+    if (threadIds.length === 0) return [];
+    this.flush();
+    return this.stmts.turnUsages.all(JSON.stringify(threadIds)).map((r) => ({ threadId: r.thread_id, usage: parse<TokenUsage>(r.token_usage) }));
   }
 
   eventsAfter(threadId: string, afterSeq: number, limit = 10_000): RuntimeEvent[] {

@@ -1,7 +1,7 @@
 // The store: an append-only event log plus tables derived from it (threads, turns, items,
 // approval rules). Derived tables can always be rebuilt by replaying the log.
 import type { EventType, NewEvent, RuntimeEvent } from "../runtime/events.js";
-import type { Item, Thread, ThreadStatus, Turn } from "../runtime/model.js";
+import type { Item, Thread, ThreadStatus, TokenUsage, Turn } from "../runtime/model.js";
 
 export interface ThreadFilter {
   userId?: string;
@@ -40,6 +40,8 @@ export interface Store {
   listItems(turnId: string): Item[];
   /** Turns left `running` or `waitingApproval` (by a crash), for recovery at start-up. */
   listUnfinishedTurns(): Turn[];
+  /** The recorded token usage of every turn of these threads that has one, in turn order. */
+  turnUsages(threadIds: string[]): Array<{ threadId: string; usage: TokenUsage }>;
 
   /** Events of one thread with seq > afterSeq, oldest first. */
   eventsAfter(threadId: string, afterSeq: number, limit?: number): RuntimeEvent[];

@@ -1,12 +1,14 @@
-// A scripted stand-in for the OpenAI Chat Completions and Anthropic Messages APIs, speaking
-// their streaming wire formats over real HTTP, so providers are tested through the real SDKs.
+// A scripted stand-in for the OpenAI Chat Completions, OpenAI Responses and Anthropic Messages
+// APIs, speaking their streaming wire formats over real HTTP, so providers are tested through
+// the real SDKs. It also answers Ollama's model list (GET /api/tags).
 //
 //   const fake = await FakeModelServer.start();
 //   fake.enqueue({ kind: "response", text: ["Hel", "lo"] }, { kind: "error", status: 429 });
-//   new OpenAIChatProvider({ baseURL: fake.openaiBaseURL, apiKey: "test" });
-//   new AnthropicProvider({ baseURL: fake.anthropicBaseURL, apiKey: "test" });
+//   new OpenAIChatProvider({ baseURL: fake.openaiBaseURL, apiKey: "test" });      // /v1/chat/completions
+//   new OpenAIResponsesProvider({ baseURL: fake.openaiBaseURL, apiKey: "test" }); // /v1/responses
+//   new AnthropicProvider({ baseURL: fake.anthropicBaseURL, apiKey: "test" });    // /v1/messages
 //
-// One script renders equivalently on both endpoints: same deltas in the same order (reasoning,
+// One script renders equivalently on all endpoints: same deltas in the same order (reasoning,
 // then text, then tool calls), same stop reason, same usage totals.
 import http from "node:http";
 import type { AddressInfo } from "node:net";
@@ -32,8 +34,14 @@ export type ScriptStep =
       cutAfterChunks?: number;
       /** Send all content, then keep the stream open unfinished until the client goes away. */
       holdOpen?: boolean;
+      /**
+       * After the content, fail inside the 200 stream the way each API does: a chunk with an
+       * "error" member (Chat Completions), `event: error` (Anthropic; type default
+       * overloaded_error), `response.failed` (Responses; code default server_error).
+       */
+      streamError?: { message?: string; type?: string; code?: string };
     }
-  | { kind: "error"; status: number; message?: string; retryAfterSeconds?: number; errorType?: string };
+  | { kind: "error"; status: number; message?: string; retryAfterSeconds?: number; errorType?: string; errorCode?: string };
 
 export interface RecordedRequest {
   method: string;
@@ -45,7 +53,7 @@ export interface RecordedRequest {
 
 type ResponseStep = Extract<ScriptStep, { kind: "response" }>;
 type ErrorStep = Extract<ScriptStep, { kind: "error" }>;
-type Wire = "openai" | "anthropic";
+type Wire = "openai" | "responses" | "anthropic";
 type Json = Record<string, unknown>;
 
 /** A response step resolved into exactly what gets sent, shared by both wire formats. */
@@ -60,6 +68,7 @@ interface Plan {
   delayMs: number;
   cutAfter?: number;
   holdOpen: boolean;
+  streamError?: { message?: string; type?: string; code?: string };
 }
 
 export class FakeModelServer {
@@ -67,6 +76,8 @@ export class FakeModelServer {
   readonly openaiBaseURL: string;
   readonly anthropicBaseURL: string;
   readonly requests: RecordedRequest[] = [];
+  /** What GET /api/tags lists, as Ollama names models. */
+  ollamaModels: string[] = ["llama3.2:latest"];
   /** busyMs: time spent building and writing bytes (not waiting), for benchmarks. */
   stats = { deltasSent: 0, busyMs: 0 };
   private readonly queue: ScriptStep[] = [];
@@ -123,18 +134,35 @@ export class FakeModelServer {
 
     const wireByHeader: Wire = req.headers["anthropic-version"] || req.headers["x-api-key"] ? "anthropic" : "openai";
     if (method === "GET" && path === "/v1/models") return this.sendJson(res, 200, modelList(wireByHeader), wireByHeader);
-    const wire: Wire | undefined =
-      method === "POST" && path === "/v1/chat/completions" ? "openai" : method === "POST" && path === "/v1/messages" ? "anthropic" : undefined;
+    if (method === "GET" && path === "/api/tags") return this.sendOllamaTags(res);
+    const routes: Record<string, Wire> = { "/v1/chat/completions": "openai", "/v1/responses": "responses", "/v1/messages": "anthropic" };
+    const wire = method === "POST" ? routes[path] : undefined;
     if (!wire) return this.sendError(res, wireByHeader, { kind: "error", status: 404, message: `No route for ${method} ${path}.` });
 
     const step = this.queue.shift() ?? { kind: "response", text: "ok" };
     if (step.kind === "error") return this.sendError(res, wire, step);
     const request = (body && typeof body === "object" ? body : {}) as Json;
     const plan = makePlan(step, request, wire);
-    if (request["stream"] !== true) return this.sendWhole(res, wire, plan);
+    if (request["stream"] !== true) return this.sendWhole(res, wire, plan, request);
     const writer = new SseWriter(res, plan, this.stats);
     if (wire === "openai") await streamOpenAI(writer, plan, isIncludeUsage(request));
+    else if (wire === "responses") await streamResponses(writer, plan, request);
     else await streamAnthropic(writer, plan);
+  }
+
+  /** Ollama's GET /api/tags, as `ollama serve` answers it. */
+  private sendOllamaTags(res: http.ServerResponse): void {
+    const models = this.ollamaModels.map((name, i) => ({
+      name,
+      model: name,
+      modified_at: new Date(Date.UTC(2025, 4, 4, 17, 37, 44) - i * 86_400_000).toISOString().replace("Z", "-07:00"),
+      size: 2_019_393_189 + i,
+      digest: randomBytes(32).toString("hex"),
+      details: { parent_model: "", format: "gguf", family: "llama", families: ["llama"], parameter_size: "3.2B", quantization_level: "Q4_K_M" },
+    }));
+    const text = JSON.stringify({ models });
+    res.writeHead(200, { "content-type": "application/json; charset=utf-8", "content-length": String(Buffer.byteLength(text)) });
+    res.end(text);
   }
 
   private sendJson(res: http.ServerResponse, status: number, payload: unknown, wire: Wire, headers: Record<string, string> = {}): void {
@@ -142,7 +170,7 @@ export class FakeModelServer {
     const text = JSON.stringify(payload);
     const requestId = (payload as { request_id?: unknown }).request_id;
     const idHeader =
-      wire === "openai"
+      wire !== "anthropic"
         ? { "x-request-id": `req_${randomId(32, "hex")}` }
         : { "request-id": typeof requestId === "string" ? requestId : `req_${randomId(24)}` };
     res.writeHead(status, { "content-type": "application/json", "content-length": String(Buffer.byteLength(text)), ...idHeader, ...headers });
@@ -159,9 +187,9 @@ export class FakeModelServer {
       headers["retry-after"] = String(Math.ceil(step.retryAfterSeconds));
       headers["retry-after-ms"] = String(Math.round(step.retryAfterSeconds * 1000));
     }
-    if (wire === "openai") {
+    if (wire !== "anthropic") {
       const known = OPENAI_ERRORS[status] ?? OPENAI_ERRORS[status >= 500 ? 500 : 400]!;
-      const error = { message: step.message ?? known.message, type: step.errorType ?? known.type, param: null, code: known.code };
+      const error = { message: step.message ?? known.message, type: step.errorType ?? known.type, param: null, code: step.errorCode ?? known.code };
       this.sendJson(res, status, { error }, wire, headers);
     } else {
       const known = ANTHROPIC_ERRORS[status] ?? ANTHROPIC_ERRORS[status >= 500 ? 500 : 400]!;
@@ -171,12 +199,16 @@ export class FakeModelServer {
   }
 
   /** Non-streaming answers (stream absent or false), for callers that want a whole message. */
-  private async sendWhole(res: http.ServerResponse, wire: Wire, plan: Plan): Promise<void> {
+  private async sendWhole(res: http.ServerResponse, wire: Wire, plan: Plan, request: Json): Promise<void> {
     if (plan.cutAfter !== undefined) return void res.destroy();
     if (plan.holdOpen) return new Promise((resolve) => res.once("close", resolve));
     const reasoning = plan.reasoning.join("");
     const text = plan.text.join("");
-    if (wire === "openai") {
+    if (wire === "responses") {
+      const { items, response } = responsesParts(plan, request);
+      const status = plan.stop === "maxTokens" ? "incomplete" : "completed";
+      this.sendJson(res, 200, response(status, items.map((item) => item.done), responsesUsage(plan)), wire);
+    } else if (wire === "openai") {
       const message: Json = { role: "assistant", content: text || null, refusal: null, annotations: [] };
       if (reasoning) message["reasoning_content"] = reasoning;
       if (plan.toolCalls.length > 0) {
@@ -240,6 +272,11 @@ async function streamOpenAI(w: SseWriter, plan: Plan, includeUsage: boolean): Pr
     }
   }
   if (!(await w.beforeFinish())) return;
+  if (plan.streamError) {
+    const { message = "The server had an error processing your request.", type = "server_error", code = null } = plan.streamError;
+    w.event(undefined, { error: { message, type, param: null, code } });
+    return w.end();
+  }
   w.event(undefined, chunk({}, OPENAI_STOP[plan.stop]));
   if (includeUsage) w.event(undefined, { ...base, choices: [], usage: openAIUsage(plan) });
   w.raw("data: [DONE]\n\n");
@@ -315,11 +352,181 @@ async function streamAnthropic(w: SseWriter, plan: Plan): Promise<void> {
   }
   if (!pinged) w.event("ping", { type: "ping" });
   if (!(await w.beforeFinish())) return;
+  if (plan.streamError) {
+    const { message = "Overloaded", type = "overloaded_error" } = plan.streamError;
+    w.event("error", { type: "error", error: { type, message } });
+    return w.end();
+  }
   closeOpen();
   const usage: Json = { output_tokens: plan.usage.output };
   if (plan.usage.reasoning) usage["output_tokens_details"] = { thinking_tokens: plan.usage.reasoning };
   w.event("message_delta", { type: "message_delta", delta: { stop_reason: ANTHROPIC_STOP[plan.stop], stop_sequence: null }, usage });
   w.event("message_stop", { type: "message_stop" });
+  w.end();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Streaming, Responses style: `event: <type>\ndata: {"type":<type>,"sequence_number":N,...}\n\n`,
+// one output item per kind (reasoning, message, each function call), no [DONE] at the end.
+
+/** An output item as announced (`added`) and as finished (`done`), with its id. */
+interface OutputItem {
+  id: string;
+  added: Json;
+  done: Json;
+  /** The plan's tool call, for function_call items. */
+  call?: Plan["toolCalls"][number];
+}
+
+/** The output items a plan produces, and the response object around them. */
+function responsesParts(plan: Plan, request: Json) {
+  const items: OutputItem[] = [];
+  const include = Array.isArray(request["include"]) ? request["include"] : [];
+  const encrypted = include.includes("reasoning.encrypted_content");
+  // Reasoning models always output a reasoning item, even when its summary is empty.
+  if (plan.reasoning.length > 0 || encrypted) {
+    const id = `rs_${randomId(48, "hex")}`;
+    const text = plan.reasoning.join("");
+    const summary = text ? [{ type: "summary_text", text }] : [];
+    items.push({
+      id,
+      added: { id, type: "reasoning", summary: [] },
+      done: { id, type: "reasoning", summary, ...(encrypted ? { encrypted_content: `gAAAAAB${randomBytes(96).toString("base64")}` } : {}) },
+    });
+  }
+  if (plan.text.length > 0) {
+    const id = `msg_${randomId(48, "hex")}`;
+    const part = { type: "output_text", annotations: [], logprobs: [], text: plan.text.join("") };
+    items.push({
+      id,
+      added: { id, type: "message", status: "in_progress", content: [], role: "assistant" },
+      done: { id, type: "message", status: "completed", content: [part], role: "assistant" },
+    });
+  }
+  for (const call of plan.toolCalls) {
+    const id = `fc_${randomId(48, "hex")}`;
+    const base = { id, type: "function_call", call_id: call.id, name: call.name };
+    items.push({ id, call, added: { ...base, status: "in_progress", arguments: "" }, done: { ...base, status: "completed", arguments: call.args.join("") } });
+  }
+  const id = `resp_${randomId(48, "hex")}`;
+  const createdAt = Math.floor(Date.now() / 1000);
+  const reasoning = (request["reasoning"] ?? {}) as Json;
+  const response = (status: string, output: Json[], usage: Json | null, extra: Json = {}): Json => ({
+    id,
+    object: "response",
+    created_at: createdAt,
+    status,
+    background: false,
+    error: null,
+    incomplete_details: null,
+    instructions: request["instructions"] ?? null,
+    max_output_tokens: request["max_output_tokens"] ?? null,
+    max_tool_calls: null,
+    model: plan.model,
+    output,
+    parallel_tool_calls: true,
+    previous_response_id: null,
+    prompt_cache_key: null,
+    reasoning: { effort: reasoning["effort"] ?? null, summary: reasoning["summary"] ?? null },
+    safety_identifier: null,
+    service_tier: "default",
+    store: request["store"] ?? true,
+    temperature: 1.0,
+    text: { format: { type: "text" }, verbosity: "medium" },
+    tool_choice: "auto",
+    tools: request["tools"] ?? [],
+    top_logprobs: 0,
+    top_p: 1.0,
+    truncation: "disabled",
+    usage,
+    user: null,
+    metadata: {},
+    ...(status === "incomplete" ? { incomplete_details: { reason: "max_output_tokens" } } : {}),
+    ...extra,
+  });
+  return { items, response };
+}
+
+function responsesUsage(plan: Plan): Json {
+  const { input, output, cacheRead, reasoning } = plan.usage;
+  return {
+    input_tokens: input,
+    input_tokens_details: { cached_tokens: cacheRead },
+    output_tokens: output,
+    output_tokens_details: { reasoning_tokens: reasoning },
+    total_tokens: input + output,
+  };
+}
+
+async function streamResponses(w: SseWriter, plan: Plan, request: Json): Promise<void> {
+  const { items, response } = responsesParts(plan, request);
+  let sequence = 0;
+  // Every event names its type twice (SSE event and "type") and carries the next sequence number.
+  const data = (type: string, payload: Json): Json => ({ type, sequence_number: sequence++, ...payload });
+  const send = (type: string, payload: Json): void => w.event(type, data(type, payload));
+  const delta = (type: string, payload: Json): Promise<boolean> =>
+    w.delta(type, data(type, { ...payload, obfuscation: randomId(4 + (sequence % 8)) }));
+
+  w.start();
+  send("response.created", { response: response("in_progress", [], null) });
+  send("response.in_progress", { response: response("in_progress", [], null) });
+  // The last item's closing events wait while a held stream is open (like Anthropic's last block).
+  let closeOpen = (): void => undefined;
+  for (const [outputIndex, item] of items.entries()) {
+    closeOpen();
+    const at = { item_id: item.id, output_index: outputIndex };
+    send("response.output_item.added", { output_index: outputIndex, item: item.added });
+    const closeItem = (): void => send("response.output_item.done", { output_index: outputIndex, item: item.done });
+    if (item.added["type"] === "reasoning") {
+      if (plan.reasoning.length > 0) {
+        const part = { type: "summary_text", text: "" };
+        send("response.reasoning_summary_part.added", { ...at, summary_index: 0, part });
+        for (const piece of plan.reasoning) {
+          if (!(await delta("response.reasoning_summary_text.delta", { ...at, summary_index: 0, delta: piece }))) return;
+        }
+        const text = plan.reasoning.join("");
+        closeOpen = () => {
+          send("response.reasoning_summary_text.done", { ...at, summary_index: 0, text });
+          send("response.reasoning_summary_part.done", { ...at, summary_index: 0, part: { ...part, text } });
+          closeItem();
+        };
+      } else {
+        closeOpen = closeItem;
+      }
+    } else if (item.added["type"] === "message") {
+      const at0 = { ...at, content_index: 0 };
+      send("response.content_part.added", { ...at0, part: { type: "output_text", annotations: [], logprobs: [], text: "" } });
+      for (const piece of plan.text) {
+        if (!(await delta("response.output_text.delta", { ...at0, delta: piece, logprobs: [] }))) return;
+      }
+      const part = (item.done["content"] as Json[])[0]!;
+      closeOpen = () => {
+        send("response.output_text.done", { ...at0, text: part["text"], logprobs: [] });
+        send("response.content_part.done", { ...at0, part });
+        closeItem();
+      };
+    } else if (item.call) {
+      const call = item.call;
+      for (const piece of call.args) {
+        if (!(await delta("response.function_call_arguments.delta", { ...at, delta: piece }))) return;
+      }
+      closeOpen = () => {
+        send("response.function_call_arguments.done", { ...at, name: call.name, arguments: call.args.join("") });
+        closeItem();
+      };
+    }
+  }
+  if (!(await w.beforeFinish())) return;
+  closeOpen();
+  const output = items.map((item) => item.done);
+  if (plan.streamError) {
+    const { message = "An error occurred while processing your request.", code = "server_error" } = plan.streamError;
+    send("response.failed", { response: response("failed", output, null, { error: { code, message } }) });
+  } else if (plan.stop === "maxTokens") {
+    send("response.incomplete", { response: response("incomplete", output, responsesUsage(plan)) });
+  } else {
+    send("response.completed", { response: response("completed", output, responsesUsage(plan), { completed_at: Math.floor(Date.now() / 1000) }) });
+  }
   w.end();
 }
 
@@ -414,13 +621,14 @@ function makePlan(step: ResponseStep, request: Json, wire: Wire): Plan {
   const toolCalls = (step.toolCalls ?? []).map((call) => {
     const json = typeof call.arguments === "string" ? call.arguments : JSON.stringify(call.arguments);
     return {
-      id: call.id ?? (wire === "openai" ? `call_${randomId(24)}` : `toolu_01${randomId(22)}`),
+      id: call.id ?? (wire === "anthropic" ? `toolu_01${randomId(22)}` : `call_${randomId(24)}`),
       name: call.name,
       args: split(json, call.chunks ?? 3),
     };
   });
   const outputChars = [...reasoning, ...text, ...toolCalls.flatMap((call) => call.args)].join("").length;
-  const inputChars = JSON.stringify(request["messages"] ?? "").length + JSON.stringify(request["system"] ?? "").length;
+  const prompt = [request["messages"] ?? request["input"], request["system"] ?? request["instructions"]];
+  const inputChars = prompt.reduce<number>((sum, part) => sum + JSON.stringify(part ?? "").length, 0);
   const usage = {
     input: step.usage?.input ?? Math.max(1, Math.ceil(inputChars / 4)),
     output: step.usage?.output ?? Math.max(1, Math.ceil(outputChars / 4)),
@@ -438,6 +646,7 @@ function makePlan(step: ResponseStep, request: Json, wire: Wire): Plan {
     delayMs: step.chunkDelayMs ?? 0,
     ...(step.cutAfterChunks !== undefined ? { cutAfter: step.cutAfterChunks } : {}),
     holdOpen: step.holdOpen ?? false,
+    ...(step.streamError ? { streamError: step.streamError } : {}),
   };
 }
 

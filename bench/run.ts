@@ -1,0 +1,355 @@
+// `npm run bench`: benchmarks of the built CLI against the in-repo fake model server. Prints the
+// machine and one markdown table (measured, target, pass/fail). Exit code 0 when everything ran,
+// even if a target was missed; non-zero when something broke (lost delta, crash, timeout).
+import type { ChildProcessWithoutNullStreams } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import { performance } from "node:perf_hooks";
+import { PassThrough } from "node:stream";
+import v8 from "node:v8";
+import vm from "node:vm";
+import { FakeModelServer } from "../test/support/fake-model-server.js";
+import { makeWorkspace, modelEnv, text, threadStartParams } from "../test/support/harness.js";
+import { ServerProcess, tempDir, type SpawnOptions } from "../test/support/server-process.js";
+import { TestClient, type Message } from "../test/support/test-client.js";
+import { seedItemThreads, seedThreads } from "./seed.js";
+
+const DELTAS = 2_000;
+const WATCHDOG_MS = 5 * 60_000;
+
+// The bench process parses megabytes of responses; left to itself, its garbage collector runs
+// while the next measurement is under way and competes with the server for the 2 cores.
+// Collecting between measurements keeps the client's cleanup out of the numbers.
+v8.setFlagsFromString("--expose-gc");
+const gc = vm.runInNewContext("gc") as () => void;
+
+// ---------------------------------------------------------------------------------------------
+// Plumbing: every spawned server and temp dir is tracked and cleaned up, whatever happens.
+
+const servers = new Set<ServerProcess>();
+const dirs = new Set<string>();
+const dir = (prefix: string): string => {
+  const d = tempDir(prefix);
+  dirs.add(d);
+  return d;
+};
+const workspace = (): string => {
+  const d = makeWorkspace();
+  dirs.add(d);
+  return d;
+};
+// On a signal, exit normally so that the exit handler runs.
+for (const signal of ["SIGINT", "SIGTERM"] as const) process.once(signal, () => process.exit(128 + os.constants.signals[signal]));
+process.on("exit", () => {
+  for (const s of servers) s.child.kill("SIGKILL");
+  for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
+});
+
+/** A spawned server with an initialized stdio client. */
+interface Conn {
+  server: ServerProcess;
+  client: TestClient;
+  /** When the latest stdout chunk arrived, taken before the client parses it. */
+  lastChunkAt: number;
+  /** Rejects when the server exits before stop(): race waits against it to fail fast on a crash. */
+  died: Promise<never>;
+  stopping: boolean;
+}
+
+async function spawn(opts: SpawnOptions = {}): Promise<Conn> {
+  // The production default log level (the test helper's default is debug).
+  const server = ServerProcess.spawn({ dataDir: dir("data"), ...opts, env: { SWITCHYARD_LOG_LEVEL: "info", ...opts.env } });
+  servers.add(server);
+  const conn = { server, lastChunkAt: 0, stopping: false } as Conn;
+  conn.client = TestClient.overStdio(wholeLines(server.child, () => (conn.lastChunkAt = performance.now())));
+  conn.died = server.exited.then(({ code, signal }) => {
+    if (conn.stopping) return new Promise<never>(() => {});
+    throw new Error(`the server exited (code ${code}, signal ${signal}); its last log lines:\n${server.stderr.slice(-1500)}`);
+  });
+  conn.died.catch(() => {});
+  await Promise.race([conn.client.initialize(), conn.died]);
+  return conn;
+}
+
+/**
+ * TestClient re-scans its whole text buffer for a newline on every stdout chunk, which is
+ * quadratic for a multi-megabyte response (most of a second for 11 MB here). So it is handed
+ * whole lines only: chunks are held until one ends a line, and every byte is copied once.
+ */
+function wholeLines(child: ChildProcessWithoutNullStreams, onChunk: () => void): ChildProcessWithoutNullStreams {
+  const lines = new PassThrough();
+  let held: Buffer[] = [];
+  child.stdout.on("data", (chunk: Buffer) => {
+    onChunk();
+    const nl = chunk.lastIndexOf(0x0a);
+    if (nl < 0) return void held.push(chunk);
+    held.push(chunk.subarray(0, nl + 1));
+    lines.write(held.length === 1 ? held[0]! : Buffer.concat(held));
+    held = nl + 1 < chunk.length ? [chunk.subarray(nl + 1)] : [];
+  });
+  child.stdout.on("close", () => lines.end());
+  return { stdin: child.stdin, stdout: lines } as unknown as ChildProcessWithoutNullStreams;
+}
+
+/** Waits for `promise` unless the server dies first. */
+const unlessDied = <T>(conn: Conn, promise: Promise<T>): Promise<T> => Promise.race([promise, conn.died]);
+
+async function stop(conn: Conn): Promise<void> {
+  conn.stopping = true;
+  conn.client.close();
+  const killer = setTimeout(() => conn.server.child.kill("SIGKILL"), 3_000);
+  await conn.server.kill();
+  clearTimeout(killer);
+  servers.delete(conn.server);
+}
+
+async function withServer<T>(opts: SpawnOptions, fn: (conn: Conn) => Promise<T>): Promise<T> {
+  const conn = await spawn(opts);
+  try {
+    return await fn(conn);
+  } finally {
+    await stop(conn);
+  }
+}
+
+let requestIds = 0;
+/**
+ * One request. `ms`: from sending until the response's last byte arrived (the server's work plus
+ * transfer); `withParseMs`: until the client had also parsed it; `serverCpuMs`: CPU time the
+ * server process used meanwhile.
+ */
+async function timed(conn: Conn, method: string, params: unknown) {
+  const id = `bench-${++requestIds}`;
+  let arrived = 0;
+  const response = conn.client.waitFor((m) => m.id === id && m.method === undefined && ((arrived = conn.lastChunkAt), true), 60_000);
+  const cpu0 = cpuNs(conn.server.child.pid!);
+  const t0 = performance.now();
+  conn.client.send({ id, method, params });
+  const message = await unlessDied(conn, response);
+  const withParseMs = performance.now() - t0;
+  const serverCpuMs = (cpuNs(conn.server.child.pid!) - cpu0) / 1e6;
+  if (message.error) throw new Error(`${method} failed: ${message.error.code} ${message.error.message}`);
+  conn.client.received.splice(0); // don't keep megabytes of old responses alive
+  gc();
+  return { ms: arrived - t0, withParseMs, serverCpuMs, result: message.result! };
+}
+
+/** CPU time (ns) of all threads of a process so far, from /proc/<pid>/task/<tid>/schedstat. */
+function cpuNs(pid: number): number {
+  let total = 0;
+  for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
+    total += Number(fs.readFileSync(`/proc/${pid}/task/${tid}/schedstat`, "utf8").split(" ")[0]);
+  }
+  return total;
+}
+
+function rssMb(pid: number): number {
+  const match = /^VmRSS:\s+(\d+) kB/m.exec(fs.readFileSync(`/proc/${pid}/status`, "utf8"));
+  if (!match) throw new Error(`no VmRSS for pid ${pid}`);
+  return Number(match[1]) / 1024;
+}
+
+const median = (xs: number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(s.length / 2);
+  return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
+};
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+const fmt = (n: number, digits = 1): string => n.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits });
+
+// ---------------------------------------------------------------------------------------------
+// Benchmarks. Each returns its rows; notes explain where the time goes.
+
+interface Row {
+  name: string;
+  measured: string;
+  target: string;
+  /** undefined: informational row. */
+  pass?: boolean;
+}
+const notes: string[] = [];
+let broken = false;
+
+async function coldStart(): Promise<Row[]> {
+  const runs: number[] = [];
+  for (let i = 0; i < 11; i++) {
+    const t0 = performance.now();
+    const conn = await spawn({ dataDir: dir("cold") });
+    const ms = performance.now() - t0;
+    await stop(conn);
+    if (i > 0) runs.push(ms); // the first run warms the OS file cache
+  }
+  return [{ name: `Cold start: spawn → \`initialize\` response (median of ${runs.length}, fresh data dir each)`, measured: `${fmt(median(runs))} ms`, target: "< 150 ms", pass: median(runs) < 150 }];
+}
+
+async function streaming(): Promise<Row[]> {
+  const fake = await FakeModelServer.start();
+  try {
+    return await withServer({ env: modelEnv(fake) }, async (conn) => {
+      const ws = workspace();
+      const pid = conn.server.child.pid!;
+      const isEnd = (m: Message): boolean => ["turn/completed", "turn/failed", "turn/cancelled"].includes(m.method ?? "");
+      const isDelta = (m: Message): boolean => m.method === "item/agentMessage/delta";
+
+      /** One turn of DELTAS scripted deltas; times are taken when the bytes arrived. */
+      const runTurn = async (turn: number) => {
+        const threadId = ((await unlessDied(conn, conn.client.call("thread/start", threadStartParams(ws)))).thread as { id: string }).id;
+        const deltas = Array.from({ length: DELTAS }, (_, i) => `t${turn}d${i} `);
+        fake.enqueue({ kind: "response", text: deltas });
+        const before = { ...fake.stats, cpu: cpuNs(pid), elu: performance.eventLoopUtilization() };
+        let firstDeltaAt = 0;
+        let endedAt = 0;
+        // Both waiters note the arrival time when they match; a waiter left pending must not
+        // become an unhandled rejection when it times out.
+        conn.client.waitFor((m) => isDelta(m) && m.params?.threadId === threadId && ((firstDeltaAt = conn.lastChunkAt), true), 60_000).catch(() => {});
+        const ended = conn.client.waitFor((m) => isEnd(m) && m.params?.threadId === threadId && ((endedAt = conn.lastChunkAt), true), 60_000);
+        ended.catch(() => {});
+        const t0 = performance.now();
+        await unlessDied(conn, conn.client.call("turn/start", { threadId, input: text(`Stream ${DELTAS} deltas.`) }));
+        const end = await unlessDied(conn, ended);
+        const sample = {
+          wallMs: endedAt - t0,
+          busyMs: fake.stats.busyMs - before.busyMs,
+          benchActiveMs: performance.eventLoopUtilization(before.elu).active,
+          serverCpuMs: (cpuNs(pid) - before.cpu) / 1e6,
+          firstDeltaMs: firstDeltaAt - t0, // notifications arrive in order: the first delta came before the end
+        };
+        if (end.method !== "turn/completed") throw new Error(`turn ended with ${end.method}: ${JSON.stringify(end.params)}`);
+        const received = conn.client.notifications("item/agentMessage/delta").filter((p) => p.threadId === threadId).map((p) => p.delta);
+        const sent = fake.stats.deltasSent - before.deltasSent;
+        const inOrder = received.every((d, i) => d === deltas[i]);
+        const ok = sent === DELTAS && received.length === DELTAS && inOrder;
+        if (!ok) notes.push(`Turn ${turn}: ${sent} deltas sent, ${received.length} received; ${inOrder ? "in order" : "NOT the scripted list"}.`);
+        conn.client.received.splice(0);
+        gc();
+        return { ...sample, ok };
+      };
+
+      const warmUp = await runTurn(0);
+      const turns: Array<typeof warmUp> = [];
+      for (let turn = 1; turn <= 5; turn++) turns.push(await runTurn(turn));
+      const allOk = warmUp.ok && turns.every((t) => t.ok);
+      if (!allOk) broken = true;
+      const med = (f: (t: (typeof turns)[number]) => number): number => median(turns.map(f));
+      const perDeltaUs = med((t) => ((t.wallMs - t.busyMs) * 1000) / DELTAS);
+      notes.push(
+        `Streaming, per turn (medians): wall ${fmt(med((t) => t.wallMs))} ms, of which the fake server was busy ${fmt(med((t) => t.busyMs))} ms; ` +
+          `the first delta reached the client after ${fmt(med((t) => t.firstDeltaMs))} ms. ` +
+          `The bench process (fake server, HTTP, client parsing every notification) was busy ${fmt(med((t) => t.benchActiveMs))} ms, on its own core; ` +
+          `the server process used ${fmt(med((t) => t.serverCpuMs))} ms of CPU (all its threads) = ${fmt(med((t) => (t.serverCpuMs * 1000) / DELTAS))} µs per delta.`,
+      );
+      return [
+        { name: `Streaming: server overhead per delta, (wall − fake busy) / ${fmt(DELTAS, 0)} (median of ${turns.length} turns, after a warm-up)`, measured: `${fmt(perDeltaUs)} µs`, target: "< 15 µs", pass: perDeltaUs < 15 },
+        { name: `Streaming: no delta lost or reordered (${turns.length + 1} turns × ${fmt(DELTAS, 0)})`, measured: allOk ? "none" : "LOST/REORDERED", target: "none", pass: allOk },
+      ];
+    });
+  } finally {
+    await fake.close();
+  }
+}
+
+async function idleMemory(): Promise<Row[]> {
+  return withServer({}, async (conn) => {
+    const ws = workspace();
+    const pid = conn.server.child.pid!;
+    await sleep(1_000);
+    const baseline = rssMb(pid);
+    for (let i = 0; i < 100; i++) await unlessDied(conn, conn.client.call("thread/start", threadStartParams(ws, { displayName: `Thread ${i}` })));
+    await sleep(1_000);
+    const rss = rssMb(pid);
+    notes.push(`Memory: RSS ${fmt(baseline)} MB right after initialize (idle 1 s), ${fmt(rss)} MB after 100 thread/start.`);
+    return [{ name: "Idle RSS after 100 `thread/start` (+1 s idle)", measured: `${fmt(rss)} MB`, target: "< 80 MB", pass: rss < 80 }];
+  });
+}
+
+async function threadList(): Promise<Row[]> {
+  const dataDir = dir("list");
+  seedThreads(dataDir, workspace(), 10_000);
+  return withServer({ dataDir }, async (conn) => {
+    const runs: number[] = [];
+    for (let i = 0; i < 22; i++) {
+      const { ms, result } = await timed(conn, "thread/list", {});
+      if ((result.data as unknown[]).length !== 50) throw new Error(`thread/list returned ${(result.data as unknown[]).length} threads`);
+      if (i >= 2) runs.push(ms); // two warm-up calls
+    }
+    return [{ name: `\`thread/list {}\` (default page of 50) with 10,000 threads (median of ${runs.length})`, measured: `${fmt(median(runs), 2)} ms`, target: "< 30 ms", pass: median(runs) < 30 }];
+  });
+}
+
+async function threadRead(): Promise<Row[]> {
+  const dataDir = dir("read");
+  const sizes = [5_000, 10_000, 20_000];
+  const threadIds = seedItemThreads(dataDir, workspace(), sizes);
+  return withServer({ dataDir }, async (conn) => {
+    const rows: Row[] = [];
+    const detail: string[] = [];
+    for (const [i, items] of sizes.entries()) {
+      const threadId = threadIds[i]!;
+      const runs: Array<{ ms: number; withParseMs: number; serverCpuMs: number }> = [];
+      let bytes = 0;
+      for (let r = 0; r < 6; r++) {
+        const { result, ...run } = await timed(conn, "thread/read", { threadId });
+        const turns = (result.thread as { turns: Array<{ items: unknown[] }> }).turns;
+        const count = turns.reduce((n, t) => n + t.items.length, 0);
+        if (count !== items) throw new Error(`thread/read returned ${count} items, expected ${items}`);
+        if (r === 0) bytes = Buffer.byteLength(JSON.stringify(result));
+        else runs.push(run); // the first call is a warm-up
+      }
+      const ms = median(runs.map((r) => r.ms));
+      const withParse = median(runs.map((r) => r.withParseMs));
+      const perK = `${fmt(ms / (items / 1000), 2)} ms per 1,000 items`;
+      const isTarget = items === 20_000;
+      rows.push({
+        name: `\`thread/read\` of ${fmt(items, 0)} items (median of ${runs.length})${isTarget ? "" : " — growth check"}`,
+        measured: `${fmt(ms)} ms (${perK})`,
+        target: isTarget ? "< 150 ms" : "—",
+        ...(isTarget ? { pass: ms < 150 } : {}),
+      });
+      const cpu = median(runs.map((r) => r.serverCpuMs));
+      detail.push(`${fmt(items, 0)} items: ${fmt(bytes / 1e6)} MB response, server CPU ${fmt(cpu)} ms, ${fmt(withParse)} ms including the client's JSON.parse`);
+    }
+    notes.push(`thread/read is timed to the response's last byte arriving at the client; ${detail.join("; ")}.`);
+    return rows;
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+
+async function main(): Promise<void> {
+  const watchdog = setTimeout(() => {
+    console.error(`bench: still running after ${WATCHDOG_MS / 1000} s; giving up`);
+    process.exit(2); // the exit handler kills the servers
+  }, WATCHDOG_MS);
+  watchdog.unref();
+
+  const cpus = os.cpus();
+  console.log(`Machine: ${cpus[0]?.model ?? "unknown CPU"}, ${cpus.length} cores, Node ${process.version}, ${os.platform()} ${os.release()}`);
+  console.log(`Load average at start (1/5/15 min): ${os.loadavg().map((l) => l.toFixed(2)).join(" / ")}\n`);
+
+  const benches: Array<[string, () => Promise<Row[]>]> = [
+    ["Cold start", coldStart],
+    ["Streaming", streaming],
+    ["Idle memory", idleMemory],
+    ["thread/list", threadList],
+    ["thread/read", threadRead],
+  ];
+  const rows: Row[] = [];
+  for (const [name, bench] of benches) {
+    try {
+      rows.push(...(await bench()));
+    } catch (err) {
+      broken = true;
+      rows.push({ name, measured: "ERROR", target: "—", pass: false });
+      notes.push(`${name} broke: ${err instanceof Error ? err.message : String(err)}`);
+    }
+  }
+
+  console.log("| Benchmark | Measured | Target | Result |");
+  console.log("|---|---:|---|---|");
+  for (const r of rows) console.log(`| ${r.name} | ${r.measured} | ${r.target} | ${r.pass === undefined ? "info" : r.pass ? "pass" : "**FAIL**"} |`);
+  console.log("");
+  for (const note of notes) console.log(`- ${note.trimEnd().replaceAll("\n", "\n  ")}`);
+  process.exit(broken ? 1 : 0);
+}
+
+void main();

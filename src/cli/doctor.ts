@@ -1,0 +1,139 @@
+// `switchyard doctor`: explains which provider and model the server would use and why, and
+// checks the configuration file, the data directory, the database and the provider's API.
+import Database from "better-sqlite3";
+import fs from "node:fs";
+import path from "node:path";
+import { ConfigFileError, displayPath, loadConfigFile, type LoadedConfigFile } from "../config/file.js";
+import { detectDefault, providerEnv } from "../config/providers.js";
+import { listLiveModels, offersModel } from "../providers/model-listing.js";
+import { createProvider } from "../providers/select.js";
+import { DB_FILE } from "../store/sqlite-store.js";
+import { chooseProviderAndModel, resolveDataDir, type Chosen } from "./config.js";
+
+export interface DoctorFlags {
+  dataDir?: string;
+  provider?: string;
+  model?: string;
+}
+
+type Status = "ok" | "problem" | "info";
+
+/** Runs every check, prints the report, and returns the exit code (0 when all is well). */
+export async function runDoctor(flags: DoctorFlags, env: NodeJS.ProcessEnv, out: (line: string) => void): Promise<number> {
+  let problems = 0;
+  const report = (label: string, status: Status, text: string): void => {
+    if (status === "problem") problems++;
+    const mark = status === "ok" ? "OK  " : status === "problem" ? "FAIL" : "    ";
+    // Continuation lines line up under the first line's text.
+    out(`${mark}  ${label.padEnd(12)} ${text.split("\n").join(`\n${" ".repeat(19)}`)}`);
+  };
+
+  const dataDir = resolveDataDir(flags, env);
+  const file = checkConfigFile(dataDir, report);
+  checkDataDir(dataDir, report);
+  checkDatabase(dataDir, report);
+
+  // Provider and model, chosen exactly as app-server chooses them.
+  const settings = file.config.providers;
+  const chosen = chooseProviderAndModel(flags, env, file);
+  let provider = chosen.provider?.value;
+  let model = chosen.model?.value;
+  let providerWhy = chosen.provider ? why(chosen.provider) : "";
+  let modelWhy = chosen.model ? why(chosen.model) : "";
+  if (!provider) {
+    const detected = await detectDefault(env, settings);
+    if (detected) {
+      provider = detected.provider;
+      providerWhy = "auto-detected, since no flag, variable or config file names a provider";
+      if (!model && detected.model) [model, modelWhy] = [detected.model, "auto-detected with the provider"];
+    }
+  }
+  const built = createProvider({ ...(provider ? { provider } : {}), ...(model ? { model } : {}), env: providerEnv(env, settings, provider) });
+  if ("problem" in built) {
+    report("provider", "problem", built.problem);
+    report("live check", "info", "skipped: there is no usable provider");
+    return finish(problems, out);
+  }
+  report("provider", "info", `${built.name} (${providerWhy || "picked from the API keys and endpoints that are set"})`);
+  model ??= built.defaultModel;
+  report("model", "info", `${model} (${modelWhy || "the provider's default"})`);
+
+  const listing = await listLiveModels(built.name, providerEnv(env, settings, built.name));
+  if (!listing) report("live check", "info", `the ${built.name} provider has no models endpoint to ask`);
+  else if (!listing.ok) report("live check", "problem", listing.problem);
+  else if (!offersModel(listing.models, model)) {
+    const available = listing.models.map((m) => m.id).slice(0, 20).join(", ") || "none";
+    report("live check", "problem", `model ${model} is not offered by this provider; available: ${available}`);
+  } else report("live check", "ok", `${listing.url} answered and offers ${model}`);
+  return finish(problems, out);
+}
+
+function why(chosen: Chosen): string {
+  if (chosen.source === "flag") return `from the ${chosen.origin} flag`;
+  if (chosen.source === "environment") return `from the ${chosen.origin} environment variable`;
+  return `from ${chosen.origin}`;
+}
+
+function finish(problems: number, out: (line: string) => void): number {
+  out(problems === 0 ? "\nEverything looks fine." : `\n${problems} problem${problems === 1 ? "" : "s"} found.`);
+  return problems === 0 ? 0 : 1;
+}
+
+type Report = (label: string, status: Status, text: string) => void;
+
+function checkConfigFile(dataDir: string, report: Report): LoadedConfigFile {
+  try {
+    const file = loadConfigFile(dataDir);
+    if (file.exists) report("config file", "ok", displayPath(file.path));
+    else report("config file", "info", `${displayPath(file.path)} does not exist; built-in defaults apply`);
+    return file;
+  } catch (error) {
+    if (!(error instanceof ConfigFileError)) throw error;
+    // The rest of the checks go on as if the file were empty; app-server would refuse to start.
+    report("config file", "problem", `${error.message}\n(app-server will not start until this is fixed)`);
+    return { path: path.join(dataDir, "config.json"), exists: false, config: {} };
+  }
+}
+
+function checkDataDir(dataDir: string, report: Report): void {
+  const shown = displayPath(dataDir);
+  if (!fs.existsSync(dataDir)) {
+    // Not created here: doctor only looks. The server creates it on first start.
+    let parent = path.dirname(dataDir);
+    while (!fs.existsSync(parent) && parent !== path.dirname(parent)) parent = path.dirname(parent);
+    try {
+      fs.accessSync(parent, fs.constants.W_OK);
+      report("data dir", "ok", `${shown} does not exist yet; it will be created on first start`);
+    } catch {
+      report("data dir", "problem", `${shown} does not exist and cannot be created: ${displayPath(parent)} is not writable`);
+    }
+    return;
+  }
+  const probe = path.join(dataDir, `.doctor-${process.pid}`);
+  try {
+    fs.writeFileSync(probe, "");
+    fs.rmSync(probe);
+    report("data dir", "ok", `${shown} is writable`);
+  } catch (error) {
+    report("data dir", "problem", `${shown} is not writable (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
+  }
+}
+
+function checkDatabase(dataDir: string, report: Report): void {
+  const file = path.join(dataDir, DB_FILE);
+  if (!fs.existsSync(file)) {
+    report("database", "info", `${displayPath(file)} does not exist yet; it will be created on first start`);
+    return;
+  }
+  // Read-only, without the server's lock: doctor may run next to a running server.
+  let db: Database.Database | undefined;
+  try {
+    db = new Database(file, { readonly: true, fileMustExist: true });
+    const threads = db.prepare<[], number>("SELECT count(*) FROM threads").pluck().get() ?? 0;
+    report("database", "ok", `${displayPath(file)} opens (${threads} thread${threads === 1 ? "" : "s"})`);
+  } catch (error) {
+    report("database", "problem", `${displayPath(file)} cannot be read: ${(error as Error).message}`);
+  } finally {
+    db?.close();
+  }
+}

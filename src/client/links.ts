@@ -1,0 +1,74 @@
+// Opening a transport for the client: a spawned server over stdio, or a WebSocket. A Link is
+// one such connection; the client opens a new one per (re)connection.
+import { spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import type { Logger } from "../log.js";
+import type { MessageChannel } from "../transport/channel.js";
+import { createStdioChannel } from "../transport/stdio.js";
+import { connectWebSocketChannel } from "../transport/websocket-client.js";
+import type { ConnectTarget, StdioTarget } from "./types.js";
+
+export interface Link {
+  channel: MessageChannel;
+  /** Closes the channel; for a spawned server, also stops it and waits until it has exited. */
+  dispose(): Promise<void>;
+}
+
+/** dist/src/client/links.js -> dist/src/cli/main.js */
+export const CLI_PATH = fileURLToPath(new URL("../cli/main.js", import.meta.url));
+
+/** Server answers (thread/read with a long history) can be large; this only guards against runaway lines. */
+const MAX_MESSAGE_BYTES = 256 * 1024 * 1024;
+/** How long a spawned server gets to shut down after SIGTERM before it is killed. */
+const STOP_GRACE_MS = 5_000;
+
+export function openLink(target: ConnectTarget, log: Logger): Promise<Link> {
+  if (target.transport === "stdio") return spawnServer(target, log);
+  return connectWebSocketChannel(target.url, { ...(target.token ? { token: target.token } : {}) }).then((channel) => ({
+    channel,
+    dispose: async () => channel.close(),
+  }));
+}
+
+async function spawnServer(target: StdioTarget, log: Logger): Promise<Link> {
+  const command = target.command ?? process.execPath;
+  const args = target.command ? (target.args ?? ["app-server"]) : [CLI_PATH, "app-server", ...(target.args ?? [])];
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  for (const [key, value] of Object.entries(target.env ?? {})) {
+    if (value === undefined) delete env[key];
+    else env[key] = value;
+  }
+  const stderr = target.stderr ?? "inherit";
+  const child = spawn(command, args, {
+    env,
+    ...(target.cwd ? { cwd: target.cwd } : {}),
+    stdio: ["pipe", "pipe", typeof stderr === "function" ? "pipe" : stderr],
+  });
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  await new Promise<void>((resolve, reject) => {
+    child.once("spawn", resolve);
+    child.once("error", reject); // e.g. ENOENT: the command does not exist
+  });
+  child.on("error", (err) => log.debug({ err }, "server process error"));
+  if (typeof stderr === "function" && child.stderr) {
+    child.stderr.setEncoding("utf8");
+    child.stderr.on("data", stderr);
+  }
+  log.debug({ pid: child.pid, command, args }, "spawned server");
+  const { stdin, stdout } = child;
+  if (!stdin || !stdout) throw new Error("the server process has no stdio pipes"); // cannot happen with "pipe"
+  const channel = createStdioChannel(stdout, stdin, { maxMessageBytes: MAX_MESSAGE_BYTES });
+
+  const running = (): boolean => child.exitCode === null && child.signalCode === null;
+  return {
+    channel,
+    async dispose() {
+      channel.close();
+      stdin.end();
+      if (running()) child.kill("SIGTERM");
+      const timer = setTimeout(() => running() && child.kill("SIGKILL"), STOP_GRACE_MS);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}

@@ -1,0 +1,86 @@
+// What the two OpenAI providers (Responses and Chat Completions) share: lazy loading of the
+// official `openai` SDK, naming the service in messages, and reading the SDK's errors.
+//
+// Only types are imported from the SDK here: loading it costs noticeable startup time, and a
+// server that never talks to OpenAI should not pay for it.
+import type OpenAI from "openai";
+import { ProviderError } from "./provider.js";
+import { describeCause, isConnectionFailure, messageFromBody, retryAfterFromHeaders, type FailureFacts } from "./sdk-errors.js";
+
+export type OpenAIModule = typeof import("openai");
+export interface OpenAISdk {
+  mod: OpenAIModule;
+  client: OpenAI;
+}
+
+export interface OpenAIClientOptions {
+  /** Defaults to OPENAI_API_KEY (read by the SDK). */
+  apiKey?: string;
+  /** Defaults to OPENAI_BASE_URL, then https://api.openai.com/v1 (read by the SDK). */
+  baseURL?: string;
+  /** The SDK's own retries. Default 0: withRetries (retry.ts) is the one retry policy. */
+  maxRetries?: number;
+}
+
+/** Imports the SDK and builds the client on first use; a failed load is retried next time. */
+export class LazyOpenAIClient {
+  private sdk?: Promise<OpenAISdk>;
+
+  constructor(private readonly options: OpenAIClientOptions) {}
+
+  load(): Promise<OpenAISdk> {
+    this.sdk ??= import("openai").then((mod) => {
+      try {
+        const { apiKey, baseURL } = this.options;
+        return { mod, client: new mod.default({ apiKey, baseURL, maxRetries: this.options.maxRetries ?? 0 }) };
+      } catch (error) {
+        // The SDK refuses to build a client without a key (no OPENAI_API_KEY).
+        throw new ProviderError("authentication", `The OpenAI client could not be created: ${describeCause(error)}`);
+      }
+    });
+    // A failed load must not be cached forever: the environment may be fixed later.
+    this.sdk.catch(() => (this.sdk = undefined));
+    return this.sdk;
+  }
+}
+
+/** True for api.openai.com (or no base URL, which means it). */
+export function isOfficialOpenAI(baseURL: string | undefined): boolean {
+  if (!baseURL) return true;
+  try {
+    return new URL(baseURL).hostname === "api.openai.com";
+  } catch {
+    return false;
+  }
+}
+
+/** "the OpenAI API", or who else we talk to, e.g. "Ollama at http://..." with a `label`. */
+export function describeOpenAIService(baseURL: string | undefined, label?: string): string {
+  if (label) return baseURL ? `${label} at ${baseURL}` : label;
+  return isOfficialOpenAI(baseURL) ? "the OpenAI API" : `the model server at ${baseURL}`;
+}
+
+/** Reads what an openai SDK error says; `mod` is absent when the SDK itself failed to load. */
+export function describeOpenAIFailure(error: unknown, mod: OpenAIModule | undefined): Omit<FailureFacts, "service" | "afterOutput"> {
+  if (mod && error instanceof mod.APIConnectionError) {
+    return { connection: true, detail: describeCause(error.cause ?? error) };
+  }
+  if (mod && error instanceof mod.APIError) {
+    // `error.error` is the body's "error" member: an object, or a string for Ollama-style bodies.
+    const apiMessage = messageFromBody(error.error) ?? stripStatus(error.message, error.status);
+    const retryAfterMs = retryAfterFromHeaders(error.headers);
+    return {
+      ...(error.status !== undefined ? { status: error.status } : {}),
+      ...(apiMessage ? { apiMessage } : {}),
+      ...(error.type ? { apiType: error.type } : {}),
+      ...(error.code ? { apiCode: error.code } : {}),
+      ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
+    };
+  }
+  if (error instanceof SyntaxError) return { invalidResponse: true, detail: error.message };
+  return isConnectionFailure(error) ? { connection: true, detail: describeCause(error) } : { unexpected: true, detail: describeCause(error) };
+}
+
+function stripStatus(message: string, status: number | undefined): string {
+  return status !== undefined ? message.replace(new RegExp(`^${status}\\s*`), "") : message;
+}
