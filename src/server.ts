@@ -14,7 +14,7 @@ import { openStore } from "./store/sqlite-store.js";
 import { createDefaultRegistry } from "./tools/registry.js";
 import type { MessageChannel } from "./transport/channel.js";
 import { createStdioChannel } from "./transport/stdio.js";
-import { assertSafeBind, startWebSocketServer, type RunningWebSocketServer } from "./transport/websocket.js";
+import type { RunningWebSocketServer } from "./transport/websocket.js";
 import { VERSION } from "./version.js";
 
 /** Every face this server speaks; the first is the default dialect. */
@@ -50,13 +50,14 @@ export interface RunningServer {
 }
 
 export async function startServer(config: ServerConfig, log: Logger): Promise<RunningServer> {
-  if (config.websocket) assertSafeBind(config.websocket.host, config.token);
+  // Loaded only when needed: a stdio-only server starts faster without it.
+  const websocket = config.websocket ? await import("./transport/websocket.js") : undefined;
+  if (config.websocket && websocket) websocket.assertSafeBind(config.websocket.host, config.token);
   const forced = config.dialect === undefined ? undefined : FACES.find((f) => f.name === config.dialect);
   if (config.dialect !== undefined && !forced) {
     throw new Error(`Unknown dialect "${config.dialect}"; choose one of: ${FACES.map((f) => f.name).join(", ")}.`);
   }
-  // Auto-detects a default provider when none is configured (e.g. a local Ollama).
-  const providers = await setUpProviders(config, log);
+  const providers = setUpProviders(config, log);
   const lock = acquireDataDirLock(config.dataDir);
   const store = openStore(config.dataDir);
   const runtime = new Runtime({
@@ -90,8 +91,8 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
   };
 
   let ws: RunningWebSocketServer | undefined;
-  if (config.websocket) {
-    ws = await startWebSocketServer(
+  if (config.websocket && websocket) {
+    ws = await websocket.startWebSocketServer(
       {
         ...config.websocket,
         ...(config.token ? { token: config.token } : {}),
@@ -129,5 +130,6 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
     });
     serve(channel);
   }
+  log.info({ startupMs: Math.round(performance.now()), version: VERSION }, "ready");
   return { runtime, ...(ws ? { websocketUrl: ws.url } : {}), closed, stop };
 }

@@ -1,6 +1,18 @@
-// The package version, read once from package.json.
-import { readFileSync } from "node:fs";
+// The package version, read once from the nearest package.json named "switchyard" (the
+// compiled modules and the bundled CLI sit at different depths below it).
+import { existsSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
 
-export const VERSION: string = (
-  JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string }
-).version;
+function readVersion(): string {
+  for (let dir = path.dirname(fileURLToPath(import.meta.url)); ; dir = path.dirname(dir)) {
+    const file = path.join(dir, "package.json");
+    if (existsSync(file)) {
+      const pkg = JSON.parse(readFileSync(file, "utf8")) as { name?: string; version?: string };
+      if (pkg.name === "switchyard" && pkg.version) return pkg.version;
+    }
+    if (path.dirname(dir) === dir) return "0.0.0";
+  }
+}
+
+export const VERSION: string = readVersion();

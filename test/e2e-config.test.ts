@@ -97,9 +97,11 @@ describe("configuration precedence", () => {
     }
   });
 
-  it("logs the auto-detected default provider when none is configured", async () => {
+  it("detects the default provider on first use, not at start-up, and logs it", async () => {
     const h = await startHarness({ fake });
     try {
+      assert.doesNotMatch(h.server.stderr, /auto-detected default/);
+      await h.client.call("model/list", {});
       const line = await h.server.waitForLog((l) => l.msg === "no provider configured; using the auto-detected default");
       assert.equal(line.provider, "openai-chat");
     } finally {

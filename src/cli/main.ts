@@ -3,6 +3,7 @@
 // AppServer document run unmodified).
 import { Command, InvalidArgumentError, Option } from "commander";
 import { createLogger, LOG_LEVELS, type LogLevel } from "../log.js";
+import { startServer } from "../server.js";
 import { VERSION } from "../version.js";
 import { resolveServerConfig, type AppServerFlags } from "./config.js";
 import type { DoctorFlags } from "./doctor.js";
@@ -38,7 +39,6 @@ program
     const level = (flags.logLevel ?? process.env.SWITCHYARD_LOG_LEVEL ?? "info") as LogLevel;
     const log = createLogger(LOG_LEVELS.includes(level) ? level : "info");
     const config = resolveServerConfig(flags, process.env);
-    const { startServer } = await import("../server.js");
     const server = await startServer(config, log);
     const stop = (signal: string): void => {
       log.info({ signal }, "shutting down");

@@ -15,7 +15,7 @@ export interface Link {
 }
 
 /** dist/src/client/links.js -> dist/src/cli/main.js */
-export const CLI_PATH = fileURLToPath(new URL("../cli/main.js", import.meta.url));
+export const CLI_PATH = fileURLToPath(new URL("../../switchyard.js", import.meta.url));
 
 /** Server answers (thread/read with a long history) can be large; this only guards against runaway lines. */
 const MAX_MESSAGE_BYTES = 256 * 1024 * 1024;

@@ -75,39 +75,59 @@ export function detectDefault(env: NodeJS.ProcessEnv, settings: ProviderSettings
 }
 
 export interface ProviderSetup {
-  /** The server's default provider and model after auto-detection. */
+  /** The configured default provider and model (auto-detection is not applied here). */
   defaults: { provider?: string; model?: string };
-  resolveProvider(selection: { provider?: string; model?: string }): ModelProvider | { problem: string };
-  catalog: ModelCatalog;
+  /** Builds the provider for a selection; with no provider named, the auto-detected default. */
+  resolveProvider(selection: { provider?: string; model?: string }): Promise<ModelProvider | { problem: string }>;
+  catalog: { list(): ReturnType<ModelCatalog["list"]> };
 }
 
-/** Everything the runtime needs about providers, from the resolved configuration. */
-export async function setUpProviders(
+/**
+ * Everything the runtime needs about providers, from the resolved configuration. When no
+ * provider is configured, detection (which may probe a local Ollama over HTTP) runs once, on
+ * the first turn or catalog request, so it never delays start-up.
+ */
+export function setUpProviders(
   config: { env: NodeJS.ProcessEnv; providerSettings?: ProviderSettings; provider?: string; model?: string },
   log: Logger,
-): Promise<ProviderSetup> {
+): ProviderSetup {
   const { env, providerSettings: settings } = config;
   const defaults: ProviderSetup["defaults"] = {
     ...(config.provider ? { provider: config.provider } : {}),
     ...(config.model ? { model: config.model } : {}),
   };
-  if (!defaults.provider) {
-    const detected = await detectDefault(env, settings);
-    if (detected) {
-      defaults.provider = detected.provider;
-      if (!defaults.model && detected.model) defaults.model = detected.model;
-      log.info({ provider: detected.provider, model: defaults.model }, "no provider configured; using the auto-detected default");
-    }
-  }
-  const resolveProvider: ProviderSetup["resolveProvider"] = (selection) =>
+  const build = (selection: { provider?: string; model?: string }): ModelProvider | { problem: string } =>
     createProvider({ ...selection, env: providerEnv(env, settings, selection.provider) });
-  const fallback = resolveProvider(defaults);
-  const def = "problem" in fallback ? undefined : { provider: fallback.name, model: defaults.model ?? fallback.defaultModel };
-  const catalog = new ModelCatalog({
-    providers: configuredProviders(env, settings, def?.provider),
-    envFor: (provider) => providerEnv(env, settings, provider),
-    ...(def ? { default: def } : {}),
-    log,
-  });
-  return { defaults, resolveProvider, catalog };
+
+  let detected: Promise<{ provider?: string; model?: string }> | undefined;
+  const effectiveDefaults = (): Promise<{ provider?: string; model?: string }> =>
+    (detected ??= defaults.provider
+      ? Promise.resolve(defaults)
+      : detectDefault(env, settings).then((found) => {
+          if (!found) return defaults;
+          log.info({ provider: found.provider, model: defaults.model ?? found.model }, "no provider configured; using the auto-detected default");
+          return { provider: found.provider, ...((defaults.model ?? found.model) ? { model: defaults.model ?? found.model } : {}) };
+        }));
+
+  let catalog: Promise<ModelCatalog> | undefined;
+  const buildCatalog = async (): Promise<ModelCatalog> => {
+    const fallback = build(await effectiveDefaults());
+    const def = "problem" in fallback ? undefined : { provider: fallback.name, model: fallback.defaultModel };
+    return new ModelCatalog({
+      providers: configuredProviders(env, settings, def?.provider),
+      envFor: (provider) => providerEnv(env, settings, provider),
+      ...(def ? { default: def } : {}),
+      log,
+    });
+  };
+
+  return {
+    defaults,
+    resolveProvider: async (selection) => {
+      if (selection.provider) return build(selection);
+      const auto = await effectiveDefaults();
+      return build({ ...auto, ...(selection.model ? { model: selection.model } : {}) });
+    },
+    catalog: { list: async () => (await (catalog ??= buildCatalog())).list() },
+  };
 }

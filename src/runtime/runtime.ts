@@ -40,7 +40,7 @@ export interface RuntimeOptions {
   store: Store;
   tools: ToolRegistry;
   /** Finds the model provider for a thread's or turn's selection. */
-  resolveProvider(selection: { provider?: string; model?: string }): ProviderResolution;
+  resolveProvider(selection: { provider?: string; model?: string }): ProviderResolution | Promise<ProviderResolution>;
   /** The models the configured providers offer (for model catalogs of the faces). */
   models?: { list(): Promise<ListedModel[]> };
   logger: Logger;
@@ -446,7 +446,7 @@ export class Runtime {
   private async execute(thread: Thread, active: ActiveTurn, params: StartTurnParams): Promise<TurnOutcome> {
     const recorder = new TurnRecorder((event) => this.emit(event), thread.id, active.turn.id);
     const config = thread.configuration ?? {};
-    const provider = this.options.resolveProvider({
+    const provider = await this.options.resolveProvider({
       provider: params.provider ?? config.provider ?? this.options.defaults.provider,
       model: active.turn.model,
     });
@@ -465,7 +465,7 @@ export class Runtime {
       signal: active.abort.signal,
       workspace,
       provider,
-      model: active.turn.model ?? provider.defaultModel,
+      model,
       system: [config.systemPrompt ?? systemPrompt({ workspacePath: workspace.root, mode: thread.mode }), client?.system].filter(Boolean).join("\n\n"),
       tools,
       toolSpecs: this.options.tools.specs((tool) => tools.includes(tool)),

@@ -83,6 +83,12 @@ export function createStdioChannel(input: Readable, output: Writable, opts: Stdi
   const oversizedListeners: Array<(size: number, limit: number) => void> = [];
   const closeListeners: Array<() => void> = [];
   let closed = false;
+  const outbox: string[] = [];
+  const drain = (): void => {
+    const text = outbox.join("\n") + "\n";
+    outbox.length = 0;
+    if (!output.destroyed && !output.writableEnded) output.write(text);
+  };
 
   const splitter = new LineSplitter(
     opts.maxMessageBytes,
@@ -129,7 +135,9 @@ export function createStdioChannel(input: Readable, output: Writable, opts: Stdi
     info,
     send(message) {
       if (closed || output.destroyed || output.writableEnded) return;
-      output.write(message + "\n");
+      // Messages sent in the same tick (a burst of streamed deltas) go out in one write.
+      if (outbox.length === 0) queueMicrotask(drain);
+      outbox.push(message);
     },
     onMessage(listener) {
       messageListeners.push(listener);

@@ -5,7 +5,7 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
-export const CLI_PATH = fileURLToPath(new URL("../../src/cli/main.js", import.meta.url));
+export const CLI_PATH = fileURLToPath(new URL("../../switchyard.js", import.meta.url));
 
 export function tempDir(prefix: string): string {
   return fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), `switchyard-${prefix}-`)));
@@ -17,6 +17,8 @@ export interface SpawnOptions {
   env?: Record<string, string | undefined>;
   dataDir?: string;
   cwd?: string;
+  /** Flags for node itself, e.g. ["--cpu-prof"] when profiling. */
+  nodeArgs?: string[];
 }
 
 export class ServerProcess {
@@ -48,7 +50,7 @@ export class ServerProcess {
       SWITCHYARD_LOG_LEVEL: "debug",
       ...opts.env,
     };
-    const child = spawn(process.execPath, [CLI_PATH, "app-server", "--data-dir", dataDir, ...(opts.args ?? [])], {
+    const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), CLI_PATH, "app-server", "--data-dir", dataDir, ...(opts.args ?? [])], {
       cwd: opts.cwd ?? dataDir,
       env: Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined)) as NodeJS.ProcessEnv,
       stdio: ["pipe", "pipe", "pipe"],

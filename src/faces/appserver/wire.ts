@@ -89,12 +89,14 @@ export function toNotification(event: RuntimeEvent, filter: ItemFilter, ctx: Eve
     case "item.delta": {
       const { kind, turnId, itemId, delta, stream } = event.data;
       if (!filter.wantsDeltas) return undefined;
-      const params = { ...base, turnId, itemId, delta };
+      // The hottest path of the server (one per streamed token): an object literal, no spread.
+      const params: Record<string, unknown> = { threadId: event.threadId, seq: event.seq, turnId, itemId, delta };
       if (kind === "agentMessage") return note("item/agentMessage/delta", params);
       if (kind === "reasoning") return note("item/reasoning/delta", params);
       if (kind === "toolArguments") return note("item/toolCall/argumentsDelta", params);
       if (!filter.wantsItem({ type: "commandExecution" } as Item)) return undefined;
-      return note("item/commandExecution/outputDelta", { ...params, ...(stream ? { stream } : {}) });
+      if (stream) params.stream = stream;
+      return note("item/commandExecution/outputDelta", params);
     }
     case "approval.resolved":
       return note("item/approval/resolved", { ...base, ...event.data });
