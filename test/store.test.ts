@@ -4,6 +4,7 @@ import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import Database from "better-sqlite3";
 import { openStore, type SqliteStore } from "../src/store/sqlite-store.js";
 import { acquireDataDirLock, LOCK_FILE } from "../src/store/lock.js";
 import type { Item, Plan, Thread, Turn } from "../src/runtime/model.js";
@@ -401,7 +402,7 @@ test("schema version is set and reopening does not migrate again", () => {
     store.close();
     // user_version lives at offset 60 of the database header.
     const header = readFileSync(path.join(dir, "switchyard.db")).subarray(60, 64);
-    assert.equal(header.readUInt32BE(0), 1);
+    assert.equal(header.readUInt32BE(0), 2);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -502,4 +503,31 @@ test("turnUsages: every turn's latest usage, by thread, rebuilt from the log", (
     store.rebuild();
     assert.deepEqual(store.turnUsages(["tu2", "tu1"]), expected);
   });
+});
+
+test("listItemsJson returns stored items with their type, also after migrating a version 1 database", () => {
+  const dir = tempDir();
+  try {
+    const store = openStore(dir);
+    populate(store);
+    const items = store.listTurns("t1", { withItems: true }).flatMap((t) => t.items ?? []);
+    const expected = items.map((i) => ({ turnId: i.turnId, type: i.type, item: i }));
+    const read = () => {
+      const s = openStore(dir);
+      try {
+        return s.listItemsJson("t1").map((r) => ({ turnId: r.turnId, type: r.type, item: JSON.parse(r.json) as Item }));
+      } finally {
+        s.close();
+      }
+    };
+    store.close();
+    assert.deepEqual(read(), expected);
+    // Turn the file back into a version 1 database (no type column); opening migrates it.
+    const db = new Database(path.join(dir, "switchyard.db"));
+    db.exec("ALTER TABLE items DROP COLUMN type; PRAGMA user_version = 1;");
+    db.close();
+    assert.deepEqual(read(), expected);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

@@ -5,6 +5,7 @@ import { newId } from "../ids.js";
 import { silentLogger, type Logger } from "../log.js";
 import type { ChannelInfo, MessageChannel } from "../transport/channel.js";
 import { ErrorCode, RpcError } from "./errors.js";
+import { RawJson } from "./raw-json.js";
 
 /** A request id as it appears on the wire; null only when the spec allows it. */
 export type JsonRpcId = string | number | null;
@@ -328,6 +329,7 @@ export class RpcConnection {
 function resultReply(id: JsonRpcId, result: unknown, log: Logger): string {
   try {
     // `undefined` would drop the "result" member entirely; the spec requires it.
+    if (result instanceof RawJson) return `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":${result.json}}`;
     return JSON.stringify({ jsonrpc: "2.0", id, result: result === undefined ? null : result });
   } catch (err) {
     log.error({ err }, "could not serialize a result");

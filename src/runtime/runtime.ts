@@ -10,7 +10,7 @@ import { TurnRunner, type GateVerdict, type TurnOutcome } from "../engine/turn-r
 import { lookupModel, type ModelInfo } from "../providers/catalog.js";
 import type { ListedModel } from "../providers/model-catalog.js";
 import type { ModelProvider, UsageReport } from "../providers/provider.js";
-import type { Store, ThreadFilter, ThreadPage } from "../store/store.js";
+import type { Store, StoredItemJson, ThreadFilter, ThreadPage } from "../store/store.js";
 import type { AnyTool, ApprovalAsk } from "../tools/tool.js";
 import type { ToolRegistry } from "../tools/registry.js";
 import { Workspace } from "../tools/workspace.js";
@@ -271,6 +271,11 @@ export class Runtime {
     const turns = this.store.listTurns(threadId, { withItems });
     const active = this.active.get(threadId);
     return active ? turns.map((t) => (t.id === active.turn.id ? { ...t, status: active.turn.status } : t)) : turns;
+  }
+
+  /** Every item of the thread as stored JSON, in order (for large reads that pass them through). */
+  itemsJsonOf(threadId: string): StoredItemJson[] {
+    return this.store.listItemsJson(threadId);
   }
 
   resumeThread(threadId: string): Thread {

@@ -4,9 +4,10 @@
 import Database from "better-sqlite3";
 import { mkdirSync } from "node:fs";
 import path from "node:path";
-import { ErrorCode, RpcError } from "../rpc/errors.js";
+import { RuntimeError } from "../runtime/errors.js";
 import type { DeltaKind, EventType, NewEvent, RuntimeEvent } from "../runtime/events.js";
 import type {
+  ItemType,
   AgentMode,
   HistoryMode,
   Item,
@@ -16,7 +17,7 @@ import type {
   Turn,
   TurnStatus,
 } from "../runtime/model.js";
-import type { Store, ThreadFilter, ThreadPage } from "./store.js";
+import type { Store, StoredItemJson, ThreadFilter, ThreadPage } from "./store.js";
 
 export const DB_FILE = "switchyard.db";
 
@@ -96,7 +97,13 @@ CREATE TABLE approval_rules (
 ) WITHOUT ROWID;
 `;
 
-const MIGRATIONS: ReadonlyArray<(db: Database.Database) => void> = [(db) => db.exec(SCHEMA_V1)];
+// v2: items carry their type in a column, so reads can route stored JSON without parsing it.
+const SCHEMA_V2 = `
+ALTER TABLE items ADD COLUMN type TEXT NOT NULL DEFAULT '';
+UPDATE items SET type = json_extract(data, '$.type');
+`;
+
+const MIGRATIONS: ReadonlyArray<(db: Database.Database) => void> = [(db) => db.exec(SCHEMA_V1), (db) => db.exec(SCHEMA_V2)];
 
 function migrate(db: Database.Database): void {
   const current = db.pragma("user_version", { simple: true }) as number;
@@ -161,7 +168,7 @@ const THREAD_COLS =
   "last_active_at, history_mode, mode, configuration, metadata, queued_inputs, plan, forked_from";
 const TURN_COLS = "id, thread_id, status, started_at, completed_at, token_usage, error, input, model";
 
-type ItemParams = { id: string; thread_id: string; turn_id: string; ord: number; data: string };
+type ItemParams = { id: string; thread_id: string; turn_id: string; ord: number; type: string; data: string };
 
 // ---------------------------------------------------------------------------------------------
 // Row -> model conversion. Optional properties that are NULL are omitted, not set to null.
@@ -214,7 +221,7 @@ function toEvent(r: EventRow): RuntimeEvent {
 }
 
 function itemParams(item: Item, ord: number): ItemParams {
-  return { id: item.id, thread_id: item.threadId, turn_id: item.turnId, ord, data: JSON.stringify(item) };
+  return { id: item.id, thread_id: item.threadId, turn_id: item.turnId, ord, type: item.type, data: JSON.stringify(item) };
 }
 
 function encodeCursor(lastActiveAt: string, id: string): string {
@@ -230,7 +237,7 @@ function decodeCursor(cursor: string): [string, string] {
   } catch {
     // fall through
   }
-  throw new RpcError(ErrorCode.InvalidParams, "Invalid cursor");
+  throw new RuntimeError("invalidInput", "Invalid cursor: pass back the nextCursor of a previous page.");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -297,12 +304,12 @@ function prepareStatements(db: Database.Database) {
     setTurnDiff: db.prepare<[string, string]>("UPDATE turns SET diff = ? WHERE id = ?"),
     setTurnUsage: db.prepare<[string, string]>("UPDATE turns SET token_usage = ? WHERE id = ?"),
     insertItem: db.prepare<[ItemParams]>(
-      `INSERT OR IGNORE INTO items (id, thread_id, turn_id, ord, data)
-       SELECT @id, @thread_id, @turn_id, @ord, @data ${existsThread}`,
+      `INSERT OR IGNORE INTO items (id, thread_id, turn_id, ord, type, data)
+       SELECT @id, @thread_id, @turn_id, @ord, @type, @data ${existsThread}`,
     ),
     upsertItem: db.prepare<[ItemParams]>(
-      `INSERT INTO items (id, thread_id, turn_id, ord, data)
-       SELECT @id, @thread_id, @turn_id, @ord, @data ${existsThread}
+      `INSERT INTO items (id, thread_id, turn_id, ord, type, data)
+       SELECT @id, @thread_id, @turn_id, @ord, @type, @data ${existsThread}
        ON CONFLICT(id) DO UPDATE SET data = excluded.data`,
     ),
     insertRule: db.prepare<[string, string]>(
@@ -326,6 +333,9 @@ function prepareStatements(db: Database.Database) {
     ),
     itemsOfTurn: db.prepare<[string], string>("SELECT data FROM items WHERE turn_id = ? ORDER BY ord").pluck(),
     itemsOfThread: db.prepare<[string], string>("SELECT data FROM items WHERE thread_id = ? ORDER BY ord").pluck(),
+    itemsJsonOfThread: db
+      .prepare<[string], [string, string, string]>("SELECT turn_id, type, data FROM items WHERE thread_id = ? ORDER BY ord")
+      .raw(),
     eventsAfter: db.prepare<[string, number, number], EventRow>(
       "SELECT seq, thread_id, type, ts, data FROM events WHERE thread_id = ? AND seq > ? ORDER BY seq LIMIT ?",
     ),
@@ -621,6 +631,11 @@ export class SqliteStore implements Store {
       byTurn.get(item.turnId)?.push(item);
     }
     return turns;
+  }
+
+  listItemsJson(threadId: string): StoredItemJson[] {
+    this.flush();
+    return this.stmts.itemsJsonOfThread.all(threadId).map(([turnId, type, json]) => ({ turnId, type: type as ItemType, json }));
   }
 
   getTurn(turnId: string): Turn | undefined {

@@ -1,7 +1,7 @@
 // The store: an append-only event log plus tables derived from it (threads, turns, items,
 // approval rules). Derived tables can always be rebuilt by replaying the log.
 import type { EventType, NewEvent, RuntimeEvent } from "../runtime/events.js";
-import type { Item, Thread, ThreadStatus, TokenUsage, Turn } from "../runtime/model.js";
+import type { Item, ItemType, Thread, ThreadStatus, TokenUsage, Turn } from "../runtime/model.js";
 
 export interface ThreadFilter {
   userId?: string;
@@ -15,6 +15,13 @@ export interface ThreadPage {
   threads: Thread[];
   /** Opaque cursor for the next page, absent on the last page. */
   nextCursor?: string;
+}
+
+/** An item as stored: its JSON text, with what is needed to route it without parsing. */
+export interface StoredItemJson {
+  turnId: string;
+  type: ItemType;
+  json: string;
 }
 
 export interface Store {
@@ -36,6 +43,8 @@ export interface Store {
   listThreads(filter: ThreadFilter, opts: { limit: number; cursor?: string }): ThreadPage;
   /** Turns of a thread, oldest first, each with its items when `withItems` is set. */
   listTurns(threadId: string, opts: { withItems: boolean }): Turn[];
+  /** Every item of a thread as stored JSON, in order: for large reads that pass items through. */
+  listItemsJson(threadId: string): StoredItemJson[];
   getTurn(turnId: string): Turn | undefined;
   listItems(turnId: string): Item[];
   /** Turns left `running` or `waitingApproval` (by a crash), for recovery at start-up. */

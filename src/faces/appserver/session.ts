@@ -4,6 +4,7 @@ import type { Logger } from "../../log.js";
 import { ErrorCode, RpcError } from "../../rpc/errors.js";
 import type { RpcConnection, RpcHandlers, RequestContext } from "../../rpc/connection.js";
 import { dispatchTable, method, type MethodTable } from "../../rpc/methods.js";
+import { RawJson, stringifyWithRaw } from "../../rpc/raw-json.js";
 import type { ApprovalRequest } from "../../runtime/approvals.js";
 import { RuntimeError } from "../../runtime/errors.js";
 import type { RuntimeEvent } from "../../runtime/events.js";
@@ -117,7 +118,7 @@ export class AppServerSession implements RpcHandlers {
       "thread/resume": method(P["thread/resume"], ({ threadId }) => {
         rt.resumeThread(threadId);
         this.subscriptions.add(threadId);
-        return { thread: this.thread(threadId, true) };
+        return new RawJson(stringifyWithRaw({ thread: this.threadWithHistory(threadId) }));
       }),
       "thread/list": method(P["thread/list"], (params) => {
         const identity = params.identity ?? {};
@@ -133,13 +134,14 @@ export class AppServerSession implements RpcHandlers {
         );
         const usage = rt.threadUsage(page.threads.map((t) => t.id));
         return {
-          data: page.threads.map((t) => wireThread(t, rt.runtimeState(t.id), undefined, usage.get(t.id))),
+          data: page.threads.map((t) => wireThread(t, rt.runtimeState(t.id), usage.get(t.id))),
           ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}),
         };
       }),
       "thread/read": method(P["thread/read"], ({ threadId, includeTurns }) => {
         const plan = rt.latestPlan(threadId);
-        return { thread: this.thread(threadId, includeTurns ?? true), ...(plan ? { plan } : {}) };
+        const thread = includeTurns === false ? this.thread(threadId) : this.threadWithHistory(threadId);
+        return new RawJson(stringifyWithRaw({ thread, ...(plan ? { plan } : {}) }));
       }),
       "thread/subscribe": method(P["thread/subscribe"], ({ threadId, afterSeq }) => {
         rt.getThread(threadId);
@@ -199,10 +201,27 @@ export class AppServerSession implements RpcHandlers {
     };
   }
 
-  private thread(threadId: string, withTurns = false): WireThread {
+  private thread(threadId: string): WireThread {
     const rt = this.runtime;
-    const turns = withTurns ? rt.turnsOf(threadId).map((t) => this.filter.turn(t)) : undefined;
-    return wireThread(rt.getThread(threadId), rt.runtimeState(threadId), turns, rt.threadUsage([threadId]).get(threadId));
+    return wireThread(rt.getThread(threadId), rt.runtimeState(threadId), rt.threadUsage([threadId]).get(threadId));
+  }
+
+  /**
+   * The thread with every turn and item. Items go out as the JSON text the store holds (the
+   * runtime's item shape is this protocol's item shape): a 20,000-item thread is read without
+   * parsing and re-serializing every item.
+   */
+  private threadWithHistory(threadId: string): unknown {
+    const thread = this.thread(threadId);
+    const byTurn = new Map<string, RawJson[]>();
+    for (const item of this.runtime.itemsJsonOf(threadId)) {
+      if (!this.filter.wantsItem(item)) continue;
+      let items = byTurn.get(item.turnId);
+      if (!items) byTurn.set(item.turnId, (items = []));
+      items.push(new RawJson(item.json));
+    }
+    const turns = this.runtime.turnsOf(threadId, false).map((turn) => ({ ...turn, items: byTurn.get(turn.id) ?? [] }));
+    return { ...thread, turns };
   }
 
   private readonly eventContext: EventContext = {

@@ -21,7 +21,7 @@ export interface Notification {
 export class ItemFilter {
   constructor(private readonly caps: ClientCapabilities) {}
 
-  wantsItem(item: Item): boolean {
+  wantsItem(item: Pick<Item, "type">): boolean {
     if (item.type === "commandExecution") return this.caps.commandExecutionStreaming === true;
     if (item.type === "toolExecution") return this.caps.toolExecutionLifecycle === true;
     return true;
@@ -30,15 +30,11 @@ export class ItemFilter {
   get wantsDeltas(): boolean {
     return this.caps.streamingSupport !== false;
   }
-
-  turn(turn: Turn): WireTurn {
-    return turn.items ? { ...turn, items: turn.items.filter((i) => this.wantsItem(i)) } : turn;
-  }
 }
 
-export function wireThread(thread: Thread, runtime: ThreadRuntimeState, turns?: WireTurn[], tokenUsage?: TokenUsage): WireThread {
+export function wireThread(thread: Thread, runtime: ThreadRuntimeState, tokenUsage?: TokenUsage): WireThread {
   const { plan: _plan, ...rest } = thread;
-  return { ...rest, runtime, ...(tokenUsage ? { tokenUsage } : {}), ...(turns ? { turns } : {}) };
+  return { ...rest, runtime, ...(tokenUsage ? { tokenUsage } : {}) };
 }
 
 /** Context a mapping needs beyond the event itself (current objects read from the runtime). */
@@ -94,7 +90,7 @@ export function toNotification(event: RuntimeEvent, filter: ItemFilter, ctx: Eve
       if (kind === "agentMessage") return note("item/agentMessage/delta", params);
       if (kind === "reasoning") return note("item/reasoning/delta", params);
       if (kind === "toolArguments") return note("item/toolCall/argumentsDelta", params);
-      if (!filter.wantsItem({ type: "commandExecution" } as Item)) return undefined;
+      if (!filter.wantsItem({ type: "commandExecution" })) return undefined;
       if (stream) params.stream = stream;
       return note("item/commandExecution/outputDelta", params);
     }
