@@ -17,9 +17,8 @@ import {
   isConnectionFailure,
   messageFromBody,
   retryAfterFromHeaders,
-  toProviderError,
-  untilAborted,
 } from "./sdk-errors.js";
+import { streamFromSdk } from "./sdk-stream.js";
 
 type AnthropicModule = typeof import("@anthropic-ai/sdk");
 type MessageParam = Anthropic.Messages.MessageParam;
@@ -51,38 +50,20 @@ export class AnthropicProvider implements ModelProvider {
     this.defaultModel = options.defaultModel ?? "claude-sonnet-4-5";
   }
 
-  async *stream(request: ModelRequest, signal: AbortSignal): AsyncIterable<ModelStreamEvent> {
-    // Abort policy: when `signal` fires we end the iterator silently (no error), whether the
-    // abort lands before the response, mid-stream, or during a retry wait.
-    if (signal.aborted) return;
-    let service = describeService(this.options.baseURL ?? process.env["ANTHROPIC_BASE_URL"]);
-    let afterOutput = false;
-    let midResponse = false;
-    let sdk: { mod: AnthropicModule; client: Anthropic } | undefined;
-    try {
-      sdk = await this.load();
-      service = describeService(sdk.client.baseURL);
-      const body = buildRequest(request, this.defaultModel, this.options.thinkingBudgetTokens);
-      const stream = await untilAborted(sdk.client.messages.create(body, { signal }), signal);
-      if (!stream) return;
-      midResponse = true;
-      const mapper = new EventMapper();
-      for await (const event of stream) {
-        for (const out of mapper.push(event)) {
-          afterOutput = true;
-          yield out;
-        }
-      }
-      if (signal.aborted) return; // the SDK ends its iterator quietly on abort
-      if (!mapper.stopped) {
-        throw toProviderError({ service, connection: true, midResponse, detail: "the stream closed before message_stop", afterOutput });
-      }
-      yield* mapper.finish();
-    } catch (error) {
-      if (signal.aborted) return;
-      if (error instanceof ProviderError) throw error;
-      throw toProviderError({ ...describeFailure(error, sdk?.mod), service, afterOutput, midResponse });
-    }
+  stream(request: ModelRequest, signal: AbortSignal): AsyncIterable<ModelStreamEvent> {
+    const mapper = new EventMapper();
+    return streamFromSdk({
+      signal,
+      service: describeService(this.options.baseURL ?? process.env["ANTHROPIC_BASE_URL"]),
+      load: () => this.load(),
+      describeService: (sdk) => describeService(sdk.client.baseURL),
+      open: (sdk) => sdk.client.messages.create(buildRequest(request, this.defaultModel, this.options.thinkingBudgetTokens), { signal }),
+      map: (event) => mapper.push(event),
+      complete: () => mapper.stopped,
+      missingEnd: "before message_stop",
+      finish: () => mapper.finish(),
+      describeFailure: (error, sdk) => describeFailure(error, sdk?.mod),
+    });
   }
 
   private load(): Promise<{ mod: AnthropicModule; client: Anthropic }> {

@@ -13,16 +13,14 @@ import type {
   ToolSpec,
   UsageReport,
 } from "./provider.js";
-import { ProviderError } from "./provider.js";
-import { toProviderError, untilAborted } from "./sdk-errors.js";
 import {
   LazyOpenAIClient,
   describeOpenAIFailure,
   describeOpenAIService,
   isOfficialOpenAI,
   type OpenAIClientOptions,
-  type OpenAISdk,
 } from "./openai-client.js";
+import { streamFromSdk } from "./sdk-stream.js";
 
 type ChatMessage = OpenAI.Chat.Completions.ChatCompletionMessageParam;
 type ChatTool = OpenAI.Chat.Completions.ChatCompletionTool;
@@ -50,40 +48,21 @@ export class OpenAIChatProvider implements ModelProvider {
     this.client = new LazyOpenAIClient(options);
   }
 
-  async *stream(request: ModelRequest, signal: AbortSignal): AsyncIterable<ModelStreamEvent> {
-    // Abort policy: when `signal` fires we end the iterator silently (no error), whether the
-    // abort lands before the response, mid-stream, or during a retry wait. The caller knows it
-    // aborted; an error here would only have to be filtered out again.
-    if (signal.aborted) return;
+  stream(request: ModelRequest, signal: AbortSignal): AsyncIterable<ModelStreamEvent> {
     const label = this.options.serviceLabel;
-    let service = describeOpenAIService(this.options.baseURL ?? process.env["OPENAI_BASE_URL"], label);
-    let afterOutput = false;
-    let midResponse = false;
-    let sdk: OpenAISdk | undefined;
-    try {
-      sdk = await this.client.load();
-      service = describeOpenAIService(sdk.client.baseURL, label);
-      const body = buildRequest(request, this.defaultModel, !isOfficialOpenAI(sdk.client.baseURL));
-      const stream = await untilAborted(sdk.client.chat.completions.create(body, { signal }), signal);
-      if (!stream) return;
-      midResponse = true;
-      const mapper = new ChunkMapper();
-      for await (const chunk of stream) {
-        for (const event of mapper.push(chunk)) {
-          afterOutput = true;
-          yield event;
-        }
-      }
-      if (signal.aborted) return; // the SDK ends its iterator quietly on abort
-      if (!mapper.finishReason) {
-        throw toProviderError({ service, connection: true, midResponse, detail: "the stream closed without a finish reason", afterOutput });
-      }
-      yield* mapper.finish();
-    } catch (error) {
-      if (signal.aborted) return;
-      if (error instanceof ProviderError) throw error;
-      throw toProviderError({ ...describeOpenAIFailure(error, sdk?.mod), service, afterOutput, midResponse });
-    }
+    const mapper = new ChunkMapper();
+    return streamFromSdk({
+      signal,
+      service: describeOpenAIService(this.options.baseURL ?? process.env["OPENAI_BASE_URL"], label),
+      load: () => this.client.load(),
+      describeService: (sdk) => describeOpenAIService(sdk.client.baseURL, label),
+      open: (sdk) => sdk.client.chat.completions.create(buildRequest(request, this.defaultModel, !isOfficialOpenAI(sdk.client.baseURL)), { signal }),
+      map: (chunk) => mapper.push(chunk),
+      complete: () => mapper.finishReason !== undefined,
+      missingEnd: "without a finish reason",
+      finish: () => mapper.finish(),
+      describeFailure: (error, sdk) => describeOpenAIFailure(error, sdk?.mod),
+    });
   }
 }
 

@@ -16,9 +16,9 @@ import type {
   ToolSpec,
   UsageReport,
 } from "./provider.js";
-import { OPENAI_REASONING_PREFIX, ProviderError } from "./provider.js";
-import { toProviderError, untilAborted } from "./sdk-errors.js";
-import { LazyOpenAIClient, describeOpenAIFailure, describeOpenAIService, type OpenAIClientOptions, type OpenAISdk } from "./openai-client.js";
+import { OPENAI_REASONING_PREFIX } from "./provider.js";
+import { LazyOpenAIClient, describeOpenAIFailure, describeOpenAIService, type OpenAIClientOptions } from "./openai-client.js";
+import { streamFromSdk } from "./sdk-stream.js";
 
 type StreamEvent = OpenAI.Responses.ResponseStreamEvent;
 type InputItem = OpenAI.Responses.ResponseInputItem;
@@ -41,39 +41,21 @@ export class OpenAIResponsesProvider implements ModelProvider {
     this.client = new LazyOpenAIClient(options);
   }
 
-  async *stream(request: ModelRequest, signal: AbortSignal): AsyncIterable<ModelStreamEvent> {
-    // Abort policy (as in the other providers): when `signal` fires, end silently.
-    if (signal.aborted) return;
-    let service = describeOpenAIService(this.options.baseURL ?? process.env["OPENAI_BASE_URL"]);
-    let afterOutput = false;
-    let midResponse = false;
-    let sdk: OpenAISdk | undefined;
-    try {
-      sdk = await this.client.load();
-      service = describeOpenAIService(sdk.client.baseURL);
-      const body = buildRequest(request, this.defaultModel);
-      const stream = await untilAborted(sdk.client.responses.create(body, { signal }), signal);
-      if (!stream) return;
-      midResponse = true;
-      const mapper = new EventMapper();
-      for await (const event of stream) {
-        const failure = mapper.failure(event);
-        if (failure) throw toProviderError({ service, ...failure, afterOutput });
-        for (const out of mapper.push(event)) {
-          afterOutput = true;
-          yield out;
-        }
-      }
-      if (signal.aborted) return; // the SDK ends its iterator quietly on abort
-      if (!mapper.final) {
-        throw toProviderError({ service, connection: true, midResponse, detail: "the stream closed before response.completed", afterOutput });
-      }
-      yield* mapper.finish();
-    } catch (error) {
-      if (signal.aborted) return;
-      if (error instanceof ProviderError) throw error;
-      throw toProviderError({ ...describeOpenAIFailure(error, sdk?.mod), service, afterOutput, midResponse });
-    }
+  stream(request: ModelRequest, signal: AbortSignal): AsyncIterable<ModelStreamEvent> {
+    const mapper = new EventMapper();
+    return streamFromSdk({
+      signal,
+      service: describeOpenAIService(this.options.baseURL ?? process.env["OPENAI_BASE_URL"]),
+      load: () => this.client.load(),
+      describeService: (sdk) => describeOpenAIService(sdk.client.baseURL),
+      open: (sdk) => sdk.client.responses.create(buildRequest(request, this.defaultModel), { signal }),
+      map: (event) => mapper.push(event),
+      failureIn: (event) => mapper.failure(event),
+      complete: () => mapper.final !== undefined,
+      missingEnd: "before response.completed",
+      finish: () => mapper.finish(),
+      describeFailure: (error, sdk) => describeOpenAIFailure(error, sdk?.mod),
+    });
   }
 }
 

@@ -9,7 +9,7 @@ import type { ApprovalRequest } from "../../runtime/approvals.js";
 import { RuntimeError } from "../../runtime/errors.js";
 import type { RuntimeEvent } from "../../runtime/events.js";
 import type { Runtime } from "../../runtime/runtime.js";
-import { AppServerParams as P, ApprovalAnswer, type ClientCapabilities } from "./schemas.js";
+import { AppServerParams as P, ApprovalAnswer } from "./schemas.js";
 import { ItemFilter, toNotification, wireThread, type EventContext, type WireThread } from "./wire.js";
 
 export interface ServerInfo {
