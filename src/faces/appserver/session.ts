@@ -1,12 +1,11 @@
 // AppServer protocol, one connection: the initialize handshake, the method table, thread
 // subscriptions, event delivery, and approvals asked of this client.
 import type { Logger } from "../../log.js";
-import { ErrorCode, RpcError } from "../../rpc/errors.js";
 import type { RpcConnection, RpcHandlers, RequestContext } from "../../rpc/connection.js";
 import { dispatchTable, method, type MethodTable } from "../../rpc/methods.js";
+import { dispatchInitialized } from "../dispatch.js";
 import { RawJson, stringifyWithRaw } from "../../rpc/raw-json.js";
 import type { ApprovalRequest } from "../../runtime/approvals.js";
-import { RuntimeError } from "../../runtime/errors.js";
 import type { RuntimeEvent } from "../../runtime/events.js";
 import type { Runtime } from "../../runtime/runtime.js";
 import { AppServerParams as P, ApprovalAnswer } from "./schemas.js";
@@ -38,16 +37,6 @@ const SERVER_CAPABILITIES = {
   workspaceConfigManagement: false,
 };
 
-const RUNTIME_ERROR_CODES: Record<RuntimeError["code"], number> = {
-  threadNotFound: ErrorCode.ThreadNotFound,
-  threadNotActive: ErrorCode.ThreadNotActive,
-  turnInProgress: ErrorCode.TurnInProgress,
-  turnNotFound: ErrorCode.TurnNotFound,
-  turnNotRunning: ErrorCode.TurnNotRunning,
-  invalidInput: ErrorCode.InvalidParams,
-  replayGap: ErrorCode.InvalidRequest,
-};
-
 export class AppServerSession implements RpcHandlers {
   private initialized = false;
   private filter = new ItemFilter({});
@@ -67,17 +56,8 @@ export class AppServerSession implements RpcHandlers {
     connection.onClose(() => this.detach.forEach((undo) => undo()));
   }
 
-  async onRequest(name: string, params: unknown, ctx: RequestContext): Promise<unknown> {
-    if (name === "initialize" && this.initialized) throw new RpcError(ErrorCode.AlreadyInitialized, "Already initialized");
-    if (name !== "initialize" && !this.initialized) {
-      throw new RpcError(ErrorCode.NotInitialized, "Not initialized: the first request must be initialize.");
-    }
-    try {
-      return await this.dispatch(name, params, ctx);
-    } catch (error) {
-      if (error instanceof RuntimeError) throw new RpcError(RUNTIME_ERROR_CODES[error.code], error.message, error.data);
-      throw error;
-    }
+  onRequest(name: string, params: unknown, ctx: RequestContext): Promise<unknown> {
+    return dispatchInitialized(this.dispatch, this.initialized, name, params, ctx);
   }
 
   onNotification(name: string): void {

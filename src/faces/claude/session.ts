@@ -5,8 +5,8 @@ import type { ListedModel } from "../../providers/model-catalog.js";
 import { ConnectionClosedError, type RequestContext, type RpcConnection, type RpcHandlers } from "../../rpc/connection.js";
 import { ErrorCode, RpcError } from "../../rpc/errors.js";
 import { dispatchTable, method, type MethodTable } from "../../rpc/methods.js";
+import { dispatchInitialized } from "../dispatch.js";
 import type { ApprovalRequest, Approver } from "../../runtime/approvals.js";
-import { RuntimeError } from "../../runtime/errors.js";
 import type { RuntimeEvent } from "../../runtime/events.js";
 import type { ApprovalDecision, Thread } from "../../runtime/model.js";
 import type { Runtime } from "../../runtime/runtime.js";
@@ -30,16 +30,6 @@ const CAPABILITIES = {
   thread_fork: true,
   turn_steer: true,
   turn_interrupt: true,
-};
-
-const RUNTIME_ERROR_CODES: Record<RuntimeError["code"], number> = {
-  threadNotFound: ErrorCode.ThreadNotFound,
-  threadNotActive: ErrorCode.ThreadNotActive,
-  turnInProgress: ErrorCode.TurnInProgress,
-  turnNotFound: ErrorCode.TurnNotFound,
-  turnNotRunning: ErrorCode.TurnNotRunning,
-  invalidInput: ErrorCode.InvalidParams,
-  replayGap: ErrorCode.InvalidRequest,
 };
 
 /**
@@ -83,17 +73,8 @@ export class ClaudeSession implements RpcHandlers {
     });
   }
 
-  async onRequest(name: string, params: unknown, ctx: RequestContext): Promise<unknown> {
-    if (name === "initialize" && this.initialized) throw new RpcError(ErrorCode.AlreadyInitialized, "Already initialized");
-    if (name !== "initialize" && !this.initialized) {
-      throw new RpcError(ErrorCode.NotInitialized, "Not initialized: the first request must be initialize.");
-    }
-    try {
-      return await this.dispatch(name, params, ctx);
-    } catch (error) {
-      if (error instanceof RuntimeError) throw new RpcError(RUNTIME_ERROR_CODES[error.code], error.message, error.data);
-      throw error;
-    }
+  onRequest(name: string, params: unknown, ctx: RequestContext): Promise<unknown> {
+    return dispatchInitialized(this.dispatch, this.initialized, name, params, ctx);
   }
 
   onNotification(name: string): void {
