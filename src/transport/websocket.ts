@@ -6,9 +6,10 @@ import { createHash, timingSafeEqual } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import { isIPv4, type AddressInfo } from "node:net";
 import type { Duplex } from "node:stream";
-import { WebSocket, WebSocketServer, type RawData } from "ws";
+import { WebSocket, WebSocketServer } from "ws";
 import { silentLogger, type Logger } from "../log.js";
-import type { ChannelInfo, MessageChannel } from "./channel.js";
+import type { MessageChannel } from "./channel.js";
+import { createWebSocketChannel } from "./websocket-channel.js";
 
 export interface WebSocketServerOptions {
   host: string;
@@ -293,64 +294,4 @@ function closeGracefully(ws: WebSocket): Promise<void> {
     ws.once("close", () => resolve());
     ws.close(1001, "Server shutting down");
   });
-}
-
-// --- the channel ---
-
-function createWebSocketChannel(ws: WebSocket, remote: string, maxMessageBytes: number, log: Logger): MessageChannel {
-  const info: ChannelInfo = { transport: "websocket", remote };
-  const messageListeners: Array<(message: string) => void> = [];
-  const oversizedListeners: Array<(size: number, limit: number) => void> = [];
-  const closeListeners: Array<() => void> = [];
-  let closed = false;
-
-  const fireClose = (): void => {
-    if (closed) return;
-    closed = true;
-    for (const l of closeListeners.splice(0)) l();
-  };
-
-  ws.on("message", (data: RawData) => {
-    if (closed) return;
-    // Binary frames are accepted too and read as UTF-8 text.
-    const bytes = toBuffer(data);
-    if (bytes.length > maxMessageBytes) {
-      for (const l of oversizedListeners) l(bytes.length, maxMessageBytes);
-      return;
-    }
-    const text = bytes.toString("utf8");
-    for (const l of messageListeners) l(text);
-  });
-  ws.on("error", (err) => log.debug({ err, remote }, "WebSocket error"));
-  ws.on("close", (code, reason) => {
-    log.debug({ remote, code, reason: reason.toString() }, "WebSocket closed");
-    fireClose();
-  });
-
-  return {
-    info,
-    send(message) {
-      if (!closed && ws.readyState === WebSocket.OPEN) ws.send(message);
-    },
-    onMessage(listener) {
-      messageListeners.push(listener);
-    },
-    onOversized(listener) {
-      oversizedListeners.push(listener);
-    },
-    onClose(listener) {
-      if (closed) queueMicrotask(listener);
-      else closeListeners.push(listener);
-    },
-    close() {
-      if (ws.readyState === WebSocket.OPEN || ws.readyState === WebSocket.CONNECTING) ws.close(1000);
-      fireClose();
-    },
-  };
-}
-
-function toBuffer(data: RawData): Buffer {
-  if (Buffer.isBuffer(data)) return data;
-  if (Array.isArray(data)) return Buffer.concat(data);
-  return Buffer.from(data);
 }

@@ -1,0 +1,67 @@
+// A MessageChannel over one WebSocket, for both ends: the server's accepted sockets and the
+// client's. One JSON-RPC message per text frame; binary frames are read as UTF-8 text.
+import { WebSocket, type RawData } from "ws";
+import type { Logger } from "../log.js";
+import type { ChannelInfo, MessageChannel } from "./channel.js";
+
+export function createWebSocketChannel(ws: WebSocket, remote: string, maxMessageBytes: number, log: Logger): MessageChannel {
+  const info: ChannelInfo = { transport: "websocket", remote };
+  const messageListeners: Array<(message: string) => void> = [];
+  const oversizedListeners: Array<(size: number, limit: number) => void> = [];
+  const closeListeners: Array<() => void> = [];
+  let closed = false;
+
+  const fireClose = (): void => {
+    if (closed) return;
+    closed = true;
+    for (const l of closeListeners.splice(0)) l();
+  };
+
+  ws.on("message", (data: RawData) => {
+    if (closed) return;
+    // Binary frames are accepted too and read as UTF-8 text.
+    const bytes = toBuffer(data);
+    if (bytes.length > maxMessageBytes) {
+      for (const l of oversizedListeners) l(bytes.length, maxMessageBytes);
+      return;
+    }
+    const text = bytes.toString("utf8");
+    for (const l of messageListeners) l(text);
+  });
+  ws.on("error", (err) => log.debug({ err, remote }, "WebSocket error"));
+  ws.on("close", (code, reason) => {
+    log.debug({ remote, code, reason: reason.toString() }, "WebSocket closed");
+    fireClose();
+  });
+
+  return {
+    info,
+    send(message) {
+      if (!closed && ws.readyState === WebSocket.OPEN) ws.send(message);
+    },
+    onMessage(listener) {
+      messageListeners.push(listener);
+    },
+    onOversized(listener) {
+      oversizedListeners.push(listener);
+    },
+    onClose(listener) {
+      if (closed) queueMicrotask(listener);
+      else closeListeners.push(listener);
+    },
+    close() {
+      if (ws.readyState === WebSocket.OPEN || ws.readyState === WebSocket.CONNECTING) {
+        ws.close(1000);
+        // A peer that never completes the closing handshake (hung, stopped) is cut off.
+        setTimeout(() => ws.terminate(), 1_000).unref();
+      }
+      fireClose();
+    },
+  };
+}
+
+function toBuffer(data: RawData): Buffer {
+  if (Buffer.isBuffer(data)) return data;
+  if (Array.isArray(data)) return Buffer.concat(data);
+  return Buffer.from(data);
+}
