@@ -133,6 +133,21 @@ describe("a full turn", () => {
     assert.ok(message, "the partial message is completed with what streamed");
   });
 
+  it("interrupts a running command promptly, killing its process", async () => {
+    h.fake.enqueue({ kind: "response", toolCalls: [{ id: "call_sleep", name: "bash", arguments: { command: "echo started; echo $$ > sleeper.pid; exec sleep 30" } }] });
+    const threadId = await h.startThread({ configuration: { approvalPolicy: "autoApprove" } });
+    await h.client.call("turn/start", { threadId, input: text("sleep") });
+    await h.client.notification("item/commandExecution/outputDelta", (p) => p.threadId === threadId && String(p.delta).includes("started"));
+    const t0 = Date.now();
+    const result = await h.client.call("turn/interrupt", { threadId });
+    assert.ok(Date.now() - t0 < 3000, "interrupt took too long");
+    assert.equal((result.turn as { status: string }).status, "cancelled");
+    const pid = Number(fs.readFileSync(path.join(h.workspace, "sleeper.pid"), "utf8"));
+    assert.throws(() => process.kill(pid, 0), /ESRCH/, "the command's process is gone");
+    const command = h.client.notifications("item/completed").map((p) => p.item as Item).find((i) => i.type === "commandExecution" && i.payload.callId === "call_sleep");
+    assert.equal(command?.payload.interrupted, true);
+  });
+
   it("publishes plan/updated from the planning tool and turn/diff/updated after file changes", async () => {
     h.fake.enqueue(
       {

@@ -337,7 +337,20 @@ export class Runtime {
     return this.getThread(threadId).plan;
   }
 
+  /**
+   * The thread's events after `afterSeq`, for a client catching up. The log is never pruned,
+   * so every gap can be replayed, except one this log cannot know: a seq beyond its end means
+   * the client followed another history (a replaced or restored data directory).
+   */
   eventsAfter(threadId: string, afterSeq: number, limit?: number): RuntimeEvent[] {
+    const last = this.store.lastSeq();
+    if (afterSeq > last) {
+      throw new RuntimeError(
+        "replayGap",
+        `Cannot replay after seq ${afterSeq}: this server's log ends at seq ${last}, so the history you followed is not this one. Read the thread again with thread/read.`,
+        { threadId, afterSeq, lastSeq: last },
+      );
+    }
     return this.store.eventsAfter(threadId, afterSeq, limit);
   }
 
