@@ -1,11 +1,9 @@
 // `npm run bench`: benchmarks of the built CLI against the in-repo fake model server. Prints the
 // machine and one markdown table (measured, target, pass/fail). Exit code 0 when everything ran,
 // even if a target was missed; non-zero when something broke (lost delta, crash, timeout).
-import type { ChildProcessWithoutNullStreams } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import { performance } from "node:perf_hooks";
-import { PassThrough } from "node:stream";
 import v8 from "node:v8";
 import vm from "node:vm";
 import { FakeModelServer } from "../test/support/fake-model-server.js";
@@ -61,7 +59,9 @@ async function spawn(opts: SpawnOptions = {}): Promise<Conn> {
   const server = ServerProcess.spawn({ dataDir: dir("data"), ...opts, env: { SWITCHYARD_LOG_LEVEL: "info", ...opts.env } });
   servers.add(server);
   const conn = { server, lastChunkAt: 0, stopping: false } as Conn;
-  conn.client = TestClient.overStdio(wholeLines(server.child, () => (conn.lastChunkAt = performance.now())));
+  // Registered before the client's own listener: the arrival time is taken before parsing.
+  server.child.stdout.on("data", () => (conn.lastChunkAt = performance.now()));
+  conn.client = TestClient.overStdio(server.child);
   conn.died = server.exited.then(({ code, signal }) => {
     if (conn.stopping) return new Promise<never>(() => {});
     throw new Error(`the server exited (code ${code}, signal ${signal}); its last log lines:\n${server.stderr.slice(-1500)}`);
@@ -69,26 +69,6 @@ async function spawn(opts: SpawnOptions = {}): Promise<Conn> {
   conn.died.catch(() => {});
   await Promise.race([conn.client.initialize(), conn.died]);
   return conn;
-}
-
-/**
- * TestClient re-scans its whole text buffer for a newline on every stdout chunk, which is
- * quadratic for a multi-megabyte response (most of a second for 11 MB here). So it is handed
- * whole lines only: chunks are held until one ends a line, and every byte is copied once.
- */
-function wholeLines(child: ChildProcessWithoutNullStreams, onChunk: () => void): ChildProcessWithoutNullStreams {
-  const lines = new PassThrough();
-  let held: Buffer[] = [];
-  child.stdout.on("data", (chunk: Buffer) => {
-    onChunk();
-    const nl = chunk.lastIndexOf(0x0a);
-    if (nl < 0) return void held.push(chunk);
-    held.push(chunk.subarray(0, nl + 1));
-    lines.write(held.length === 1 ? held[0]! : Buffer.concat(held));
-    held = nl + 1 < chunk.length ? [chunk.subarray(nl + 1)] : [];
-  });
-  child.stdout.on("close", () => lines.end());
-  return { stdin: child.stdin, stdout: lines } as unknown as ChildProcessWithoutNullStreams;
 }
 
 /** Waits for `promise` unless the server dies first. */

@@ -42,16 +42,19 @@ export class TestClient {
       (text) => child.stdin.write(text + "\n"),
       () => child.stdin.end(),
     );
-    let buffer = "";
+    // Pieces of the current line; only each new chunk is searched, so a huge line stays linear.
+    let pieces: string[] = [];
     child.stdout.setEncoding("utf8");
     child.stdout.on("data", (chunk: string) => {
-      buffer += chunk;
-      let newline: number;
-      while ((newline = buffer.indexOf("\n")) >= 0) {
-        const line = buffer.slice(0, newline);
-        buffer = buffer.slice(newline + 1);
+      let start = 0;
+      for (let newline = chunk.indexOf("\n"); newline >= 0; newline = chunk.indexOf("\n", start)) {
+        pieces.push(chunk.slice(start, newline));
+        const line = pieces.join("");
+        pieces = [];
+        start = newline + 1;
         if (line.trim()) client.receive(line);
       }
+      if (start < chunk.length) pieces.push(chunk.slice(start));
     });
     child.stdout.on("close", () => client.closedResolve());
     return client;
