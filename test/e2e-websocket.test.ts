@@ -92,7 +92,10 @@ describe("two WebSocket clients sharing a thread", () => {
       const resolvedA = eventsA.find((e) => e.method === "item/approval/resolved" && e.params.threadId === thread.id);
       assert.equal(resolvedA?.method === "item/approval/resolved" ? resolvedA.params.decision : undefined, "accept");
       // The iterators deliver asynchronously: let both catch up before comparing.
-      await until(() => methods(eventsA, thread.id).length === methods(eventsB, thread.id).length);
+      // The turn's last event is the runtime going idle; both recordings must have reached it.
+      const idle = (events: ClientEvent[]) =>
+        events.some((e) => e.method === "thread/runtimeChanged" && e.params.threadId === thread.id && !e.params.runtime.running);
+      await until(() => idle(eventsA) && idle(eventsB));
       assert.deepEqual(methods(eventsA, thread.id), methods(eventsB, thread.id));
     } finally {
       await a.close();

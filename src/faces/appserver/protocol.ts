@@ -64,7 +64,8 @@ const payloads = {
   }),
 };
 
-const itemOf = <T extends keyof typeof payloads>(type: T) =>
+// The payload schema is passed in (not looked up by type) so each item's type narrows its payload.
+const itemOf = <T extends keyof typeof payloads, P extends z.ZodObject>(type: T, payload: P) =>
   z
     .object({
       id: z.string(),
@@ -74,23 +75,23 @@ const itemOf = <T extends keyof typeof payloads>(type: T) =>
       status: z.enum(["started", "streaming", "completed"]),
       createdAt: iso,
       completedAt: iso.optional(),
-      payload: payloads[type].passthrough(),
+      payload: payload.passthrough(),
     })
     .passthrough();
 
 export const Item = z.discriminatedUnion("type", [
-  itemOf("userMessage"),
-  itemOf("agentMessage"),
-  itemOf("reasoningContent"),
-  itemOf("toolCall"),
-  itemOf("toolResult"),
-  itemOf("commandExecution"),
-  itemOf("toolExecution"),
-  itemOf("fileChange"),
-  itemOf("approvalRequest"),
-  itemOf("approvalResponse"),
-  itemOf("error"),
-  itemOf("systemNotice"),
+  itemOf("userMessage", payloads.userMessage),
+  itemOf("agentMessage", payloads.agentMessage),
+  itemOf("reasoningContent", payloads.reasoningContent),
+  itemOf("toolCall", payloads.toolCall),
+  itemOf("toolResult", payloads.toolResult),
+  itemOf("commandExecution", payloads.commandExecution),
+  itemOf("toolExecution", payloads.toolExecution),
+  itemOf("fileChange", payloads.fileChange),
+  itemOf("approvalRequest", payloads.approvalRequest),
+  itemOf("approvalResponse", payloads.approvalResponse),
+  itemOf("error", payloads.error),
+  itemOf("systemNotice", payloads.systemNotice),
 ]);
 
 export const Turn = z
