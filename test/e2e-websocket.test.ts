@@ -25,12 +25,10 @@ function startParams(workspace: string): RequestParams<"thread/start"> {
   };
 }
 
-/** Every event a client delivers from now on, recorded in the background. */
+/** Every event a client delivers from now on, in order. */
 function record(client: SwitchyardClient): ClientEvent[] {
   const events: ClientEvent[] = [];
-  void (async () => {
-    for await (const event of client.events()) events.push(event);
-  })();
+  client.onEvent((event) => events.push(event));
   return events;
 }
 

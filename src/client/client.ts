@@ -75,6 +75,7 @@ export class SwitchyardClient {
 
   private readonly listeners = new Map<ClientEventName, Set<(params: never) => void>>();
   private readonly streams = new Set<{ threadId: string | undefined; stream: EventStream<ClientEvent> }>();
+  private readonly anyListeners = new Set<(event: ClientEvent) => void>();
   private readyWaiters = new Set<{ resolve: (conn: RpcConnection) => void; reject: (error: Error) => void }>();
   private wakeBackoff: (() => void) | undefined;
   private closing: Promise<void> | undefined;
@@ -158,6 +159,16 @@ export class SwitchyardClient {
     if (this.stateValue === "closed") entry.stream.end();
     else this.streams.add(entry);
     return entry.stream;
+  }
+
+  /**
+   * Calls `listener` synchronously, in order, for every event `events()` would yield (every
+   * notification and `gap`); returns a function that removes it. Unlike an `events()` loop it
+   * never lags behind: when a request's promise resolves, the listener has seen what came first.
+   */
+  onEvent(listener: (event: ClientEvent) => void): () => void {
+    this.anyListeners.add(listener);
+    return () => this.anyListeners.delete(listener);
   }
 
   /** Calls `listener` for every such event; returns a function that removes it. */
@@ -461,6 +472,13 @@ export class SwitchyardClient {
   }
 
   private toStreams(event: ClientEvent, threadId: string | undefined): void {
+    for (const listener of [...this.anyListeners]) {
+      try {
+        listener(event);
+      } catch (err) {
+        this.log.error({ err, event: event.method }, "event listener failed");
+      }
+    }
     for (const { threadId: wanted, stream } of this.streams) {
       if (wanted === undefined || wanted === threadId) stream.push(event);
     }

@@ -18,7 +18,6 @@ import {
   type TurnEnd,
   type WireItem,
 } from "../../src/client/index.js";
-import { AppServerNotifications } from "../../src/faces/appserver/protocol.js";
 import { FakeModelServer, type ScriptStep } from "./fake-model-server.js";
 import { makeWorkspace, modelEnv, threadStartParams } from "./harness.js";
 import { tempDir } from "./server-process.js";
@@ -159,7 +158,6 @@ export interface TypedHarness {
   close(): Promise<void>;
 }
 
-const NOTIFICATION_METHODS = Object.keys(AppServerNotifications) as AppServerNotificationMethod[];
 const REQUEST_TIMEOUT_MS = 10_000;
 
 /** A server over stdio, spawned by a connected SwitchyardClient (which does not reconnect: a crash closes it). */
@@ -211,12 +209,11 @@ export async function startTypedHarness(opts: TypedHarnessOptions = {}): Promise
     throw new Error(`could not connect to the server: ${String(error)}\n${log}`);
   }
 
-  // Recorded synchronously, as each message is read: an events() loop runs later, in microtasks,
-  // so it could still be behind when a turnEnd() or waitFor() promise resolves.
+  // Recorded synchronously, as each message is read (an events() loop could lag behind).
   const received: Notification[] = [];
-  for (const method of NOTIFICATION_METHODS) {
-    client.on(method, (params) => received.push({ method, params } as Notification));
-  }
+  client.onEvent((event) => {
+    if (event.method !== "gap") received.push(event as Notification);
+  });
 
   const notifications = <M extends AppServerNotificationMethod>(method: M, threadId?: string): Array<ClientEventMap[M]> =>
     received
