@@ -18,3 +18,25 @@ export interface Face {
   /** Starts serving one connection. */
   open(ctx: FaceContext): RpcHandlers;
 }
+
+/**
+ * A face whose code (schemas, session) loads only when a connection chooses it, keeping
+ * start-up free of dialects nobody uses. Requests and notifications wait for the load, in order.
+ */
+export function lazyFace(
+  name: string,
+  claims: Face["claims"],
+  load: () => Promise<(ctx: FaceContext) => RpcHandlers>,
+): Face {
+  return {
+    name,
+    claims,
+    open(ctx) {
+      const handlers = load().then((open) => open(ctx));
+      return {
+        onRequest: async (method, params, requestCtx) => (await handlers).onRequest(method, params, requestCtx),
+        onNotification: (method, params, requestCtx) => void handlers.then((h) => h.onNotification?.(method, params, requestCtx)),
+      };
+    },
+  };
+}
