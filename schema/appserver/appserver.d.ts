@@ -875,9 +875,6 @@ export interface ItemApprovalResolvedNotification {
 
 /** Params of the `item/approval/request` server request. Asks the client to approve a shell command or a file write; the first answer wins. */
 export interface ItemApprovalRequestParams {
-  threadId: string;
-  turnId: string;
-  itemId: string;
   requestId: string;
   callId: string;
   approvalType: ApprovalType;
@@ -885,6 +882,9 @@ export interface ItemApprovalRequestParams {
   target: string;
   scopeKey: string;
   reason: string;
+  threadId: string;
+  turnId: string;
+  itemId: string;
   availableDecisions: ApprovalDecision[];
   [key: string]: unknown;
 }

@@ -26,6 +26,17 @@ const ApprovalDecision = z.enum(["accept", "acceptForSession", "acceptAlways", "
 const ApprovalSource = z.enum(["client", "session", "always", "policy", "timeout"]);
 const ApprovalType = z.enum(["shell", "file"]);
 
+/** What an approval asks: the approvalRequest item and the item/approval/request server request both carry it. */
+const ApprovalQuestion = z.object({
+  requestId: z.string(),
+  callId: z.string(),
+  approvalType: ApprovalType,
+  operation: z.string(),
+  target: z.string(),
+  scopeKey: z.string(),
+  reason: z.string(),
+});
+
 const payloads = {
   userMessage: z.object({ text: z.string(), input: z.array(InputPart), steered: z.boolean().optional() }),
   agentMessage: z.object({ text: z.string() }),
@@ -43,16 +54,7 @@ const payloads = {
   }),
   toolExecution: z.object({ callId: z.string(), toolName: z.string(), success: z.boolean().optional() }),
   fileChange: z.object({ callId: z.string(), path: z.string(), kind: z.enum(["add", "update"]), diff: z.string() }),
-  approvalRequest: z.object({
-    requestId: z.string(),
-    callId: z.string(),
-    approvalType: ApprovalType,
-    operation: z.string(),
-    target: z.string(),
-    scopeKey: z.string(),
-    reason: z.string(),
-    decision: ApprovalDecision.optional(),
-  }),
+  approvalRequest: ApprovalQuestion.extend({ decision: ApprovalDecision.optional() }),
   approvalResponse: z.object({ requestId: z.string(), decision: ApprovalDecision, source: ApprovalSource }),
   error: z.object({ code: z.string(), message: z.string() }),
   systemNotice: z.object({
@@ -291,21 +293,12 @@ export const AppServerNotifications = {
 export const AppServerServerRequests = {
   "item/approval/request": {
     description: "Asks the client to approve a shell command or a file write; the first answer wins.",
-    params: z
-      .object({
-        threadId: z.string(),
-        turnId: z.string(),
-        itemId: z.string(),
-        requestId: z.string(),
-        callId: z.string(),
-        approvalType: ApprovalType,
-        operation: z.string(),
-        target: z.string(),
-        scopeKey: z.string(),
-        reason: z.string(),
-        availableDecisions: z.array(ApprovalDecision),
-      })
-      .passthrough(),
+    params: ApprovalQuestion.extend({
+      threadId: z.string(),
+      turnId: z.string(),
+      itemId: z.string(),
+      availableDecisions: z.array(ApprovalDecision),
+    }).passthrough(),
     result: ApprovalAnswer,
   },
 } as const;
