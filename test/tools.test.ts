@@ -298,8 +298,11 @@ describe("path confinement", () => {
     const dir = freshWorkspace({ "ok.txt": "ok\n" });
     fs.symlinkSync(outside, path.join(dir, "outlink")); // directory link pointing outside
     fs.symlinkSync(path.join(outside, "secret.txt"), path.join(dir, "leak.txt")); // file link
+    fs.symlinkSync(path.join(outside, "pwned.txt"), path.join(dir, "dangling.txt")); // link to a file that does not exist yet
+    fs.symlinkSync("dangling.txt", path.join(dir, "chain.txt")); // a link to that link
+    fs.symlinkSync(path.join(outside, "newdir"), path.join(dir, "danglingdir")); // link to a missing directory
     const h = harness(dir);
-    const escapes = ["../x", "/etc/passwd", "leak.txt", "outlink/secret.txt", "outlink/new.txt", "outlink/a/b.txt"];
+    const escapes = ["../x", "/etc/passwd", "leak.txt", "outlink/secret.txt", "outlink/new.txt", "outlink/a/b.txt", "dangling.txt", "chain.txt", "danglingdir/f.txt"];
     const dirEscapes = ["..", "/etc", "outlink", "outlink/newdir"];
 
     const attempts: [AnyTool, Record<string, unknown>][] = [];

@@ -21,7 +21,8 @@ export class Workspace {
   /**
    * Resolves a user- or model-supplied path (absolute or relative to the root) and checks
    * that it stays inside the workspace. For paths that do not exist yet, the nearest existing
-   * ancestor is resolved so a symlinked parent cannot point outside.
+   * ancestor is resolved so a symlinked parent cannot point outside, and a dangling symlink is
+   * judged by its target.
    */
   resolve(requested: string): string {
     const absolute = path.resolve(this.root, requested);
@@ -41,18 +42,36 @@ export class Workspace {
   }
 }
 
-function realpathOfNearestAncestor(absolute: string): string {
+/** Symlinks followed while resolving one path before giving up, as the kernel does (ELOOP). */
+const MAX_LINKS = 40;
+
+function realpathOfNearestAncestor(absolute: string, links = 0): string {
   const missing: string[] = [];
   let current = absolute;
   for (;;) {
     try {
-      return path.join(fs.realpathSync(current), ...missing.reverse());
+      return path.join(fs.realpathSync(current), ...[...missing].reverse());
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+      // A dangling symlink says ENOENT too, but writing through it creates its target: resolve
+      // the target, so that is what gets checked.
+      const target = symlinkTarget(current);
+      if (target !== undefined) {
+        if (links >= MAX_LINKS) throw Object.assign(new Error(`Too many symbolic links: ${absolute}`), { code: "ELOOP" });
+        return realpathOfNearestAncestor(path.join(path.resolve(path.dirname(current), target), ...[...missing].reverse()), links + 1);
+      }
       const parent = path.dirname(current);
       if (parent === current) return absolute;
       missing.push(path.basename(current));
       current = parent;
     }
+  }
+}
+
+function symlinkTarget(p: string): string | undefined {
+  try {
+    return fs.lstatSync(p).isSymbolicLink() ? fs.readlinkSync(p) : undefined;
+  } catch {
+    return undefined;
   }
 }
