@@ -47,6 +47,39 @@ describe("a full turn", () => {
     assert.deepEqual(thread.turns[0]!.items.map((i) => i.type), ["userMessage", "agentMessage"]);
   });
 
+  it("answers turn/start before sending turn/started", async () => {
+    h.fake.enqueue({ kind: "response", text: "hi" });
+    const threadId = await h.startThread();
+    const from = h.client.received.length;
+    await h.client.call("turn/start", { threadId, input: text("hello") });
+    await h.client.turnEnd(threadId);
+    const after = h.client.received.slice(from);
+    const answered = after.findIndex((m) => m.result?.turn !== undefined);
+    const started = after.findIndex((m) => m.method === "turn/started");
+    assert.ok(answered >= 0 && answered < started, "the turn/start answer comes first");
+  });
+
+  it("a catch-up pipelined with turn/start repeats no live event", async () => {
+    h.fake.enqueue({ kind: "response", text: ["one ", "two ", "three"] });
+    const threadId = await h.startThread();
+    const seen = (await h.client.notification("thread/started", (p) => p.threadId === threadId)).seq as number;
+    const from = h.client.received.length;
+    // Both requests in one write: the server reads them in the same tick, while the turn's
+    // first events are committed but not yet delivered. The client asks for what it has not seen.
+    h.client.sendRaw(
+      [
+        JSON.stringify({ jsonrpc: "2.0", id: "start", method: "turn/start", params: { threadId, input: text("count") } }),
+        JSON.stringify({ jsonrpc: "2.0", id: "sub", method: "thread/subscribe", params: { threadId, afterSeq: seen } }),
+      ].join("\n"),
+    );
+    await h.client.turnEnd(threadId);
+    const replayed = (await h.client.waitFor((m) => m.id === "sub")).result!.replayed as number;
+    const seqs = h.client.received.slice(from).filter((m) => m.method && m.id === undefined && m.params?.threadId === threadId).map((m) => m.params!.seq as number);
+    assert.ok(replayed > 0);
+    assert.equal(seqs[0], seen + 1);
+    assert.ok(seqs.every((seq, i) => i === 0 || seq > seqs[i - 1]!), `seq went backwards or repeated: ${seqs.join(",")}`);
+  });
+
   it("sends the conversation so far with the next turn", async () => {
     h.fake.enqueue({ kind: "response", text: "first answer" }, { kind: "response", text: "second answer" });
     const threadId = await h.startThread();
@@ -144,8 +177,8 @@ describe("a full turn", () => {
     assert.equal((result.turn as { status: string }).status, "cancelled");
     const pid = Number(fs.readFileSync(path.join(h.workspace, "sleeper.pid"), "utf8"));
     assert.throws(() => process.kill(pid, 0), /ESRCH/, "the command's process is gone");
-    const command = h.client.notifications("item/completed").map((p) => p.item as Item).find((i) => i.type === "commandExecution" && i.payload.callId === "call_sleep");
-    assert.equal(command?.payload.interrupted, true);
+    const completed = await h.client.notification("item/completed", (p) => (p.item as Item).type === "commandExecution" && (p.item as Item).payload.callId === "call_sleep");
+    assert.equal((completed.item as Item).payload.interrupted, true);
   });
 
   it("publishes plan/updated from the planning tool and turn/diff/updated after file changes", async () => {

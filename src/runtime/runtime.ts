@@ -90,16 +90,21 @@ export class Runtime {
   private readonly store: Store;
   private readonly log: Logger;
 
+  /** Committed events not yet handed to listeners. */
   private readonly outbox: RuntimeEvent[] = [];
-  private delivering = false;
+  private deliveryScheduled = false;
+  private readonly deliveryWaiters: Array<() => void> = [];
 
   constructor(private readonly options: RuntimeOptions) {
     this.store = options.store;
     this.log = options.logger;
-    this.store.onCommit((events) => this.deliver(events));
+    this.store.onCommit((events) => {
+      this.outbox.push(...events);
+      this.scheduleDelivery();
+    });
   }
 
-  /** Receives every event once it is committed to the log. */
+  /** Receives every event once it is committed to the log, in seq order. */
   subscribe(listener: RuntimeListener): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
@@ -109,26 +114,34 @@ export class Runtime {
     this.store.append(event);
   }
 
-  /** Hands committed events to listeners in seq order, even if a listener's read commits more. */
-  private deliver(events: RuntimeEvent[]): void {
-    this.outbox.push(...events);
-    if (this.delivering) return;
-    this.delivering = true;
-    try {
-      for (let i = 0; i < this.outbox.length; i++) {
-        const event = this.outbox[i]!;
-        for (const listener of this.listeners) {
-          try {
-            listener(event);
-          } catch (error) {
-            this.log.error({ err: error, event: event.type }, "event listener failed");
-          }
+  // Listeners get committed events on the next tick, never from inside a call: a request's
+  // answer always goes out before the events it caused, and a read that commits events cannot
+  // deliver them in the middle of another face's work.
+  private scheduleDelivery(): void {
+    if (this.deliveryScheduled) return;
+    this.deliveryScheduled = true;
+    setImmediate(() => this.deliver());
+  }
+
+  private deliver(): void {
+    this.deliveryScheduled = false;
+    for (const event of this.outbox.splice(0)) {
+      for (const listener of this.listeners) {
+        try {
+          listener(event);
+        } catch (error) {
+          this.log.error({ err: error, event: event.type }, "event listener failed");
         }
       }
-    } finally {
-      this.outbox.length = 0;
-      this.delivering = false;
     }
+    for (const resolve of this.deliveryWaiters.splice(0)) resolve();
+  }
+
+  /** Commits what is pending and resolves once listeners have received it. */
+  private delivered(): Promise<void> {
+    this.store.flush();
+    if (!this.deliveryScheduled) return Promise.resolve();
+    return new Promise((resolve) => this.deliveryWaiters.push(resolve));
   }
 
   // ---- start-up ------------------------------------------------------------------------
@@ -453,11 +466,16 @@ export class Runtime {
     this.active.set(thread.id, active);
     this.emit({ type: "turn.started", threadId: thread.id, data: { turn: { ...turn, items: [] } } });
     this.emitRuntimeChanged(thread.id);
-    // The turn starts on the next tick, so the caller's response goes out before turn/started.
+    // The turn runs from the next tick, after the caller has its answer. Whatever happens, the
+    // turn ends and leaves the thread idle: a failure here must not stay unhandled.
     active.done = new Promise<void>((resolve) => setImmediate(resolve))
       .then(() => this.execute(thread, active, params))
-      .catch((error: unknown) => ({ status: "failed", error: { code: "internal", message: String(error) } }) as TurnOutcome)
-      .then((outcome) => this.finish(thread.id, active, outcome));
+      .catch((error: unknown): TurnOutcome => ({ status: "failed", error: { code: "internal", message: String(error) } }))
+      .then((outcome) => this.finish(thread.id, active, outcome))
+      .catch((error: unknown) => {
+        this.log.error({ err: error, threadId: thread.id, turnId: turn.id }, "could not record the end of a turn");
+        this.active.delete(thread.id);
+      });
     return { ...turn, items: [] };
   }
 
@@ -561,8 +579,8 @@ export class Runtime {
     active.waitingApprovals++;
     active.turn.status = "waitingApproval";
     this.emitRuntimeChanged(thread.id);
-    // Commit first, so every client has seen the items the question refers to before it.
-    this.store.flush();
+    // Every client has seen the items the question refers to before the question itself.
+    await this.delivered();
     const { decision, source } = await this.approvals.ask(
       { ...ask, threadId: thread.id, turnId: active.turn.id, itemId: item.id, callId, requestId, decisions: ALL_DECISIONS },
       settings,

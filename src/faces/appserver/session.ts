@@ -42,6 +42,8 @@ export class AppServerSession implements RpcHandlers {
   private filter = new ItemFilter({});
   private optOut = new Set<string>();
   private readonly subscriptions = new Set<string>();
+  /** The last seq handed to this connection per thread, so live delivery never repeats a replay. */
+  private readonly sentSeq = new Map<string, number>();
   private readonly dispatch: ReturnType<typeof dispatchTable>;
   private readonly detach: Array<() => void> = [];
 
@@ -125,7 +127,8 @@ export class AppServerSession implements RpcHandlers {
       }),
       "thread/subscribe": method(P["thread/subscribe"], ({ threadId, afterSeq }) => {
         rt.getThread(threadId);
-        // Replay and going live happen in the same tick, so no event can fall in between.
+        // Replay reads the log up to now; live delivery then skips what the replay sent (by
+        // seq), so nothing is missed and nothing comes twice.
         let replayed = 0;
         if (afterSeq !== undefined) {
           for (const event of rt.eventsAfter(threadId, afterSeq, Number.MAX_SAFE_INTEGER)) {
@@ -217,11 +220,14 @@ export class AppServerSession implements RpcHandlers {
     if (!this.initialized || this.connection.closed) return;
     const broadcast = event.type === "thread.created" || event.type === "thread.deleted";
     if (!broadcast && !this.subscriptions.has(event.threadId)) return;
+    // A replay may already have sent it (thread/subscribe with afterSeq).
+    if (event.seq <= (this.sentSeq.get(event.threadId) ?? 0)) return;
     this.send(event);
     if (event.type === "thread.deleted") this.subscriptions.delete(event.threadId);
   }
 
   private send(event: RuntimeEvent): boolean {
+    this.sentSeq.set(event.threadId, Math.max(event.seq, this.sentSeq.get(event.threadId) ?? 0));
     const notification = toNotification(event, this.filter, this.eventContext);
     if (!notification || this.optOut.has(notification.method)) return false;
     this.connection.notify(notification.method, notification.params);
