@@ -82,7 +82,7 @@ describe("shell approval", () => {
     scriptShell(h.model, "echo one", "call_s1");
     await h.runTurn(threadId, "first");
     decision = "decline"; // would refuse if asked again
-    scriptShell(h.model, "echo two", "call_s2");
+    scriptShell(h.model, "echo one", "call_s2");
     const resolvedBefore = h.notifications("item/approval/resolved").length;
     const askedBefore = h.approvals.length;
     await h.runTurn(threadId, "second");
@@ -91,6 +91,11 @@ describe("shell approval", () => {
     assert.equal(h.approvals.length, askedBefore, "no new approval was asked");
     const response = itemsOf(h.completedItems(threadId), "approvalResponse").at(-1)!;
     assert.equal(response.payload.source, "session");
+    // The grant is for that exact command: another one is asked again (and declined).
+    scriptShell(h.model, "echo one; touch other.txt", "call_s3");
+    await h.runTurn(threadId, "third");
+    assert.equal(h.approvals.length, askedBefore + 1);
+    assert.equal(toolResult(h, threadId, "call_s3")!.payload.success, false);
   });
 });
 
@@ -165,7 +170,7 @@ describe("approval fallbacks", () => {
     const second = await startTypedHarness({ model, dataDir: first.dataDir, onApproval: () => "decline" });
     try {
       await second.client.request("thread/resume", { threadId });
-      scriptShell(model, "echo always again", "call_always2");
+      scriptShell(model, "echo always", "call_always2");
       await second.runTurn(threadId, "again");
       assert.equal(second.approvals.length, 0);
       assert.equal(toolResult(second, threadId, "call_always2")!.payload.success, true);

@@ -429,15 +429,16 @@ describe("bash", () => {
     assert.match(result.output, /END\nexit code 0$/);
   });
 
-  it("asks for shell approval scoped by the first word", () => {
+  it("asks for shell approval scoped by the exact command", () => {
     const ws = new Workspace(freshWorkspace());
     assert.deepEqual(bashTool.approval!({ command: "  git status --short" }, { workspace: ws }), {
       approvalType: "shell",
       operation: "  git status --short",
       target: ws.root,
-      scopeKey: "shell:git",
+      scopeKey: "shell:git status --short",
       reason: "Agent wants to execute a shell command.",
     });
+    assert.equal(bashTool.approval!({ command: "git push --force" }, { workspace: ws })!.scopeKey, "shell:git push --force");
   });
 });
 

@@ -14,7 +14,7 @@ export interface Link {
   dispose(): Promise<void>;
 }
 
-/** dist/src/client/links.js -> dist/src/cli/main.js */
+/** The bundled CLI: dist/src/client/links.js -> dist/switchyard.js */
 export const CLI_PATH = fileURLToPath(new URL("../../switchyard.js", import.meta.url));
 
 /** Server answers (thread/read with a long history) can be large; this only guards against runaway lines. */

@@ -28,10 +28,6 @@ export function inputToText(input: InputPart[]): string {
     .join("\n");
 }
 
-export function historyFromItems(items: Iterable<Item>): ConversationMessage[] {
-  return rebuildHistory(items).messages;
-}
-
 export interface RebuiltHistory {
   messages: ConversationMessage[];
   /** The last item each message was built from; compaction records it as what a summary covers. */
@@ -114,9 +110,9 @@ export function rebuildHistory(items: Iterable<Item>): RebuiltHistory {
 }
 
 /**
- * The latest compaction notice whose covered items are present. A notice whose item is
- * missing (a forked thread gets new item ids) is skipped: the fuller history is still correct,
- * and the next turn compacts again if it has to.
+ * The latest compaction notice whose covered items are present. Should one be missing anyway
+ * (forks remap the ids, so this is defensive), the notice is skipped: the fuller history is
+ * still correct, and the next turn compacts again if it has to.
  */
 function latestCompaction(items: Item[]): { summary: string; noticeId: string; resumeAt: number; keptUser?: ItemOf<"userMessage"> } | undefined {
   for (let i = items.length - 1; i >= 0; i--) {

@@ -6,7 +6,7 @@ import { ProviderError } from "../providers/provider.js";
 import type { InputPart, ItemOf, PlanStep, TurnError } from "../runtime/model.js";
 import type { TurnRecorder } from "../runtime/turn-recorder.js";
 import type { ApprovalAsk, AnyTool, ToolContext, ToolResult } from "../tools/tool.js";
-import { PathEscapeError, type Workspace } from "../tools/workspace.js";
+import type { Workspace } from "../tools/workspace.js";
 import { TurnChanges, fileDiff } from "../tools/diff.js";
 import { ContextManager, type Conversation } from "./compaction.js";
 import { inputToText } from "./history.js";
@@ -233,8 +233,9 @@ export class TurnRunner {
     try {
       ask = tool.approval?.(input, { workspace: host.workspace }) ?? null;
     } catch (error) {
-      if (error instanceof PathEscapeError) return failure(error.message);
-      throw error;
+      // Resolving the path failed (outside the workspace, a file where a directory should be,
+      // a link loop): the model can fix its arguments, so it is told, and the turn goes on.
+      return failure(error instanceof Error ? error.message : String(error));
     }
     if (ask) {
       const verdict = await host.gate(ask, call.id);

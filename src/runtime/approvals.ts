@@ -3,6 +3,7 @@
 // policy when no client can answer in time.
 import { newId } from "../ids.js";
 import type { ApprovalAsk } from "../tools/tool.js";
+import { setBoundedTimeout } from "../timers.js";
 import type {
   ApprovalDecision,
   ApprovalPolicy,
@@ -96,7 +97,7 @@ export class ApprovalBroker {
     try {
       return await new Promise<ApprovalOutcome>((resolve) => {
         let failures = 0;
-        const timer = setTimeout(() => resolve(fallback("timeout")), settings.timeoutMs);
+        const timer = setBoundedTimeout(() => resolve(fallback("timeout")), settings.timeoutMs);
         done.signal.addEventListener("abort", () => clearTimeout(timer));
         turnSignal.addEventListener("abort", () => resolve({ decision: "cancel", source: "policy" }), {
           signal: done.signal,

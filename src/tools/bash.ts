@@ -5,6 +5,7 @@ import { StringDecoder } from "node:string_decoder";
 import { z } from "zod";
 import { defineTool, type ToolResult } from "./tool.js";
 import { MAX_OUTPUT_BYTES } from "./files.js";
+import { setBoundedTimeout } from "../timers.js";
 
 /** Time between SIGTERM and SIGKILL when stopping a command. */
 const KILL_GRACE_MS = 2000;
@@ -25,12 +26,12 @@ export const bashTool = defineTool({
     timeoutMs: z.number().int().positive().optional().describe("Kill the command after this many milliseconds."),
   }),
   approval(input, { workspace }) {
-    const firstWord = input.command.trim().split(/\s+/)[0] ?? "";
     return {
       approvalType: "shell",
       operation: input.command,
       target: workspace.root,
-      scopeKey: `shell:${firstWord}`,
+      // The exact command: a grant for "git status" must not also let "git push --force" run.
+      scopeKey: `shell:${input.command.trim()}`,
       reason: "Agent wants to execute a shell command.",
     };
   },
@@ -84,7 +85,7 @@ export const bashTool = defineTool({
       ctx.signal.addEventListener("abort", onAbort, { once: true });
       if (Number.isFinite(timeoutMs) && timeoutMs > 0) {
         // setTimeout fires at once for delays above 2^31-1 ms, so clamp.
-        timers.push(setTimeout(() => stop("timeout"), Math.min(timeoutMs, 2 ** 31 - 1)));
+        timers.push(setBoundedTimeout(() => stop("timeout"), timeoutMs));
       }
 
       const settle = (result: ToolResult) => {
