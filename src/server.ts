@@ -113,11 +113,15 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
   let stopping: Promise<void> | undefined;
   const stop = (): Promise<void> =>
     (stopping ??= (async () => {
-      await ws?.close();
-      await runtime.shutdown();
-      store.close();
-      lock.release();
-      resolveClosed();
+      try {
+        await ws?.close();
+        await runtime.shutdown();
+        store.close();
+      } finally {
+        // Whatever failed above, the data directory is free again and the process can exit.
+        lock.release();
+        resolveClosed();
+      }
     })());
 
   if (config.stdio) {
@@ -126,7 +130,10 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
     // exits once the running turns have finished.
     channel.onClose(() => {
       if (ws) return;
-      void runtime.idle().then(stop);
+      runtime
+        .idle()
+        .then(stop)
+        .catch((error: unknown) => log.error({ err: error }, "could not stop cleanly"));
     });
     serve(channel);
   }

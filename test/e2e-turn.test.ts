@@ -124,6 +124,14 @@ describe("a full turn", () => {
     assert.equal(firstEnd.method, "turn/cancelled");
     const read = await h.client.call("thread/read", { threadId, includeTurns: false });
     assert.equal(((read.thread as { queuedInputs: unknown[] }).queuedInputs).length, 1);
+
+    // Enqueuing on the now idle thread keeps the queue first in, first out: the leftover runs first.
+    h.fake.enqueue({ kind: "response", text: "second" }, { kind: "response", text: "third" });
+    const resumed = await h.client.call("turn/enqueue", { threadId, input: text("three") });
+    assert.equal((resumed.turn as { input: Array<{ text: string }> }).input[0]!.text, "two");
+    assert.equal((resumed.queuedInputs as unknown[]).length, 1);
+    const inputOf = (m: { params?: Record<string, unknown> }) => (m.params?.turn as { input: Array<{ text: string }> }).input[0]!.text;
+    await h.client.waitFor((m) => m.method === "turn/completed" && m.params?.threadId === threadId && inputOf(m) === "three");
   });
 
   it("starts the next queued input when a turn completes", async () => {

@@ -42,7 +42,7 @@ program
     const server = await startServer(config, log);
     const stop = (signal: string): void => {
       log.info({ signal }, "shutting down");
-      void server.stop();
+      server.stop().catch((error: unknown) => log.error({ err: error }, "could not stop cleanly"));
     };
     process.once("SIGINT", () => stop("SIGINT"));
     process.once("SIGTERM", () => stop("SIGTERM"));

@@ -35,7 +35,10 @@ export function lazyFace(
       const handlers = load().then((open) => open(ctx));
       return {
         onRequest: async (method, params, requestCtx) => (await handlers).onRequest(method, params, requestCtx),
-        onNotification: (method, params, requestCtx) => void handlers.then((h) => h.onNotification?.(method, params, requestCtx)),
+        onNotification: (method, params, requestCtx) =>
+          void handlers
+            .then((h) => h.onNotification?.(method, params, requestCtx))
+            .catch((error: unknown) => ctx.log.error({ err: error, face: name, method }, "notification handler failed")),
       };
     },
   };

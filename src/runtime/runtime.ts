@@ -350,6 +350,11 @@ export class Runtime {
     return this.getThread(threadId).plan;
   }
 
+  /** The seq of the latest event appended (delivered or not): "now", for following from now on. */
+  lastSeq(): number {
+    return this.store.lastSeq();
+  }
+
   /**
    * The thread's events after `afterSeq`, for a client catching up. The log is never pruned,
    * so every gap can be replayed, except one this log cannot know: a seq beyond its end means
@@ -360,7 +365,7 @@ export class Runtime {
     if (afterSeq > last) {
       throw new RuntimeError(
         "replayGap",
-        `Cannot replay after seq ${afterSeq}: this server's log ends at seq ${last}, so the history you followed is not this one. Read the thread again with thread/read.`,
+        `Cannot replay after seq ${afterSeq}: this server's log ends at seq ${last}, so the history you followed is not this one. Read the whole thread again.`,
         { threadId, afterSeq, lastSeq: last },
       );
     }
@@ -376,13 +381,13 @@ export class Runtime {
     }
     const running = this.active.get(threadId);
     if (running) {
-      throw new RuntimeError("turnInProgress", `A turn is already running on thread ${threadId}; use turn/enqueue, turn/steer or turn/interrupt.`, { threadId, turnId: running.turn.id });
+      throw new RuntimeError("turnInProgress", `A turn is already running on thread ${threadId}: queue the input, steer the running turn, or interrupt it.`, { threadId, turnId: running.turn.id });
     }
     if (thread.historyMode === "client" && !params.messages) {
-      throw new RuntimeError("invalidInput", "This thread uses historyMode \"client\": turn/start must carry messages[].");
+      throw new RuntimeError("invalidInput", "This thread keeps its history on the client (historyMode \"client\"): every turn must carry the conversation's messages.");
     }
     if (thread.historyMode === "server" && params.messages) {
-      throw new RuntimeError("invalidInput", "This thread uses historyMode \"server\": turn/start must not carry messages[].");
+      throw new RuntimeError("invalidInput", "This thread keeps its history on the server (historyMode \"server\"): a turn must not carry messages.");
     }
     if (params.input.length === 0) throw new RuntimeError("invalidInput", "input must contain at least one item.");
     return this.launch(thread, params);
@@ -391,13 +396,19 @@ export class Runtime {
   /** Queues input behind the running turn, or starts it now when the thread is idle. */
   enqueue(threadId: string, input: InputPart[]): { turn?: Turn; queuedInput?: QueuedInput; queuedInputs: QueuedInput[] } {
     const thread = this.getThread(threadId);
-    if (!this.active.has(threadId)) {
-      return { turn: this.startTurn(threadId, { input }), queuedInputs: thread.queuedInputs };
+    if (thread.historyMode === "client") {
+      throw new RuntimeError("invalidInput", "This thread keeps its history on the client: inputs cannot be queued, since every turn must carry the conversation's messages.");
+    }
+    if (!this.active.has(threadId) && thread.queuedInputs.length === 0) {
+      return { turn: this.startTurn(threadId, { input }), queuedInputs: [] };
     }
     const queuedInput: QueuedInput = { id: newId("queued"), input, createdAt: new Date().toISOString() };
     const queuedInputs = [...thread.queuedInputs, queuedInput];
     this.emit({ type: "thread.queueUpdated", threadId, data: { queuedInputs } });
-    return { queuedInput, queuedInputs };
+    if (this.active.has(threadId)) return { queuedInput, queuedInputs };
+    // Idle, with inputs left by a turn that failed or was cancelled: they go first (FIFO).
+    const turn = this.startNextQueued(threadId);
+    return { ...(turn ? { turn } : {}), queuedInput, queuedInputs: queuedInputs.slice(1) };
   }
 
   removeQueued(threadId: string, queuedInputId: string): QueuedInput[] {
@@ -536,12 +547,12 @@ export class Runtime {
     if (outcome.status === "completed") this.startNextQueued(threadId);
   }
 
-  private startNextQueued(threadId: string): void {
+  private startNextQueued(threadId: string): Turn | undefined {
     const thread = this.store.getThread(threadId);
     const [next, ...rest] = thread?.queuedInputs ?? [];
-    if (!thread || !next) return;
+    if (!thread || !next) return undefined;
     this.emit({ type: "thread.queueUpdated", threadId, data: { queuedInputs: rest } });
-    this.launch({ ...thread, queuedInputs: rest }, { input: next.input });
+    return this.launch({ ...thread, queuedInputs: rest }, { input: next.input });
   }
 
   /** Adds one model call's usage to the turn's total; `model` prices it when the catalog knows it. */

@@ -53,7 +53,8 @@ export class ClaudeSession implements RpcHandlers {
   /** What thread/start falls back to, from initialize. */
   private defaults: { cwd?: string; permissionMode: PermissionMode } = { permissionMode: "default" };
   /** Threads started, resumed, forked or turn-started on this connection: it gets their events and approvals. */
-  private readonly followed = new Set<string>();
+  /** Threads this connection follows, each with the last seq it had when following began. */
+  private readonly followed = new Map<string, number>();
   /** approval/request notifications waiting for approval/respond, by request id. */
   private readonly pending = new Map<string, PendingApproval>();
   private readonly dispatch: ReturnType<typeof dispatchTable>;
@@ -101,23 +102,22 @@ export class ClaudeSession implements RpcHandlers {
           originChannel: SERVER_NAME,
           configuration: permissionConfiguration(mode),
         });
-        this.followed.add(thread.id);
+        this.follow(thread.id);
         return { thread_id: thread.id, created_at: thread.createdAt };
       }),
       "thread/resume": method(P["thread/resume"], ({ thread_id }): ClaudeResult<"thread/resume"> => {
         const thread = rt.resumeThread(thread_id);
-        this.followed.add(thread_id);
+        this.follow(thread_id);
         return this.describe(thread);
       }),
       "thread/fork": method(P["thread/fork"], ({ thread_id, at_turn_id }): ClaudeResult<"thread/fork"> => {
-        // forkThread reads the new thread back, which delivers the copied history's events
-        // before we follow it: the client is not sent a replay of turns it already has.
+        // Following starts after the copied history: the client is not sent turns it already has.
         const fork = rt.forkThread(thread_id, at_turn_id);
-        this.followed.add(fork.id);
+        this.follow(fork.id);
         return { thread_id: fork.id, forked_from: thread_id, created_at: fork.createdAt };
       }),
       "turn/start": method(P["turn/start"], ({ thread_id, content, model }): ClaudeResult<"turn/start"> => {
-        this.followed.add(thread_id);
+        this.follow(thread_id);
         const turn = rt.startTurn(thread_id, { input: toInput(content), ...(model ? { model } : {}) });
         return { turn_id: turn.id };
       }),
@@ -162,8 +162,15 @@ export class ClaudeSession implements RpcHandlers {
     };
   }
 
+  /** Follows a thread from now on: events appended before this call are not sent. */
+  private follow(threadId: string): void {
+    if (!this.followed.has(threadId)) this.followed.set(threadId, this.runtime.lastSeq());
+  }
+
   private deliver(event: RuntimeEvent): void {
-    if (!this.initialized || this.connection.closed || !this.followed.has(event.threadId)) return;
+    if (!this.initialized || this.connection.closed) return;
+    const from = this.followed.get(event.threadId);
+    if (from === undefined || event.seq <= from) return;
     for (const notification of toNotifications(event, (turnId) => this.runtime.findTurn(turnId))) this.send(notification);
     if (event.type === "thread.deleted") this.followed.delete(event.threadId);
   }
