@@ -1,5 +1,7 @@
 import assert from "node:assert/strict";
 import { request as httpRequest } from "node:http";
+import { randomBytes } from "node:crypto";
+import net from "node:net";
 import { PassThrough } from "node:stream";
 import { after, before, describe, it } from "node:test";
 import { WebSocket, type ClientOptions } from "ws";
@@ -367,5 +369,37 @@ describe("WebSocket heartbeat", () => {
     const closed = new Promise<number>((resolve) => ws.once("close", (c: number) => resolve(c)));
     await other.close();
     assert.equal(await closed, 1001);
+  });
+});
+
+describe("WebSocket backpressure", () => {
+  it("closes a peer that stops reading instead of buffering without bound", async () => {
+    let channel: MessageChannel | undefined;
+    const server = await startWebSocketServer({ host: "127.0.0.1", port: 0, maxMessageBytes: 1024, pingIntervalMs: 0, maxBufferedBytes: 256 * 1024 }, (c) => {
+      channel = c;
+    });
+    try {
+      // A raw client that completes the handshake and then never reads again.
+      const { port } = new URL(server.url);
+      const socket = net.connect(Number(port), "127.0.0.1");
+      socket.write(`GET /ws HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: ${randomBytes(16).toString("base64")}\r\nSec-WebSocket-Version: 13\r\n\r\n`);
+      await new Promise<void>((resolve) => socket.once("data", () => resolve()));
+      socket.pause();
+      while (!channel) await new Promise((resolve) => setImmediate(resolve));
+      let closed = false;
+      channel.onClose(() => (closed = true));
+      const chunk = "x".repeat(64 * 1024);
+      let sent = 0;
+      // Bounded: 200 MiB at most, far more than the kernel's socket buffers plus the cap.
+      while (!closed && sent < 3200) {
+        channel.send(chunk);
+        sent++;
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      assert.equal(closed, true, `still open after ${sent} messages`);
+      socket.destroy();
+    } finally {
+      await server.close();
+    }
   });
 });

@@ -4,7 +4,14 @@ import { WebSocket, type RawData } from "ws";
 import type { Logger } from "../log.js";
 import type { ChannelInfo, MessageChannel } from "./channel.js";
 
-export function createWebSocketChannel(ws: WebSocket, remote: string, maxMessageBytes: number, log: Logger): MessageChannel {
+export function createWebSocketChannel(
+  ws: WebSocket,
+  remote: string,
+  maxMessageBytes: number,
+  log: Logger,
+  /** Unsent bytes the connection may hold before it is closed as too slow. */
+  maxBufferedBytes = 64 * 1024 * 1024,
+): MessageChannel {
   const info: ChannelInfo = { transport: "websocket", remote };
   const messageListeners: Array<(message: string) => void> = [];
   const oversizedListeners: Array<(size: number, limit: number) => void> = [];
@@ -37,7 +44,17 @@ export function createWebSocketChannel(ws: WebSocket, remote: string, maxMessage
   return {
     info,
     send(message) {
-      if (!closed && ws.readyState === WebSocket.OPEN) ws.send(message);
+      if (closed || ws.readyState !== WebSocket.OPEN) return;
+      // A peer that answers pings but does not read would make us buffer without bound. Cut it
+      // off; a client that reconnects catches up from the event log (thread/subscribe afterSeq).
+      if (ws.bufferedAmount > maxBufferedBytes) {
+        log.warn({ remote, buffered: ws.bufferedAmount }, "closing a WebSocket peer that does not read its messages");
+        ws.close(1008, "Too slow: messages are not being read");
+        setTimeout(() => ws.terminate(), 1_000).unref();
+        fireClose();
+        return;
+      }
+      ws.send(message);
     },
     onMessage(listener) {
       messageListeners.push(listener);

@@ -22,6 +22,8 @@ export interface WebSocketServerOptions {
   maxMessageBytes: number;
   /** Default 30000; 0 disables pings. */
   pingIntervalMs?: number;
+  /** Unsent bytes a connection may hold before it is closed as too slow. Default 64 MiB. */
+  maxBufferedBytes?: number;
   isReady?: () => boolean;
   logger?: Logger;
 }
@@ -104,7 +106,7 @@ export async function startWebSocketServer(
       ws.on("pong", () => alive.set(ws, true));
       const remote = remoteOf(req);
       log.debug({ remote }, "WebSocket connected");
-      onChannel(createWebSocketChannel(ws, remote, opts.maxMessageBytes, log));
+      onChannel(createWebSocketChannel(ws, remote, opts.maxMessageBytes, log, opts.maxBufferedBytes));
     });
   });
 
