@@ -19,7 +19,8 @@ const englishOnlyZod = {
 };
 
 await build({
-  entryPoints: { switchyard: "dist/src/cli/main.js" },
+  // search_files runs its regular expressions in a worker, loaded from next to the bundle.
+  entryPoints: { switchyard: "dist/src/cli/main.js", "search-worker": "dist/src/tools/search-worker.js" },
   outdir: "dist",
   entryNames: "[name]",
   chunkNames: "chunks/[name]-[hash]",

@@ -212,6 +212,17 @@ describe("a full turn", () => {
     assert.deepEqual((read.plan as { steps: unknown }).steps, [{ step: "Write notes", status: "in_progress" }]);
   });
 
+  it("searches the workspace (the search worker loads from the shipped bundle)", async () => {
+    fs.writeFileSync(path.join(h.workspace, "notes.txt"), "hay\nneedle here\nhay\n");
+    h.fake.enqueue({ kind: "response", toolCalls: [{ id: "c_search", name: "search_files", arguments: { pattern: "needle" } }] }, { kind: "response", text: "found" });
+    const threadId = await h.startThread();
+    await h.client.call("turn/start", { threadId, input: text("find the needle") });
+    await h.client.turnEnd(threadId);
+    const result = itemsOf(h, "toolResult").find((i) => i.payload.callId === "c_search")!;
+    assert.equal(result.payload.success, true);
+    assert.match(String(result.payload.output), /^notes\.txt:2:needle here$/m);
+  });
+
   it("refuses paths that escape the workspace", async () => {
     h.fake.enqueue(
       {

@@ -12,7 +12,7 @@ import { editTool } from "../src/tools/edit.js";
 import { listFilesTool } from "../src/tools/list-files.js";
 import { globToRegExp } from "../src/tools/files.js";
 import { globTool } from "../src/tools/glob.js";
-import { searchFilesTool } from "../src/tools/search-files.js";
+import { searchFilesTool, searchInWorker } from "../src/tools/search-files.js";
 import { bashTool } from "../src/tools/bash.js";
 import { updatePlanTool } from "../src/tools/plan.js";
 import { createDefaultRegistry } from "../src/tools/registry.js";
@@ -263,6 +263,22 @@ describe("glob", () => {
 });
 
 describe("search_files", () => {
+  it("stops a pathological regular expression at its time limit without blocking the server", async () => {
+    const dir = freshWorkspace({ "evil.txt": `${"a".repeat(40)}!\n` });
+    let ticks = 0;
+    const ticker = setInterval(() => ticks++, 10);
+    const t0 = Date.now();
+    try {
+      const job = { pattern: "^(a+)+$", caseInsensitive: false, base: dir, baseIsDir: true, root: dir };
+      const found = await searchInWorker(job, new AbortController().signal, 300);
+      assert.ok("error" in found && /took longer than/.test(found.error), JSON.stringify(found));
+      assert.ok(Date.now() - t0 < 5_000, "the worker was stopped");
+      assert.ok(ticks >= 10, `the event loop kept running (${ticks} ticks)`);
+    } finally {
+      clearInterval(ticker);
+    }
+  });
+
   it("finds regex matches as path:line:text", async () => {
     const dir = freshWorkspace({
       "src/a.ts": "export function main() {}\nconst x = 1;\n",

@@ -1,14 +1,10 @@
 // search_files: regex search over file contents, grep-style "path:line:text" output.
 import fs from "node:fs/promises";
-import path from "node:path";
+import { Worker } from "node:worker_threads";
 import { z } from "zod";
 import { defineTool } from "./tool.js";
-import { MAX_OUTPUT_BYTES, fileErrorResult, globToRegExp, walk } from "./files.js";
-
-const MAX_MATCHES = 500;
-const MAX_MATCH_LINE_CHARS = 300;
-/** Larger files are most likely generated or data; skipping them keeps searches fast. */
-const MAX_FILE_BYTES = 2_000_000;
+import { fileErrorResult } from "./files.js";
+import type { SearchJob, SearchResult } from "./search-core.js";
 
 export const searchFilesTool = defineTool({
   name: "search_files",
@@ -26,9 +22,8 @@ export const searchFilesTool = defineTool({
     caseInsensitive: z.boolean().optional().describe("Ignore case."),
   }),
   async execute(input, ctx) {
-    let regex: RegExp;
     try {
-      regex = new RegExp(input.pattern, input.caseInsensitive ? "i" : "");
+      new RegExp(input.pattern); // a bad pattern is reported here, before starting a worker
     } catch (error) {
       return { output: `Invalid regular expression: ${(error as Error).message}`, isError: true };
     }
@@ -42,58 +37,50 @@ export const searchFilesTool = defineTool({
       return fileErrorResult(error, requested);
     }
 
-    // Like ripgrep's --glob: a pattern without "/" is matched against the file name only.
-    const fileFilter = input.glob ? globToRegExp(input.glob) : undefined;
-    const byName = input.glob !== undefined && !input.glob.includes("/");
-    const files: AsyncIterable<{ path: string; rel: string }> = baseIsDir
-      ? regularFiles(base)
-      : oneFile(base, path.basename(base));
-
-    const out: string[] = [];
-    let bytes = 0;
-    let truncated = false;
-    search: for await (const file of files) {
-      if (ctx.signal.aborted) break;
-      if (fileFilter && !fileFilter.test(byName ? path.basename(file.rel) : file.rel)) continue;
-      const text = await readText(file.path);
-      if (text === null) continue;
-      const lines = text.split("\n");
-      for (let i = 0; i < lines.length; i++) {
-        if (!regex.test(lines[i]!)) continue;
-        if (out.length >= MAX_MATCHES || bytes > MAX_OUTPUT_BYTES) {
-          truncated = true;
-          break search;
-        }
-        let line = lines[i]!.replace(/\r$/, "");
-        if (line.length > MAX_MATCH_LINE_CHARS) line = `${line.slice(0, MAX_MATCH_LINE_CHARS)}…`;
-        const hit = `${ctx.workspace.relative(file.path)}:${i + 1}:${line}`;
-        bytes += Buffer.byteLength(hit) + 1;
-        out.push(hit);
-      }
-    }
+    const job: SearchJob = {
+      pattern: input.pattern,
+      caseInsensitive: input.caseInsensitive ?? false,
+      base,
+      baseIsDir,
+      root: ctx.workspace.root,
+      ...(input.glob ? { glob: input.glob } : {}),
+    };
+    const found = await searchInWorker(job, ctx.signal);
+    if ("error" in found) return { output: found.error, isError: true };
+    const { lines: out, truncated } = found;
     if (out.length === 0) return { output: `No matches for /${input.pattern}/ in ${requested}.` };
     if (truncated) out.push(`[truncated: stopped after ${out.length} matches; narrow the pattern, path or glob]`);
     return { output: out.join("\n") };
   },
 });
 
-async function* regularFiles(base: string) {
-  for await (const entry of walk(base)) if (entry.isFile) yield entry;
-}
+/** How long one search may run before its worker is stopped. */
+export const SEARCH_TIMEOUT_MS = 20_000;
 
-async function* oneFile(file: string, rel: string) {
-  yield { path: file, rel };
-}
-
-/** The file's text, or null for binary, oversized or unreadable files. */
-async function readText(file: string): Promise<string | null> {
-  try {
-    const stat = await fs.stat(file);
-    if (!stat.isFile() || stat.size > MAX_FILE_BYTES) return null;
-    const data = await fs.readFile(file);
-    if (data.subarray(0, 8000).includes(0)) return null;
-    return data.toString("utf8");
-  } catch {
-    return null;
-  }
+/**
+ * Runs a search in a worker thread: a pathological regular expression (catastrophic
+ * backtracking) then blocks the worker, which is terminated at the time limit or on interrupt,
+ * instead of the server's event loop.
+ */
+export function searchInWorker(job: SearchJob, signal: AbortSignal, timeoutMs = SEARCH_TIMEOUT_MS): Promise<SearchResult | { error: string }> {
+  return new Promise((resolve) => {
+    // Next to this module both when compiled (dist/src/tools) and when bundled (dist).
+    const worker = new Worker(new URL("./search-worker.js", import.meta.url), { workerData: job });
+    const finish = (outcome: SearchResult | { error: string }): void => {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", onAbort);
+      void worker.terminate();
+      resolve(outcome);
+    };
+    const timer = setTimeout(
+      () => finish({ error: `The search took longer than ${Math.round(timeoutMs / 1000)} s and was stopped. Use a simpler pattern, or narrow the path or glob.` }),
+      timeoutMs,
+    );
+    const onAbort = (): void => finish({ error: "The search was interrupted." });
+    signal.addEventListener("abort", onAbort);
+    worker.once("message", (message: { result?: SearchResult; error?: string }) =>
+      finish(message.result ?? { error: `The search failed: ${message.error ?? "unknown error"}` }),
+    );
+    worker.once("error", (error) => finish({ error: `The search failed: ${error.message}` }));
+  });
 }
