@@ -167,7 +167,8 @@ describe("a full turn", () => {
     const t0 = Date.now();
     const result = await h.client.call("turn/interrupt", { threadId, turnId: (started.turn as { id: string }).id });
     assert.ok(Date.now() - t0 < 2000, "interrupt took too long");
-    assert.equal((result.turn as { status: string }).status, "cancelled");
+    assert.equal((result.turn as { status: string; cancelReason?: string }).status, "cancelled");
+    assert.equal((result.turn as { cancelReason?: string }).cancelReason, "interrupted");
     const end = await h.client.turnEnd(threadId);
     assert.equal(end.method, "turn/cancelled");
     const message = itemsOf(h, "agentMessage").find((i) => i.payload.text === "partial answer");
@@ -210,6 +211,8 @@ describe("a full turn", () => {
     assert.equal(fs.readFileSync(path.join(h.workspace, "notes/todo.md"), "utf8"), "hello\n");
     const read = await h.client.call("thread/read", { threadId });
     assert.deepEqual((read.plan as { steps: unknown }).steps, [{ step: "Write notes", status: "in_progress" }]);
+    // The turn keeps its final diff, so a client that reads it later (after a restart) has it too.
+    assert.equal((read.thread as { turns: Array<{ diff?: string }> }).turns[0]!.diff, diff.diff);
   });
 
   it("searches the workspace (the search worker loads from the shipped bundle)", async () => {

@@ -131,8 +131,8 @@ test("round trip of every event type", () => {
     assert.deepEqual(store.getTurn("u1"), u1);
     assert.equal(store.getTurn("nope"), undefined);
     assert.deepEqual(store.listItems("u1"), u1.items);
-    assert.equal(store.getTurnDiff("u1"), "--- a\n+++ b\n");
-    assert.equal(store.getTurnDiff("u2"), undefined);
+    assert.equal(store.getTurn("u1")!.diff, "--- a\n+++ b\n");
+    assert.equal(store.getTurn("u2")!.diff, undefined);
     assert.ok(store.hasApprovalRule("/ws/a", "shell:ls"));
     assert.ok(!store.hasApprovalRule("/ws/b", "shell:ls"));
     assert.deepEqual(store.listUnfinishedTurns(), []);
@@ -247,7 +247,6 @@ test("rebuild reproduces the same derived state", () => {
       turns1: store.listTurns("t1", { withItems: true }),
       turns3: store.listTurns("t3", { withItems: true }),
       unfinished: store.listUnfinishedTurns(),
-      diff: store.getTurnDiff("u1"),
       rule: store.hasApprovalRule("/ws/a", "shell:ls"),
     });
     const before = snapshot();

@@ -59,6 +59,10 @@ export interface Turn {
   completedAt?: string;
   tokenUsage?: TokenUsage;
   error?: TurnError;
+  /** Why a cancelled turn was cancelled. */
+  cancelReason?: string;
+  /** The unified diff of every file the turn changed. */
+  diff?: string;
   input: InputPart[];
   model?: string;
   items?: Item[];

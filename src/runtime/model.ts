@@ -98,6 +98,10 @@ export interface Turn {
   completedAt?: string;
   tokenUsage?: TokenUsage;
   error?: TurnError;
+  /** Why a cancelled turn was cancelled ("interrupted", "approvalCancelled", ...). */
+  cancelReason?: string;
+  /** The unified diff of every file the turn changed, as last published. */
+  diff?: string;
   input: InputPart[];
   model?: string;
   items?: Item[];

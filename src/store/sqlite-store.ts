@@ -161,12 +161,14 @@ export interface TurnRow {
   error: string | null;
   input: string;
   model: string | null;
+  cancel_reason: string | null;
+  diff: string | null;
 }
 
 const THREAD_COLS =
   "id, workspace_path, user_id, origin_channel, channel_context, display_name, status, created_at, " +
   "last_active_at, history_mode, mode, configuration, metadata, queued_inputs, plan, forked_from";
-const TURN_COLS = "id, thread_id, status, started_at, completed_at, token_usage, error, input, model";
+const TURN_COLS = "id, thread_id, status, started_at, completed_at, token_usage, error, input, model, cancel_reason, diff";
 
 type ItemParams = { id: string; thread_id: string; turn_id: string; ord: number; type: string; data: string };
 
@@ -210,6 +212,8 @@ function toTurn(r: TurnRow): Turn {
   if (r.token_usage !== null) t.tokenUsage = parse(r.token_usage);
   if (r.error !== null) t.error = parse(r.error);
   if (r.model !== null) t.model = r.model;
+  if (r.cancel_reason !== null) t.cancelReason = r.cancel_reason;
+  if (r.diff !== null) t.diff = r.diff;
   return t;
 }
 
@@ -322,7 +326,6 @@ function prepareStatements(db: Database.Database) {
       `SELECT ${TURN_COLS} FROM turns WHERE thread_id = ? ORDER BY seq`,
     ),
     getTurn: db.prepare<[string], TurnRow>(`SELECT ${TURN_COLS} FROM turns WHERE id = ?`),
-    getTurnDiff: db.prepare<[string], string | null>("SELECT diff FROM turns WHERE id = ?").pluck(),
     unfinishedTurns: db.prepare<[], TurnRow>(
       `SELECT ${TURN_COLS} FROM turns WHERE status IN ('running', 'waitingApproval') ORDER BY seq`,
     ),
@@ -681,12 +684,6 @@ export class SqliteStore implements Store {
   hasApprovalRule(workspacePath: string, scopeKey: string): boolean {
     this.flush();
     return this.stmts.hasRule.get(workspacePath, scopeKey) !== undefined;
-  }
-
-  /** The latest diff of a turn (turn.diffUpdated), if any. */
-  getTurnDiff(turnId: string): string | undefined {
-    this.flush();
-    return this.stmts.getTurnDiff.get(turnId) ?? undefined;
   }
 
   /**

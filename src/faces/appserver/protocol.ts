@@ -105,6 +105,8 @@ export const Turn = z
     completedAt: iso.optional(),
     tokenUsage: TokenUsage.optional(),
     error: TurnError.optional(),
+    cancelReason: z.string().optional().describe("Why a cancelled turn was cancelled."),
+    diff: z.string().optional().describe("The unified diff of every file the turn changed."),
     input: z.array(InputPart),
     model: z.string().optional(),
     items: z.array(Item).optional(),
