@@ -342,7 +342,6 @@ function prepareStatements(db: Database.Database) {
     eventsAfter: db.prepare<[string, number, number], EventRow>(
       "SELECT seq, thread_id, type, ts, data FROM events WHERE thread_id = ? AND seq > ? ORDER BY seq LIMIT ?",
     ),
-    oldestSeq: db.prepare<[string], number | null>("SELECT MIN(seq) FROM events WHERE thread_id = ?").pluck(),
     hasRule: db.prepare<[string, string], number>(
       "SELECT 1 FROM approval_rules WHERE workspace_path = ? AND scope_key = ?",
     ).pluck(),
@@ -670,11 +669,6 @@ export class SqliteStore implements Store {
   eventsAfter(threadId: string, afterSeq: number, limit = 10_000): RuntimeEvent[] {
     this.flush();
     return this.stmts.eventsAfter.all(threadId, afterSeq, limit).map(toEvent);
-  }
-
-  oldestSeq(threadId: string): number | undefined {
-    this.flush();
-    return this.stmts.oldestSeq.get(threadId) ?? undefined;
   }
 
   lastSeq(): number {

@@ -54,8 +54,6 @@ export interface Store {
 
   /** Events of one thread with seq > afterSeq, oldest first. */
   eventsAfter(threadId: string, afterSeq: number, limit?: number): RuntimeEvent[];
-  /** The lowest seq still held for a thread (for replay-gap detection), or undefined. */
-  oldestSeq(threadId: string): number | undefined;
   lastSeq(): number;
   /** The concatenated text of an item's delta events (to recover an item cut off by a crash). */
   deltasOf(itemId: string): string;
