@@ -895,7 +895,7 @@ export interface ItemApprovalRequestParams {
 
 /** Result of the `item/approval/request` server request: the client's answer. */
 export interface ItemApprovalRequestResult {
-  decision: "accept" | "acceptForSession" | "acceptAlways" | "decline" | "cancel";
+  decision: ApprovalDecision;
 }
 
 // ---- methods ----

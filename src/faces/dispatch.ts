@@ -14,6 +14,11 @@ const RUNTIME_ERROR_CODES: Record<RuntimeError["code"], number> = {
   replayGap: ErrorCode.InvalidRequest,
 };
 
+/** The answer to any request but initialize on a connection that has not initialized. */
+export function notInitialized(): RpcError {
+  return new RpcError(ErrorCode.NotInitialized, "Not initialized: the first request must be initialize.");
+}
+
 type Dispatch = (method: string, params: unknown, ctx: RequestContext) => Promise<unknown>;
 
 /** Runs `dispatch` once the connection is initialized; `initialize` itself only once. */
@@ -25,9 +30,7 @@ export async function dispatchInitialized(
   ctx: RequestContext,
 ): Promise<unknown> {
   if (method === "initialize" && initialized) throw new RpcError(ErrorCode.AlreadyInitialized, "Already initialized");
-  if (method !== "initialize" && !initialized) {
-    throw new RpcError(ErrorCode.NotInitialized, "Not initialized: the first request must be initialize.");
-  }
+  if (method !== "initialize" && !initialized) throw notInitialized();
   try {
     return await dispatch(method, params, ctx);
   } catch (error) {

@@ -1,7 +1,7 @@
 // Picks each connection's face: forced by configuration, or from the shape of the params of
 // its first `initialize` request. Until then every other request is refused as not initialized.
-import { ErrorCode, RpcError } from "../rpc/errors.js";
 import type { RequestContext, RpcHandlers } from "../rpc/connection.js";
+import { notInitialized } from "./dispatch.js";
 import type { Face, FaceContext } from "./face.js";
 
 export class DialectRouter implements RpcHandlers {
@@ -18,7 +18,7 @@ export class DialectRouter implements RpcHandlers {
 
   onRequest(method: string, params: unknown, ctx: RequestContext): unknown {
     if (!this.handlers) {
-      if (method !== "initialize") throw new RpcError(ErrorCode.NotInitialized, "Not initialized: the first request must be initialize.");
+      if (method !== "initialize") throw notInitialized();
       const face = this.faces.find((f) => f.claims(params)) ?? this.faces[0]!;
       this.ctx.log.debug({ face: face.name, connection: this.ctx.connection.id }, "dialect chosen");
       this.handlers = face.open(this.ctx);

@@ -164,16 +164,8 @@ export class Runtime {
         const completed = { ...item, payload, status: "completed", completedAt: new Date().toISOString() } as typeof item;
         this.emit({ type: "item.completed", threadId: turn.threadId, data: { item: completed } });
       }
-      this.emit({
-        type: "turn.failed",
-        threadId: turn.threadId,
-        data: {
-          turnId: turn.id,
-          completedAt: new Date().toISOString(),
-          error: { code: "serverRestarted", message: "The server stopped while this turn was running." },
-          ...(turn.tokenUsage ? { tokenUsage: turn.tokenUsage } : {}),
-        },
-      });
+      const error = { code: "serverRestarted", message: "The server stopped while this turn was running." };
+      this.emitTurnEnd(turn.threadId, turn.id, { status: "failed", error }, new Date().toISOString(), turn.tokenUsage);
     }
     this.store.flush();
     return unfinished.length;
@@ -250,10 +242,13 @@ export class Runtime {
       for (const item of items) {
         this.emit({ type: "item.completed", threadId: thread.id, data: { item: remapIds({ ...item, id: newId("item"), threadId: thread.id, turnId }, item.id) } });
       }
-      const end = { turnId, completedAt: turn.completedAt ?? now, ...(turn.tokenUsage ? { tokenUsage: turn.tokenUsage } : {}) };
-      if (turn.status === "completed") this.emit({ type: "turn.completed", threadId: thread.id, data: end });
-      else if (turn.status === "failed") this.emit({ type: "turn.failed", threadId: thread.id, data: { ...end, error: turn.error ?? { code: "unknown", message: "failed" } } });
-      else this.emit({ type: "turn.cancelled", threadId: thread.id, data: { ...end, reason: "cancelled" } });
+      const outcome: TurnOutcome =
+        turn.status === "completed"
+          ? { status: "completed" }
+          : turn.status === "failed"
+            ? { status: "failed", error: turn.error ?? { code: "unknown", message: "failed" } }
+            : { status: "cancelled", reason: turn.cancelReason ?? "cancelled" };
+      this.emitTurnEnd(thread.id, turnId, outcome, turn.completedAt ?? now, turn.tokenUsage);
     }
     return this.getThread(thread.id);
   }
@@ -537,11 +532,16 @@ export class Runtime {
     return rebuildHistory(turns.flatMap((t) => t.items ?? []));
   }
 
-  private finish(threadId: string, active: ActiveTurn, outcome: TurnOutcome): void {
-    const base = { turnId: active.turn.id, completedAt: new Date().toISOString(), ...(active.usage ? { tokenUsage: active.usage } : {}) };
+  /** The event that ends a turn, for every way a turn ends: run, crash recovery, fork copy. */
+  private emitTurnEnd(threadId: string, turnId: string, outcome: TurnOutcome, completedAt: string, tokenUsage?: TokenUsage): void {
+    const base = { turnId, completedAt, ...(tokenUsage ? { tokenUsage } : {}) };
     if (outcome.status === "completed") this.emit({ type: "turn.completed", threadId, data: base });
     else if (outcome.status === "failed") this.emit({ type: "turn.failed", threadId, data: { ...base, error: outcome.error } });
     else this.emit({ type: "turn.cancelled", threadId, data: { ...base, reason: outcome.reason } });
+  }
+
+  private finish(threadId: string, active: ActiveTurn, outcome: TurnOutcome): void {
+    this.emitTurnEnd(threadId, active.turn.id, outcome, new Date().toISOString(), active.usage);
     this.active.delete(threadId);
     this.emitRuntimeChanged(threadId);
     if (outcome.status === "completed") this.startNextQueued(threadId);

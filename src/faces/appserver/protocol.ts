@@ -4,7 +4,7 @@
 // TypeScript declarations and the typed client are all generated from this table.
 import { z } from "zod";
 import type { FaceProtocol } from "../protocol-table.js";
-import { AppServerParams, ApprovalAnswer, ApprovalPolicy, ClientCapabilities, InputPart, ThreadConfiguration } from "./schemas.js";
+import { AppServerParams, ApprovalAnswer, ApprovalDecision, ApprovalPolicy, ClientCapabilities, InputPart, ThreadConfiguration } from "./schemas.js";
 
 const iso = z.string().describe("ISO 8601 timestamp.");
 const seq = z.number().int().describe("Position of the event in the server's log; resubscribe with afterSeq to catch up.");
@@ -22,7 +22,6 @@ export const TokenUsage = z
 
 export const TurnError = z.object({ code: z.string(), message: z.string(), httpStatus: z.number().int().optional() }).passthrough();
 
-const ApprovalDecision = z.enum(["accept", "acceptForSession", "acceptAlways", "decline", "cancel"]);
 const ApprovalSource = z.enum(["client", "session", "always", "policy", "timeout"]);
 const ApprovalType = z.enum(["shell", "file"]);
 

@@ -92,7 +92,9 @@ export const AppServerParams = {
   "model/list": z.object({ provider: z.string().optional().describe("Only this provider's models.") }),
 } as const;
 
+export const ApprovalDecision = z.enum(["accept", "acceptForSession", "acceptAlways", "decline", "cancel"]);
+
 /** The client's answer to item/approval/request. */
 export const ApprovalAnswer = z.object({
-  decision: z.enum(["accept", "acceptForSession", "acceptAlways", "decline", "cancel"]),
+  decision: ApprovalDecision,
 });
