@@ -1,6 +1,6 @@
 // Seeds a data dir directly through the store (before a server starts), for the read benchmarks.
 import { newId, newThreadId } from "../src/ids.js";
-import type { Item, Thread, Turn } from "../src/runtime/model.js";
+import type { Item, Thread, Turn } from "../src/domain/model.js";
 import { openStore } from "../src/store/sqlite-store.js";
 
 export function makeThread(i: number, workspacePath: string): Thread {

@@ -11,7 +11,10 @@ import { RpcConnection } from "./rpc/connection.js";
 import { Runtime } from "./runtime/runtime.js";
 import { acquireDataDirLock } from "./store/lock.js";
 import { openStore } from "./store/sqlite-store.js";
+import { Backends, DEFAULT_AGENT_IDLE_TIMEOUT_MS } from "./backends/index.js";
+import type { BackendSpec } from "./domain/model.js";
 import { createDefaultRegistry } from "./tools/registry.js";
+import path from "node:path";
 import type { MessageChannel } from "./transport/channel.js";
 import { createStdioChannel } from "./transport/stdio.js";
 import type { RunningWebSocketServer } from "./transport/websocket.js";
@@ -38,6 +41,10 @@ export interface ServerConfig {
   providerSettings?: ProviderSettings;
   approvalTimeoutMs: number;
   commandTimeoutMs: number;
+  /** The backend of threads that name none (default: the built-in engine). */
+  backend?: BackendSpec;
+  /** How long an external agent's process is kept for an idle thread. */
+  agentIdleTimeoutMs?: number;
   env: NodeJS.ProcessEnv;
 }
 
@@ -60,16 +67,28 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
   const providers = setUpProviders(config, log);
   const lock = acquireDataDirLock(config.dataDir);
   const store = openStore(config.dataDir);
+  const tools = createDefaultRegistry();
+  const backends = new Backends(
+    { tools, resolveProvider: providers.resolveProvider, models: providers.catalog, defaults: { ...providers.defaults, commandTimeoutMs: config.commandTimeoutMs } },
+    {
+      log,
+      env: config.env,
+      agentRegistryDir: path.join(config.dataDir, "agents"),
+      idleTimeoutMs: config.agentIdleTimeoutMs ?? DEFAULT_AGENT_IDLE_TIMEOUT_MS,
+    },
+    config.backend,
+  );
+  backends.reapOrphans();
   const runtime = new Runtime({
     store,
-    tools: createDefaultRegistry(),
-    resolveProvider: providers.resolveProvider,
+    backends,
+    tools,
     models: providers.catalog,
     logger: log,
     defaults: {
-      ...providers.defaults,
+      backend: config.backend ?? { type: "builtin" },
+      ...(providers.defaults.model ? { model: providers.defaults.model } : {}),
       approvalTimeoutMs: config.approvalTimeoutMs,
-      commandTimeoutMs: config.commandTimeoutMs,
     },
   });
   const recovered = runtime.recover();

@@ -2,19 +2,19 @@
 // turn, history rebuilt from a compaction notice, and end to end through the CLI.
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { ContextManager, SUMMARY_PREFIX, chooseCut, contextBudget, type Conversation } from "../src/engine/compaction.js";
-import { rebuildHistory } from "../src/engine/history.js";
+import { ContextManager, SUMMARY_PREFIX, chooseCut, contextBudget, type Conversation } from "../src/backends/builtin/compaction.js";
+import { rebuildHistory } from "../src/backends/builtin/history.js";
 import {
   calibrationFactor,
   estimateFixedTokens,
   estimateMessageTokens,
   estimateRequestTokens,
   estimateTextTokens,
-} from "../src/engine/tokens.js";
+} from "../src/backends/builtin/tokens.js";
 import type { ConversationMessage, ModelProvider, ModelRequest, ModelStreamEvent, UsageReport } from "../src/providers/provider.js";
-import type { NewEvent } from "../src/runtime/events.js";
-import type { Item, ItemOf, ItemPayloads, ItemType } from "../src/runtime/model.js";
-import { TurnRecorder } from "../src/runtime/turn-recorder.js";
+import type { NewEvent } from "../src/domain/events.js";
+import type { Item, ItemOf, ItemPayloads, ItemType } from "../src/domain/model.js";
+import { TurnRecorder } from "../src/domain/turn-recorder.js";
 import { FakeModelServer, type RecordedRequest } from "./support/fake-model-server.js";
 import { startHarness, text, type Harness } from "./support/harness.js";
 

@@ -9,7 +9,7 @@ import { configuredProviders, providerEnv } from "../src/config/providers.js";
 import { silentLogger } from "../src/log.js";
 import { ModelCatalog } from "../src/providers/model-catalog.js";
 import type { ModelListing } from "../src/providers/model-listing.js";
-import { addUsage, callUsage } from "../src/runtime/usage.js";
+import { addUsage, callUsage } from "../src/providers/usage.js";
 import { lookupModel } from "../src/providers/catalog.js";
 import { tempDir } from "./support/server-process.js";
 

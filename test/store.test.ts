@@ -7,7 +7,7 @@ import path from "node:path";
 import Database from "better-sqlite3";
 import { openStore, type SqliteStore } from "../src/store/sqlite-store.js";
 import { acquireDataDirLock, LOCK_FILE } from "../src/store/lock.js";
-import type { Item, Plan, Thread, Turn } from "../src/runtime/model.js";
+import type { Item, Plan, Thread, Turn } from "../src/domain/model.js";
 
 function tempDir(): string {
   return mkdtempSync(path.join(tmpdir(), "switchyard-store-"));

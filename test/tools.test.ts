@@ -5,7 +5,7 @@ import os from "node:os";
 import path from "node:path";
 import type { AnyTool, ToolContext, ToolResult } from "../src/tools/tool.js";
 import { Workspace } from "../src/tools/workspace.js";
-import type { PlanStep } from "../src/runtime/model.js";
+import type { PlanStep } from "../src/domain/model.js";
 import { readFileTool } from "../src/tools/read-file.js";
 import { writeFileTool } from "../src/tools/write-file.js";
 import { editTool } from "../src/tools/edit.js";

@@ -18,6 +18,29 @@ export interface Thread {
   historyMode: "server" | "client";
   mode: "agent" | "plan";
   configuration?: {
+    /** Who runs the thread's turns: the built-in engine or an external agent. */
+    backend?:
+      | {
+          type: "builtin";
+        }
+      | {
+          type: "claude-code";
+          command?: string;
+          args?: string[];
+          env?: Record<string, string>;
+        }
+      | {
+          type: "codex";
+          command?: string;
+          args?: string[];
+          env?: Record<string, string>;
+        }
+      | {
+          type: "acp";
+          command: string;
+          args?: string[];
+          env?: Record<string, string>;
+        };
     provider?: string;
     model?: string;
     approvalPolicy?: ApprovalPolicy;
@@ -401,7 +424,42 @@ export interface ModelEntry {
   isDefault: boolean;
 }
 
+export interface BackendEntry {
+  type: "builtin" | "claude-code" | "codex" | "acp";
+  available: boolean;
+  /** The command that would run. */
+  command?: string;
+  version?: string;
+  /** Why it is unavailable. */
+  problem?: string;
+  /** What it supports: resume, approvals, reasoning, plan, usage, cost, ... */
+  features: string[];
+}
+
 export interface ThreadConfiguration {
+  /** Who runs the thread's turns: the built-in engine or an external agent. */
+  backend?:
+    | {
+        type: "builtin";
+      }
+    | {
+        type: "claude-code";
+        command?: string;
+        args?: string[];
+        env?: Record<string, string>;
+      }
+    | {
+        type: "codex";
+        command?: string;
+        args?: string[];
+        env?: Record<string, string>;
+      }
+    | {
+        type: "acp";
+        command: string;
+        args?: string[];
+        env?: Record<string, string>;
+      };
   provider?: string;
   model?: string;
   approvalPolicy?: ApprovalPolicy;
@@ -671,6 +729,14 @@ export interface ModelListResult {
   data: ModelEntry[];
 }
 
+/** Params of the `backend/list` request. Lists the backends a thread can run on (configuration.backend) and whether each is available here. */
+export type BackendListParams = {};
+
+/** Result of the `backend/list` request. */
+export interface BackendListResult {
+  data: BackendEntry[];
+}
+
 // ---- notifications (server -> client) ----
 
 /** Params of the `thread/started` notification. A thread was created (sent to every connection). */
@@ -936,6 +1002,8 @@ export interface Requests {
   "turn/interrupt": { params: TurnInterruptParams; result: TurnInterruptResult };
   /** Lists the models the configured providers offer, optionally one provider's only. */
   "model/list": { params: ModelListParams; result: ModelListResult };
+  /** Lists the backends a thread can run on (configuration.backend) and whether each is available here. */
+  "backend/list": { params: BackendListParams; result: BackendListResult };
 }
 
 /** Server -> client notifications: each method's params. */

@@ -103,6 +103,29 @@ export interface InitializeResult {
 export interface ThreadStartParams {
   cwd?: string;
   permission_mode?: PermissionMode;
+  /** Switchyard extension: who runs the thread's turns (default: the server's). */
+  backend?:
+    | {
+        type: "builtin";
+      }
+    | {
+        type: "claude-code";
+        command?: string;
+        args?: string[];
+        env?: Record<string, string>;
+      }
+    | {
+        type: "codex";
+        command?: string;
+        args?: string[];
+        env?: Record<string, string>;
+      }
+    | {
+        type: "acp";
+        command: string;
+        args?: string[];
+        env?: Record<string, string>;
+      };
 }
 
 /** Result of the `thread/start` request. */

@@ -5,6 +5,8 @@ import os from "node:os";
 import path from "node:path";
 import { displayPath, loadConfigFile, type LoadedConfigFile } from "../config/file.js";
 import type { ServerConfig } from "../server.js";
+import { parseBackendFlag } from "../backends/spec.js";
+import type { BackendSpec } from "../domain/model.js";
 
 export interface AppServerFlags {
   listen: string[];
@@ -24,6 +26,9 @@ export interface AppServerFlags {
   /** No commander default: unset means "ask the config file". */
   approvalTimeoutMs?: number;
   commandTimeoutMs?: number;
+  /** `builtin`, `claude-code`, `codex` or `acp:<command line>`. */
+  backend?: string;
+  agentIdleTimeoutMs?: number;
   pingIntervalMs: number;
   logLevel?: string;
 }
@@ -98,8 +103,22 @@ export function resolveServerConfig(flags: AppServerFlags, env: NodeJS.ProcessEn
     ...(file.config.providers ? { providerSettings: file.config.providers } : {}),
     approvalTimeoutMs: flags.approvalTimeoutMs ?? file.config.approvalTimeoutMs ?? DEFAULT_APPROVAL_TIMEOUT_MS,
     commandTimeoutMs: flags.commandTimeoutMs ?? file.config.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS,
+    ...withBackend(flags, env, file),
     env,
   };
+}
+
+/** The default backend: --backend, then SWITCHYARD_BACKEND, then the config file. */
+function withBackend(flags: AppServerFlags, env: NodeJS.ProcessEnv, file: LoadedConfigFile): Pick<ServerConfig, "backend" | "agentIdleTimeoutMs"> {
+  const flag = flags.backend ?? env.SWITCHYARD_BACKEND;
+  let backend: BackendSpec | undefined;
+  try {
+    backend = flag ? parseBackendFlag(flag) : file.config.backend;
+  } catch (error) {
+    throw new ConfigError((error as Error).message);
+  }
+  const idle = flags.agentIdleTimeoutMs ?? file.config.agentIdleTimeoutMs;
+  return { ...(backend ? { backend } : {}), ...(idle ? { agentIdleTimeoutMs: idle } : {}) };
 }
 
 function parseWsUrl(url: string): { host: string; port: number } {

@@ -4,6 +4,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { z } from "zod";
+import { BackendSpecSchema } from "../backends/spec.js";
 
 export const CONFIG_FILE = "config.json";
 
@@ -34,6 +35,10 @@ export const ConfigFileSchema = z.strictObject({
       scripted: z.strictObject({ script: text.optional() }).optional(),
     })
     .optional(),
+  /** The backend of threads that name none, e.g. {"type":"acp","command":"claude-agent-acp"}. */
+  backend: BackendSpecSchema.optional(),
+  /** How long an external agent's process is kept for an idle thread. */
+  agentIdleTimeoutMs: positiveInt.optional(),
   approvalTimeoutMs: positiveInt.optional(),
   commandTimeoutMs: positiveInt.optional(),
   allowedOrigins: strings.optional(),

@@ -2,7 +2,7 @@
 // the initialize handshake rule, and runtime errors mapped to the family's error codes.
 import type { RequestContext } from "../rpc/connection.js";
 import { ErrorCode, RpcError } from "../rpc/errors.js";
-import { RuntimeError } from "../runtime/errors.js";
+import { RuntimeError } from "../domain/errors.js";
 
 const RUNTIME_ERROR_CODES: Record<RuntimeError["code"], number> = {
   threadNotFound: ErrorCode.ThreadNotFound,

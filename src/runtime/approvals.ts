@@ -9,7 +9,7 @@ import type {
   ApprovalPolicy,
   ApprovalSource,
   ApprovalType,
-} from "./model.js";
+} from "../domain/model.js";
 
 export const ALL_DECISIONS: ApprovalDecision[] = ["accept", "acceptForSession", "acceptAlways", "decline", "cancel"];
 

@@ -4,21 +4,18 @@ import fs from "node:fs";
 import path from "node:path";
 import { newId, newThreadId } from "../ids.js";
 import type { Logger } from "../log.js";
-import { historyFromClientMessages, rebuildHistory, type RebuiltHistory } from "../engine/history.js";
-import { systemPrompt } from "../engine/system-prompt.js";
-import { TurnRunner, type GateVerdict, type TurnOutcome } from "../engine/turn-runner.js";
-import { lookupModel, type ModelInfo } from "../providers/catalog.js";
+import type { AgentBackend, BackendAvailability, TurnContext, TurnOutcome } from "../backends/backend.js";
 import type { ListedModel } from "../providers/model-catalog.js";
-import type { ModelProvider, UsageReport } from "../providers/provider.js";
 import type { Store, StoredItemJson, ThreadFilter, ThreadPage } from "../store/store.js";
 import type { AnyTool, ApprovalAsk } from "../tools/tool.js";
 import type { ToolRegistry } from "../tools/registry.js";
-import { Workspace } from "../tools/workspace.js";
 import { ALL_DECISIONS, ApprovalBroker, needsAsking, newApprovalRequestId, type GateSettings } from "./approvals.js";
-import { RuntimeError } from "./errors.js";
-import type { EventType, NewEvent, RuntimeEvent } from "./events.js";
+import { RuntimeError } from "../domain/errors.js";
+import type { EventType, NewEvent, RuntimeEvent } from "../domain/events.js";
 import type {
   AgentMode,
+  ApprovalDecision,
+  BackendSpec,
   ClientMessage,
   HistoryMode,
   InputPart,
@@ -30,25 +27,35 @@ import type {
   ThreadRuntimeState,
   TokenUsage,
   Turn,
-} from "./model.js";
-import { TurnRecorder } from "./turn-recorder.js";
-import { addUsage, callUsage } from "./usage.js";
+} from "../domain/model.js";
+import { TurnRecorder } from "../domain/turn-recorder.js";
+import { addUsage } from "../providers/usage.js";
 
-export type ProviderResolution = ModelProvider | { problem: string };
+/** The backends a runtime can run turns on (see src/backends). */
+export interface BackendSet {
+  /** The backend for a spec, loaded on first use. */
+  backendFor(spec: BackendSpec): Promise<AgentBackend>;
+  /** What each backend type can do here, for discovery methods and the doctor. */
+  availability(): Promise<BackendAvailability[]>;
+  /** Stops the thread's agent process, if any. */
+  release(threadId: string): Promise<void>;
+  close(): Promise<void>;
+}
 
 export interface RuntimeOptions {
   store: Store;
+  backends: BackendSet;
+  /** The built-in engine's tools (for discovery methods of the faces). */
   tools: ToolRegistry;
-  /** Finds the model provider for a thread's or turn's selection. */
-  resolveProvider(selection: { provider?: string; model?: string }): ProviderResolution | Promise<ProviderResolution>;
   /** The models the configured providers offer (for model catalogs of the faces). */
   models?: { list(): Promise<ListedModel[]> };
   logger: Logger;
   defaults: {
-    provider?: string;
+    /** The backend of threads that name none. */
+    backend: BackendSpec;
+    /** The built-in engine's default model. */
     model?: string;
     approvalTimeoutMs: number;
-    commandTimeoutMs: number;
   };
 }
 
@@ -315,6 +322,7 @@ export class Runtime {
   async deleteThread(threadId: string): Promise<void> {
     this.getThread(threadId);
     if (this.active.has(threadId)) await this.interrupt(threadId);
+    await this.options.backends.release(threadId);
     this.emit({ type: "thread.deleted", threadId, data: {} });
     this.approvals.forgetThread(threadId);
   }
@@ -329,6 +337,11 @@ export class Runtime {
     const totals = new Map<string, TokenUsage>();
     for (const { threadId, usage } of this.store.turnUsages(threadIds)) totals.set(threadId, addUsage(totals.get(threadId), usage));
     return totals;
+  }
+
+  /** Each backend's availability here (binary found, version, features). */
+  listBackends(): Promise<BackendAvailability[]> {
+    return this.options.backends.availability();
   }
 
   /** The tools the agent can use, for discovery methods of the faces. */
@@ -455,11 +468,14 @@ export class Runtime {
   async shutdown(): Promise<void> {
     for (const active of this.active.values()) active.abort.abort();
     await this.idle();
+    await this.options.backends.close();
     this.store.flush();
   }
 
   private launch(thread: Thread, params: StartTurnParams): Turn {
-    const model = params.model ?? thread.configuration?.model ?? this.options.defaults.model;
+    // Switchyard's default model is the built-in engine's; an external agent has its own.
+    const builtin = this.backendSpecOf(thread).type === "builtin";
+    const model = params.model ?? thread.configuration?.model ?? (builtin ? this.options.defaults.model : undefined);
     const turn: Turn = {
       id: newId("turn"),
       threadId: thread.id,
@@ -485,51 +501,43 @@ export class Runtime {
     return { ...turn, items: [] };
   }
 
+  private backendSpecOf(thread: Thread): BackendSpec {
+    return thread.configuration?.backend ?? this.options.defaults.backend;
+  }
+
   private async execute(thread: Thread, active: ActiveTurn, params: StartTurnParams): Promise<TurnOutcome> {
     const recorder = new TurnRecorder((event) => this.emit(event), thread.id, active.turn.id);
-    const config = thread.configuration ?? {};
-    const provider = await this.options.resolveProvider({
-      provider: params.provider ?? config.provider ?? this.options.defaults.provider,
-      model: active.turn.model,
-    });
-    if ("problem" in provider) {
-      recorder.record("userMessage", { text: "", input: params.input });
-      recorder.record("error", { code: "noProvider", message: provider.problem });
-      return { status: "failed", error: { code: "noProvider", message: provider.problem } };
-    }
-    const workspace = new Workspace(thread.workspacePath);
-    const client = params.messages ? historyFromClientMessages(params.messages) : undefined;
-    const history: RebuiltHistory = client ? { messages: client.messages, itemIds: new Map() } : this.serverHistory(thread.id, active.turn.id);
-    const model = active.turn.model ?? provider.defaultModel;
-    const tools = this.options.tools.list((tool) => thread.mode === "agent" || tool.kind === "readOnly" || tool.kind === "plan");
-    const runner = new TurnRunner({
+    const backend = await this.options.backends.backendFor(this.backendSpecOf(thread));
+    const ctx: TurnContext = {
+      thread,
+      turnId: active.turn.id,
+      input: params.input,
+      ...(params.messages ? { messages: params.messages } : {}),
+      ...(params.provider ? { provider: params.provider } : {}),
+      ...(active.turn.model ? { model: active.turn.model } : {}),
       recorder,
       signal: active.abort.signal,
-      workspace,
-      provider,
-      model,
-      system: [config.systemPrompt ?? systemPrompt({ workspacePath: workspace.root, mode: thread.mode }), client?.system].filter(Boolean).join("\n\n"),
-      tools,
-      toolSpecs: this.options.tools.specs((tool) => tools.includes(tool)),
-      commandTimeoutMs: config.commandTimeoutMs ?? this.options.defaults.commandTimeoutMs,
-      history: history.messages,
-      historyItemIds: history.itemIds,
-      contextWindow: config.contextWindow ?? lookupModel(provider.name, model)?.contextWindow,
-      gate: (ask, callId) => this.gate(thread, active, recorder, ask, callId),
+      log: this.log.child({ threadId: thread.id, turnId: active.turn.id, backend: backend.type }),
+      history: () => this.priorItems(thread.id, active.turn.id),
+      approve: (ask, callId) => this.gate(thread, active, recorder, ask, callId),
       takeSteering: () => active.steering.splice(0),
-      onUsage: (usage) => this.addUsage(thread.id, active, usage, lookupModel(provider.name, active.turn.model ?? provider.defaultModel)),
-      onPlan: (plan) => {
+      reportUsage: (usage) => this.addUsage(thread.id, active, usage),
+      reportPlan: (plan) => {
         const full: Plan = { ...plan, updatedAt: new Date().toISOString(), turnId: active.turn.id };
         this.emit({ type: "turn.planUpdated", threadId: thread.id, data: { turnId: active.turn.id, plan: full } });
       },
-      onDiff: (diff) => this.emit({ type: "turn.diffUpdated", threadId: thread.id, data: { turnId: active.turn.id, diff } }),
-    });
-    return runner.run(params.input);
+      reportDiff: (diff) => this.emit({ type: "turn.diffUpdated", threadId: thread.id, data: { turnId: active.turn.id, diff } }),
+      ...(thread.backendSession ? { session: thread.backendSession } : {}),
+      recordSession: (session) => this.emit({ type: "thread.backendSession", threadId: thread.id, data: { session } }),
+    };
+    return backend.runTurn(ctx);
   }
 
-  private serverHistory(threadId: string, currentTurnId: string): RebuiltHistory {
-    const turns = this.store.listTurns(threadId, { withItems: true }).filter((t) => t.id !== currentTurnId);
-    return rebuildHistory(turns.flatMap((t) => t.items ?? []));
+  private priorItems(threadId: string, currentTurnId: string): Item[] {
+    return this.store
+      .listTurns(threadId, { withItems: true })
+      .filter((t) => t.id !== currentTurnId)
+      .flatMap((t) => t.items ?? []);
   }
 
   /** The event that ends a turn, for every way a turn ends: run, crash recovery, fork copy. */
@@ -555,9 +563,8 @@ export class Runtime {
     return this.launch({ ...thread, queuedInputs: rest }, { input: next.input });
   }
 
-  /** Adds one model call's usage to the turn's total; `model` prices it when the catalog knows it. */
-  private addUsage(threadId: string, active: ActiveTurn, report: UsageReport, model: ModelInfo | undefined): void {
-    const delta = callUsage(report, model);
+  /** Adds one model call's usage to the turn's total. */
+  private addUsage(threadId: string, active: ActiveTurn, delta: TokenUsage): void {
     active.usage = addUsage(active.usage, delta);
     this.emit({ type: "usage.updated", threadId, data: { turnId: active.turn.id, usage: active.usage, delta } });
   }
@@ -568,22 +575,22 @@ export class Runtime {
 
   // ---- approvals -------------------------------------------------------------------------
 
-  private async gate(thread: Thread, active: ActiveTurn, recorder: TurnRecorder, ask: ApprovalAsk, callId: string): Promise<GateVerdict> {
+  private async gate(thread: Thread, active: ActiveTurn, recorder: TurnRecorder, ask: ApprovalAsk, callId: string): Promise<ApprovalDecision> {
     const config = thread.configuration ?? {};
     const settings: GateSettings = {
       policy: config.approvalPolicy ?? "default",
       autoApproveTypes: config.autoApproveTypes ?? [],
       timeoutMs: config.approvalTimeoutMs ?? this.options.defaults.approvalTimeoutMs,
     };
-    if (!needsAsking(ask, settings)) return "run";
+    if (!needsAsking(ask, settings)) return "accept";
     const requestId = newApprovalRequestId();
     if (this.approvals.hasSessionGrant(thread.id, ask.scopeKey)) {
       recorder.record("approvalResponse", { requestId, decision: "acceptForSession", source: "session" });
-      return "run";
+      return "acceptForSession";
     }
     if (this.store.hasApprovalRule(thread.workspacePath, ask.scopeKey)) {
       recorder.record("approvalResponse", { requestId, decision: "acceptAlways", source: "always" });
-      return "run";
+      return "acceptAlways";
     }
 
     const item = recorder.start("approvalRequest", { requestId, callId, ...ask });
@@ -608,9 +615,7 @@ export class Runtime {
     if (decision === "acceptAlways") {
       this.emit({ type: "approval.ruleAdded", threadId: thread.id, data: { workspacePath: thread.workspacePath, scopeKey: ask.scopeKey } });
     }
-    if (decision === "decline") return "declined";
-    if (decision === "cancel") return "cancel";
-    return "run";
+    return decision;
   }
 }
 

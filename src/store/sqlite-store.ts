@@ -4,8 +4,8 @@
 import Database from "better-sqlite3";
 import { mkdirSync } from "node:fs";
 import path from "node:path";
-import { RuntimeError } from "../runtime/errors.js";
-import type { DeltaKind, EventType, NewEvent, RuntimeEvent } from "../runtime/events.js";
+import { RuntimeError } from "../domain/errors.js";
+import type { DeltaKind, EventType, NewEvent, RuntimeEvent } from "../domain/events.js";
 import type {
   ItemType,
   AgentMode,
@@ -16,7 +16,7 @@ import type {
   TokenUsage,
   Turn,
   TurnStatus,
-} from "../runtime/model.js";
+} from "../domain/model.js";
 import type { Store, StoredItemJson, ThreadFilter, ThreadPage } from "./store.js";
 
 export const DB_FILE = "switchyard.db";
@@ -103,7 +103,14 @@ ALTER TABLE items ADD COLUMN type TEXT NOT NULL DEFAULT '';
 UPDATE items SET type = json_extract(data, '$.type');
 `;
 
-const MIGRATIONS: ReadonlyArray<(db: Database.Database) => void> = [(db) => db.exec(SCHEMA_V1), (db) => db.exec(SCHEMA_V2)];
+// v3: threads remember the external agent session their backend continues.
+const SCHEMA_V3 = `ALTER TABLE threads ADD COLUMN backend_session TEXT;`;
+
+const MIGRATIONS: ReadonlyArray<(db: Database.Database) => void> = [
+  (db) => db.exec(SCHEMA_V1),
+  (db) => db.exec(SCHEMA_V2),
+  (db) => db.exec(SCHEMA_V3),
+];
 
 function migrate(db: Database.Database): void {
   const current = db.pragma("user_version", { simple: true }) as number;
@@ -149,6 +156,7 @@ export interface ThreadRow {
   queued_inputs: string;
   plan: string | null;
   forked_from: string | null;
+  backend_session: string | null;
 }
 
 export interface TurnRow {
@@ -167,7 +175,7 @@ export interface TurnRow {
 
 const THREAD_COLS =
   "id, workspace_path, user_id, origin_channel, channel_context, display_name, status, created_at, " +
-  "last_active_at, history_mode, mode, configuration, metadata, queued_inputs, plan, forked_from";
+  "last_active_at, history_mode, mode, configuration, metadata, queued_inputs, plan, forked_from, backend_session";
 const TURN_COLS = "id, thread_id, status, started_at, completed_at, token_usage, error, input, model, cancel_reason, diff";
 
 type ItemParams = { id: string; thread_id: string; turn_id: string; ord: number; type: string; data: string };
@@ -197,6 +205,7 @@ function toThread(r: ThreadRow): Thread {
   if (r.configuration !== null) t.configuration = parse(r.configuration);
   if (r.plan !== null) t.plan = parse(r.plan);
   if (r.forked_from !== null) t.forkedFrom = parse(r.forked_from);
+  if (r.backend_session !== null) t.backendSession = parse(r.backend_session);
   return t;
 }
 
@@ -281,7 +290,7 @@ function prepareStatements(db: Database.Database) {
     insertThread: db.prepare<[Record<string, string | null>]>(
       `INSERT OR REPLACE INTO threads (${THREAD_COLS}) VALUES (@id, @workspace_path, @user_id, @origin_channel,
        @channel_context, @display_name, @status, @created_at, @last_active_at, @history_mode, @mode,
-       @configuration, @metadata, @queued_inputs, @plan, @forked_from)`,
+       @configuration, @metadata, @queued_inputs, @plan, @forked_from, @backend_session)`,
     ),
     setLastActive: db.prepare<[string, string]>("UPDATE threads SET last_active_at = ? WHERE id = ?"),
     bumpLastActive: db.prepare<[string, string]>(
@@ -290,6 +299,7 @@ function prepareStatements(db: Database.Database) {
     setDisplayName: db.prepare<[string, string]>("UPDATE threads SET display_name = ? WHERE id = ?"),
     setConfiguration: db.prepare<[string | null, string]>("UPDATE threads SET configuration = ? WHERE id = ?"),
     setMode: db.prepare<[string, string]>("UPDATE threads SET mode = ? WHERE id = ?"),
+    setBackendSession: db.prepare<[string, string]>("UPDATE threads SET backend_session = ? WHERE id = ?"),
     setQueue: db.prepare<[string, string]>("UPDATE threads SET queued_inputs = ? WHERE id = ?"),
     setPlan: db.prepare<[string, string]>("UPDATE threads SET plan = ? WHERE id = ?"),
     deleteThreadItems: db.prepare<[string]>("DELETE FROM items WHERE thread_id = ?"),
@@ -494,6 +504,7 @@ export class SqliteStore implements Store {
           queued_inputs: JSON.stringify(t.queuedInputs ?? []),
           plan: jsonOrNull(t.plan),
           forked_from: jsonOrNull(t.forkedFrom),
+          backend_session: jsonOrNull(t.backendSession),
         });
         return;
       }
@@ -508,6 +519,9 @@ export class SqliteStore implements Store {
         return;
       case "thread.modeChanged":
         s.setMode.run(e.data.mode, e.threadId);
+        return;
+      case "thread.backendSession":
+        s.setBackendSession.run(JSON.stringify(e.data.session), e.threadId);
         return;
       case "thread.deleted":
         s.deleteThreadItems.run(e.threadId);

@@ -1,7 +1,7 @@
 // The store: an append-only event log plus tables derived from it (threads, turns, items,
 // approval rules). Derived tables can always be rebuilt by replaying the log.
-import type { EventType, NewEvent, RuntimeEvent } from "../runtime/events.js";
-import type { Item, ItemType, Thread, ThreadStatus, TokenUsage, Turn } from "../runtime/model.js";
+import type { EventType, NewEvent, RuntimeEvent } from "../domain/events.js";
+import type { Item, ItemType, Thread, ThreadStatus, TokenUsage, Turn } from "../domain/model.js";
 
 export interface ThreadFilter {
   userId?: string;

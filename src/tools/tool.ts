@@ -1,7 +1,7 @@
 // The tool interface. Tools are plain objects in a registry; the engine validates arguments,
 // runs the approval gate, and calls execute().
 import type { z } from "zod";
-import type { ApprovalType, PlanStep } from "../runtime/model.js";
+import type { ApprovalType, PlanStep } from "../domain/model.js";
 import type { Workspace } from "./workspace.js";
 
 export interface ApprovalAsk {

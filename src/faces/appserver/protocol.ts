@@ -157,6 +157,15 @@ export const ModelEntry = z.object({
   isDefault: z.boolean(),
 });
 
+export const BackendEntry = z.object({
+  type: z.enum(["builtin", "claude-code", "codex", "acp"]),
+  available: z.boolean(),
+  command: z.string().optional().describe("The command that would run."),
+  version: z.string().optional(),
+  problem: z.string().optional().describe("Why it is unavailable."),
+  features: z.array(z.string()).describe("What it supports: resume, approvals, reasoning, plan, usage, cost, ..."),
+});
+
 const ThreadResult = z.object({ thread: Thread });
 
 export const ServerCapabilities = z.record(z.string(), z.boolean());
@@ -251,6 +260,11 @@ export const AppServerRequests = {
     params: AppServerParams["model/list"],
     result: z.object({ data: z.array(ModelEntry) }),
   },
+  "backend/list": {
+    description: "Lists the backends a thread can run on (configuration.backend) and whether each is available here.",
+    params: AppServerParams["backend/list"],
+    result: z.object({ data: z.array(BackendEntry) }),
+  },
 } as const;
 
 const threadEvent = <S extends z.ZodRawShape>(shape: S) => z.object({ threadId: z.string(), seq, ...shape }).passthrough();
@@ -323,6 +337,7 @@ export const appServerProtocol = {
     InputPart,
     Plan,
     ModelEntry,
+    BackendEntry,
     ThreadConfiguration,
     ApprovalPolicy,
     ClientCapabilities,

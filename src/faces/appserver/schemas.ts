@@ -1,6 +1,7 @@
 // AppServer protocol: the params of every client -> server method, declared once. They
 // validate requests at run time and give the handlers their types.
 import { z } from "zod";
+import { BackendSpecSchema } from "../../backends/spec.js";
 
 const threadId = z.string().min(1).describe("Thread id.");
 
@@ -31,6 +32,7 @@ export const ApprovalPolicy = z.enum(["default", "autoApprove", "interrupt"]);
 
 export const ThreadConfiguration = z
   .object({
+    backend: BackendSpecSchema.optional().describe("Who runs the thread's turns: the built-in engine or an external agent."),
     provider: z.string().optional(),
     model: z.string().optional(),
     approvalPolicy: ApprovalPolicy.optional(),
@@ -90,6 +92,7 @@ export const AppServerParams = {
   "turn/queue/remove": z.object({ threadId, queuedInputId: z.string() }),
   "turn/interrupt": z.object({ threadId, turnId: z.string().optional() }),
   "model/list": z.object({ provider: z.string().optional().describe("Only this provider's models.") }),
+  "backend/list": z.object({}),
 } as const;
 
 export const ApprovalDecision = z.enum(["accept", "acceptForSession", "acceptAlways", "decline", "cancel"]);

@@ -6,7 +6,7 @@ import { dispatchTable, method, type MethodTable } from "../../rpc/methods.js";
 import { dispatchInitialized } from "../dispatch.js";
 import { RawJson, stringifyWithRaw } from "../../rpc/raw-json.js";
 import type { ApprovalRequest } from "../../runtime/approvals.js";
-import type { RuntimeEvent } from "../../runtime/events.js";
+import type { RuntimeEvent } from "../../domain/events.js";
 import type { Runtime } from "../../runtime/runtime.js";
 import { AppServerParams as P, ApprovalAnswer } from "./schemas.js";
 import { ItemFilter, toNotification, wireThread, type EventContext, type WireThread } from "./wire.js";
@@ -181,6 +181,7 @@ export class AppServerSession implements RpcHandlers {
         const models = await rt.listModels();
         return { data: provider === undefined ? models : models.filter((m) => m.provider === provider) };
       }),
+      "backend/list": method(P["backend/list"], async () => ({ data: await rt.listBackends() })),
     };
   }
 

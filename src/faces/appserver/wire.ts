@@ -1,6 +1,6 @@
 // AppServer protocol: how runtime objects and events look on the wire.
-import type { RuntimeEvent } from "../../runtime/events.js";
-import type { Item, Thread, ThreadRuntimeState, TokenUsage, Turn } from "../../runtime/model.js";
+import type { RuntimeEvent } from "../../domain/events.js";
+import type { Item, Thread, ThreadRuntimeState, TokenUsage, Turn } from "../../domain/model.js";
 import type { ClientCapabilities } from "./schemas.js";
 
 export interface WireThread extends Omit<Thread, "plan" | "forkedFrom"> {

@@ -3,6 +3,7 @@
 // server requests and objects. The params schemas validate requests at run time; the result and
 // notification schemas type what the face sends; `switchyard schema` exports them all.
 import { z } from "zod";
+import { BackendSpecSchema } from "../../backends/spec.js";
 import type { FaceProtocol } from "../protocol-table.js";
 
 const threadId = z.string().min(1).describe("Thread id.");
@@ -73,7 +74,11 @@ export const ClaudeRequests = {
   },
   "thread/start": {
     description: "Creates a thread (cwd and permission mode default to initialize's) and follows it.",
-    params: z.object({ cwd: z.string().min(1).optional(), permission_mode: PermissionMode.optional() }),
+    params: z.object({
+      cwd: z.string().min(1).optional(),
+      permission_mode: PermissionMode.optional(),
+      backend: BackendSpecSchema.optional().describe("Switchyard extension: who runs the thread's turns (default: the server's)."),
+    }),
     result: z.object({ thread_id: z.string(), created_at: z.string() }),
   },
   "thread/resume": {

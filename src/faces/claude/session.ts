@@ -7,8 +7,8 @@ import { ErrorCode, RpcError } from "../../rpc/errors.js";
 import { dispatchTable, method, type MethodTable } from "../../rpc/methods.js";
 import { dispatchInitialized } from "../dispatch.js";
 import type { ApprovalRequest, Approver } from "../../runtime/approvals.js";
-import type { RuntimeEvent } from "../../runtime/events.js";
-import type { ApprovalDecision, Thread } from "../../runtime/model.js";
+import type { RuntimeEvent } from "../../domain/events.js";
+import type { ApprovalDecision, Thread } from "../../domain/model.js";
 import type { Runtime } from "../../runtime/runtime.js";
 import {
   ClaudeNotifications,
@@ -100,7 +100,7 @@ export class ClaudeSession implements RpcHandlers {
         const thread = rt.startThread({
           workspacePath: params.cwd ?? this.defaults.cwd ?? process.cwd(),
           originChannel: SERVER_NAME,
-          configuration: permissionConfiguration(mode),
+          configuration: { ...permissionConfiguration(mode), ...(params.backend ? { backend: params.backend } : {}) },
         });
         this.follow(thread.id);
         return { thread_id: thread.id, created_at: thread.createdAt };

@@ -1,7 +1,7 @@
 // claude-app-server dialect: how runtime objects and events look on the wire (snake_case, Claude
 // content-block vocabulary).
-import type { RuntimeEvent } from "../../runtime/events.js";
-import type { InputPart, Item, ThreadConfiguration, Turn } from "../../runtime/model.js";
+import type { RuntimeEvent } from "../../domain/events.js";
+import type { InputPart, Item, ThreadConfiguration, Turn } from "../../domain/model.js";
 import type { Content, ClaudeNotification, PermissionMode, TurnStatus, WireItem, WireTurn } from "./schemas.js";
 
 export const SERVER_NAME = "claude-app-server";

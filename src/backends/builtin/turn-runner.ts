@@ -1,20 +1,19 @@
 // The agent loop for one turn: call the model (streaming), run the tools it asks for through
 // the approval gate, feed the results back, and repeat until the model stops.
 import type { ZodError } from "zod";
-import type { ConversationMessage, ModelProvider, ToolCallRequest, ToolSpec, UsageReport } from "../providers/provider.js";
-import { ProviderError } from "../providers/provider.js";
-import type { InputPart, ItemOf, PlanStep, TurnError } from "../runtime/model.js";
-import type { TurnRecorder } from "../runtime/turn-recorder.js";
-import type { ApprovalAsk, AnyTool, ToolContext, ToolResult } from "../tools/tool.js";
-import type { Workspace } from "../tools/workspace.js";
-import { TurnChanges, fileDiff } from "../tools/diff.js";
+import type { ConversationMessage, ModelProvider, ToolCallRequest, ToolSpec, UsageReport } from "../../providers/provider.js";
+import { ProviderError } from "../../providers/provider.js";
+import type { ApprovalDecision, InputPart, ItemOf, PlanStep, TurnError } from "../../domain/model.js";
+import type { TurnOutcome } from "../backend.js";
+import type { TurnRecorder } from "../../domain/turn-recorder.js";
+import type { ApprovalAsk, AnyTool, ToolContext, ToolResult } from "../../tools/tool.js";
+import type { Workspace } from "../../tools/workspace.js";
+import { TurnChanges, fileDiff } from "../../tools/diff.js";
 import { ContextManager, type Conversation } from "./compaction.js";
 import { inputToText } from "./history.js";
 
 /** Upper bound on model calls in one turn, so a looping model cannot run forever. */
 const MAX_MODEL_CALLS = 100;
-
-export type GateVerdict = "run" | "declined" | "cancel";
 
 /** What the runtime gives the engine for one turn. */
 export interface TurnHost {
@@ -34,18 +33,13 @@ export interface TurnHost {
   readonly historyItemIds?: ReadonlyMap<ConversationMessage, string>;
   /** The model's context window in tokens; undefined when unknown (no compaction before calls). */
   readonly contextWindow?: number;
-  gate(ask: ApprovalAsk, callId: string): Promise<GateVerdict>;
+  approve(ask: ApprovalAsk, callId: string): Promise<ApprovalDecision>;
   /** Inputs sent with turn/steer since the last call; each becomes a user message. */
   takeSteering(): InputPart[][];
   onUsage(usage: UsageReport): void;
   onPlan(plan: { explanation?: string; steps: PlanStep[] }): void;
   onDiff(diff: string): void;
 }
-
-export type TurnOutcome =
-  | { status: "completed" }
-  | { status: "cancelled"; reason: string }
-  | { status: "failed"; error: TurnError };
 
 interface ModelStep {
   text: string;
@@ -238,9 +232,9 @@ export class TurnRunner {
       return failure(error instanceof Error ? error.message : String(error));
     }
     if (ask) {
-      const verdict = await host.gate(ask, call.id);
-      if (verdict === "cancel") return "cancel";
-      if (verdict === "declined") return failure("The user declined this action. Do not retry it; ask the user or choose another approach.");
+      const decision = await host.approve(ask, call.id);
+      if (decision === "cancel") return "cancel";
+      if (decision === "decline") return failure("The user declined this action. Do not retry it; ask the user or choose another approach.");
     }
     return this.execute(tool, call, input);
   }

@@ -2,7 +2,7 @@
 // to be good enough to keep requests inside the context window with a margin: real counts need
 // the provider's tokenizer, which we do not ship. Where a provider reported the real count of a
 // previous request, `calibrationFactor` scales the estimate up to match.
-import type { ConversationMessage, ModelRequest } from "../providers/provider.js";
+import type { ConversationMessage, ModelRequest } from "../../providers/provider.js";
 
 /** Characters per token of English prose and code with the common BPE tokenizers (a rule of thumb). */
 export const CHARS_PER_TOKEN = 4;

@@ -1,7 +1,7 @@
 // Token usage arithmetic: one model call's usage (with its cost) and sums over calls and turns.
-import { costUsd, type ModelInfo } from "../providers/catalog.js";
-import type { UsageReport } from "../providers/provider.js";
-import type { TokenUsage } from "./model.js";
+import { costUsd, type ModelInfo } from "./catalog.js";
+import type { UsageReport } from "./provider.js";
+import type { TokenUsage } from "../domain/model.js";
 
 /** One model call's usage, priced when the catalog knows the model's prices. */
 export function callUsage(report: UsageReport, model: ModelInfo | undefined): TokenUsage {

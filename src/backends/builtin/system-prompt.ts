@@ -1,5 +1,5 @@
 // The default system prompt. Kept short: the tool descriptions carry the details.
-import type { AgentMode } from "../runtime/model.js";
+import type { AgentMode } from "../../domain/model.js";
 
 export function systemPrompt(opts: { workspacePath: string; mode: AgentMode }): string {
   const lines = [

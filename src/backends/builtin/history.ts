@@ -1,7 +1,7 @@
 // Rebuilds the model conversation from a thread's persisted items, so a resumed thread (even
 // after a restart) continues with the full context.
-import type { ClientMessage, InputPart, Item, ItemOf } from "../runtime/model.js";
-import type { ConversationMessage, ToolCallRequest } from "../providers/provider.js";
+import type { ClientMessage, InputPart, Item, ItemOf } from "../../domain/model.js";
+import type { ConversationMessage, ToolCallRequest } from "../../providers/provider.js";
 import { summaryMessage } from "./compaction.js";
 
 type AssistantMessage = Extract<ConversationMessage, { role: "assistant" }>;

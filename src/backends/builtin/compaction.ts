@@ -4,9 +4,9 @@
 // notice carries the summary and the last item it covers, so history rebuilt from the event
 // log (history.ts) keeps using the summary after a restart. A request that still cannot fit is
 // never sent: the turn fails with contextWindowExceeded.
-import type { ConversationMessage, ModelProvider, ModelRequest, ToolSpec, UsageReport } from "../providers/provider.js";
-import { ProviderError } from "../providers/provider.js";
-import type { TurnRecorder } from "../runtime/turn-recorder.js";
+import type { ConversationMessage, ModelProvider, ModelRequest, ToolSpec, UsageReport } from "../../providers/provider.js";
+import { ProviderError } from "../../providers/provider.js";
+import type { TurnRecorder } from "../../domain/turn-recorder.js";
 import { CHARS_PER_TOKEN, calibrationFactor, estimateFixedTokens, estimateMessageTokens, estimateTextTokens } from "./tokens.js";
 
 export const SUMMARY_PREFIX = "Summary of the earlier conversation: ";

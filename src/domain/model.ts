@@ -12,7 +12,23 @@ export type ApprovalPolicy = "default" | "autoApprove" | "interrupt";
 export type ApprovalType = "shell" | "file";
 export type ApprovalDecision = "accept" | "acceptForSession" | "acceptAlways" | "decline" | "cancel";
 
+/** Runs a thread's turns: the built-in engine or an external agent process. */
+export type BackendSpec =
+  | { type: "builtin" }
+  | { type: "claude-code"; command?: string; args?: string[]; env?: Record<string, string> }
+  | { type: "codex"; command?: string; args?: string[]; env?: Record<string, string> }
+  | { type: "acp"; command: string; args?: string[]; env?: Record<string, string> };
+
+/** An external agent's own session for a thread, kept so a restarted server resumes it. */
+export interface BackendSession {
+  /** The BackendSpec type that created it. */
+  backend: BackendSpec["type"];
+  sessionId: string;
+}
+
 export interface ThreadConfiguration {
+  /** Who runs the turns; the server's default backend when absent. */
+  backend?: BackendSpec;
   provider?: string;
   model?: string;
   /** default: ask, decline when unanswered; autoApprove: never ask; interrupt: ask, cancel the turn when unanswered. */
@@ -69,6 +85,8 @@ export interface Thread {
   metadata: Record<string, unknown>;
   queuedInputs: QueuedInput[];
   plan?: Plan;
+  /** The external agent session this thread continues, when an external backend ran it. */
+  backendSession?: BackendSession;
   /** Set when this thread was forked from another one. */
   forkedFrom?: { threadId: string; turnId?: string };
 }

@@ -2,6 +2,7 @@
 // the event log (the source of truth) and derives its tables from them.
 import type {
   AgentMode,
+  BackendSession,
   ApprovalDecision,
   ApprovalSource,
   Item,
@@ -23,6 +24,7 @@ export interface EventPayloads {
   "thread.renamed": { displayName: string };
   "thread.configured": { configuration: ThreadConfiguration };
   "thread.modeChanged": { mode: AgentMode };
+  "thread.backendSession": { session: BackendSession };
   "thread.deleted": Record<string, never>;
   "thread.runtimeChanged": { runtime: ThreadRuntimeState };
   "thread.queueUpdated": { queuedInputs: QueuedInput[] };

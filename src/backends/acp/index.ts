@@ -1,0 +1,15 @@
+// The acp backend (not implemented yet).
+import type { AgentBackend, BackendAvailability, BackendDeps } from "../backend.js";
+
+export function createBackend(_deps: BackendDeps): AgentBackend {
+  return {
+    type: "acp",
+    runTurn: async () => ({ status: "failed", error: { code: "backendNotFound", message: "The acp backend is not available yet." } }),
+    release: async () => {},
+    close: async () => {},
+  };
+}
+
+export async function probe(): Promise<BackendAvailability> {
+  return { type: "acp", available: false, problem: "not implemented", features: [] };
+}

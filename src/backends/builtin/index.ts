@@ -1,0 +1,76 @@
+// The built-in backend: Switchyard's own agent loop (model provider + tool registry).
+import type { ListedModel } from "../../providers/model-catalog.js";
+import { lookupModel } from "../../providers/catalog.js";
+import type { ModelProvider } from "../../providers/provider.js";
+import { callUsage } from "../../providers/usage.js";
+import type { ToolRegistry } from "../../tools/registry.js";
+import { Workspace } from "../../tools/workspace.js";
+import type { AgentBackend, TurnContext, TurnOutcome } from "../backend.js";
+import { historyFromClientMessages, rebuildHistory, type RebuiltHistory } from "./history.js";
+import { systemPrompt } from "./system-prompt.js";
+import { TurnRunner } from "./turn-runner.js";
+
+export type ProviderResolution = ModelProvider | { problem: string };
+
+export interface BuiltinBackendOptions {
+  tools: ToolRegistry;
+  /** Finds the model provider for a thread's or turn's selection. */
+  resolveProvider(selection: { provider?: string; model?: string }): ProviderResolution | Promise<ProviderResolution>;
+  /** The models the configured providers offer (for model catalogs of the faces). */
+  models?: { list(): Promise<ListedModel[]> };
+  defaults: { provider?: string; model?: string; commandTimeoutMs: number };
+}
+
+export class BuiltinBackend implements AgentBackend {
+  readonly type = "builtin";
+
+  constructor(private readonly options: BuiltinBackendOptions) {}
+
+  async runTurn(ctx: TurnContext): Promise<TurnOutcome> {
+    const { thread, recorder } = ctx;
+    const config = thread.configuration ?? {};
+    const requested = ctx.model ?? config.model ?? this.options.defaults.model;
+    const provider = await this.options.resolveProvider({
+      provider: ctx.provider ?? config.provider ?? this.options.defaults.provider,
+      model: requested,
+    });
+    if ("problem" in provider) {
+      recorder.record("userMessage", { text: "", input: ctx.input });
+      recorder.record("error", { code: "noProvider", message: provider.problem });
+      return { status: "failed", error: { code: "noProvider", message: provider.problem } };
+    }
+    const workspace = new Workspace(thread.workspacePath);
+    const client = ctx.messages ? historyFromClientMessages(ctx.messages) : undefined;
+    const history: RebuiltHistory = client ? { messages: client.messages, itemIds: new Map() } : rebuildHistory(ctx.history());
+    const model = requested ?? provider.defaultModel;
+    const tools = this.options.tools.list((tool) => thread.mode === "agent" || tool.kind === "readOnly" || tool.kind === "plan");
+    const runner = new TurnRunner({
+      recorder,
+      signal: ctx.signal,
+      workspace,
+      provider,
+      model,
+      system: [config.systemPrompt ?? systemPrompt({ workspacePath: workspace.root, mode: thread.mode }), client?.system].filter(Boolean).join("\n\n"),
+      tools,
+      toolSpecs: this.options.tools.specs((tool) => tools.includes(tool)),
+      commandTimeoutMs: config.commandTimeoutMs ?? this.options.defaults.commandTimeoutMs,
+      history: history.messages,
+      historyItemIds: history.itemIds,
+      contextWindow: config.contextWindow ?? lookupModel(provider.name, model)?.contextWindow,
+      approve: (ask, callId) => ctx.approve(ask, callId),
+      takeSteering: () => ctx.takeSteering(),
+      onUsage: (usage) => ctx.reportUsage(callUsage(usage, lookupModel(provider.name, model))),
+      onPlan: (plan) => ctx.reportPlan(plan),
+      onDiff: (diff) => ctx.reportDiff(diff),
+    });
+    return runner.run(ctx.input);
+  }
+
+  listModels(): Promise<ListedModel[]> {
+    return this.options.models?.list() ?? Promise.resolve([]);
+  }
+
+  async release(): Promise<void> {}
+
+  async close(): Promise<void> {}
+}
