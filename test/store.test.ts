@@ -401,7 +401,7 @@ test("schema version is set and reopening does not migrate again", () => {
     store.close();
     // user_version lives at offset 60 of the database header.
     const header = readFileSync(path.join(dir, "switchyard.db")).subarray(60, 64);
-    assert.equal(header.readUInt32BE(0), 2);
+    assert.equal(header.readUInt32BE(0), 3);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -523,7 +523,7 @@ test("listItemsJson returns stored items with their type, also after migrating a
     assert.deepEqual(read(), expected);
     // Turn the file back into a version 1 database (no type column); opening migrates it.
     const db = new Database(path.join(dir, "switchyard.db"));
-    db.exec("ALTER TABLE items DROP COLUMN type; PRAGMA user_version = 1;");
+    db.exec("ALTER TABLE items DROP COLUMN type; ALTER TABLE threads DROP COLUMN backend_session; PRAGMA user_version = 1;");
     db.close();
     assert.deepEqual(read(), expected);
   } finally {
