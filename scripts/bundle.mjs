@@ -29,7 +29,7 @@ await build({
   platform: "node",
   format: "esm",
   target: "node20",
-  external: ["better-sqlite3", "openai", "@anthropic-ai/sdk"],
+  external: ["better-sqlite3", "openai", "@anthropic-ai/sdk", "@agentclientprotocol/sdk"],
   plugins: [englishOnlyZod],
   // Bundled CommonJS dependencies call require(); give the ES modules one.
   banner: { js: "import { createRequire as __switchyardRequire } from 'node:module'; const require = __switchyardRequire(import.meta.url);" },
