@@ -23,6 +23,22 @@ const PROBE_SPECS: Record<ExternalType, BackendSpec> = {
 
 export const DEFAULT_AGENT_IDLE_TIMEOUT_MS = 10 * 60_000;
 
+/** Each backend type's availability; the default backend is probed with its own spec. */
+export async function probeBackends(defaultSpec: BackendSpec, deps: BackendDeps): Promise<BackendAvailability[]> {
+  const builtin: BackendAvailability = { type: "builtin", available: true, features: ["approvals", "reasoning", "plan", "usage", "cost", "resume", "steer"] };
+  const external = await Promise.all(
+    (Object.keys(EXTERNAL) as ExternalType[]).map(async (type): Promise<BackendAvailability> => {
+      const spec = defaultSpec.type === type ? defaultSpec : PROBE_SPECS[type];
+      try {
+        return await (await EXTERNAL[type]()).probe(spec, deps);
+      } catch (error) {
+        return { type, available: false, problem: error instanceof Error ? error.message : String(error), features: [] };
+      }
+    }),
+  );
+  return [builtin, ...external];
+}
+
 export class Backends implements BackendSet {
   private readonly builtin: BuiltinBackend;
   private readonly external = new Map<ExternalType, Promise<AgentBackend>>();
@@ -52,19 +68,8 @@ export class Backends implements BackendSet {
     return backend;
   }
 
-  async availability(): Promise<BackendAvailability[]> {
-    const builtin: BackendAvailability = { type: "builtin", available: true, features: ["approvals", "reasoning", "plan", "usage", "cost", "resume", "steer"] };
-    const external = await Promise.all(
-      (Object.keys(EXTERNAL) as ExternalType[]).map(async (type) => {
-        const spec = this.defaultSpec.type === type ? this.defaultSpec : PROBE_SPECS[type];
-        try {
-          return await (await EXTERNAL[type]()).probe(spec, this.deps);
-        } catch (error) {
-          return { type, available: false, problem: error instanceof Error ? error.message : String(error), features: [] };
-        }
-      }),
-    );
-    return [builtin, ...external];
+  availability(): Promise<BackendAvailability[]> {
+    return probeBackends(this.defaultSpec, this.deps);
   }
 
   async release(threadId: string): Promise<void> {

@@ -9,11 +9,16 @@ import { listLiveModels, offersModel } from "../providers/model-listing.js";
 import { createProvider } from "../providers/select.js";
 import { DB_FILE } from "../store/sqlite-store.js";
 import { chooseProviderAndModel, resolveDataDir, type Chosen } from "./config.js";
+import { probeBackends } from "../backends/index.js";
+import { parseBackendFlag } from "../backends/spec.js";
+import type { BackendSpec } from "../domain/model.js";
+import { silentLogger } from "../log.js";
 
 export interface DoctorFlags {
   dataDir?: string;
   provider?: string;
   model?: string;
+  backend?: string;
 }
 
 type Status = "ok" | "problem" | "info";
@@ -32,6 +37,7 @@ export async function runDoctor(flags: DoctorFlags, env: NodeJS.ProcessEnv, out:
   const file = checkConfigFile(dataDir, report);
   checkDataDir(dataDir, report);
   checkDatabase(dataDir, report);
+  await checkBackends(flags, env, file, dataDir, report);
 
   // Provider and model, chosen exactly as app-server chooses them.
   const settings = file.config.providers;
@@ -66,6 +72,25 @@ export async function runDoctor(flags: DoctorFlags, env: NodeJS.ProcessEnv, out:
     report("live check", "problem", `model ${model} is not offered by this provider; available: ${available}`);
   } else report("live check", "ok", `${listing.url} answered and offers ${model}`);
   return finish(problems, out);
+}
+
+/** The default backend must be available; the others are listed for information. */
+async function checkBackends(flags: DoctorFlags, env: NodeJS.ProcessEnv, file: LoadedConfigFile, dataDir: string, report: Report): Promise<void> {
+  let spec: BackendSpec;
+  try {
+    const flag = flags.backend ?? env.SWITCHYARD_BACKEND;
+    spec = flag ? parseBackendFlag(flag) : (file.config.backend ?? { type: "builtin" });
+  } catch (error) {
+    report("backend", "problem", (error as Error).message);
+    return;
+  }
+  const found = await probeBackends(spec, { log: silentLogger, env, agentRegistryDir: path.join(dataDir, "agents"), idleTimeoutMs: 0 });
+  for (const backend of found) {
+    const isDefault = backend.type === spec.type;
+    const what = [backend.command, backend.version].filter(Boolean).join(", ");
+    const text = `${backend.type}${isDefault ? " (default)" : ""}: ${backend.available ? `available${what ? ` (${what})` : ""}` : `unavailable: ${backend.problem ?? "unknown reason"}`}`;
+    report("backend", backend.available ? (isDefault ? "ok" : "info") : isDefault ? "problem" : "info", text);
+  }
 }
 
 function why(chosen: Chosen): string {

@@ -59,6 +59,7 @@ program
   .option("--data-dir <dir>", "data directory to check (env SWITCHYARD_HOME, default ~/.switchyard)")
   .option("--provider <name>", "check this provider instead of the configured one")
   .option("--model <name>", "check this model instead of the configured one")
+  .option("--backend <backend>", "check this backend instead of the configured one")
   .action(async (flags: DoctorFlags) => {
     const { runDoctor } = await import("./doctor.js");
     process.exitCode = await runDoctor(flags, process.env, (line) => process.stdout.write(`${line}\n`));
