@@ -4,7 +4,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { FakeModelServer } from "./support/fake-model-server.js";
-import { startHarness, text, type Harness } from "./support/harness.js";
+import { modelEnv, startHarness, text, type Harness } from "./support/harness.js";
 import type { Message } from "./support/test-client.js";
 
 type Item = { id: string; type: string; status: string; payload: Record<string, unknown> };
@@ -268,4 +268,31 @@ describe("without a model provider", () => {
       await fake.close();
     }
   });
+});
+
+describe("tool-call arguments that arrive only with the finished call", () => {
+  for (const provider of ["openai", "anthropic"] as const) {
+    it(`${provider}: the tool runs with them`, async () => {
+      const fake = await FakeModelServer.start();
+      const env = provider === "openai" ? { SWITCHYARD_PROVIDER: "openai", OPENAI_BASE_URL: fake.openaiBaseURL, OPENAI_API_KEY: "k" } : { SWITCHYARD_PROVIDER: "anthropic", ...modelEnv(fake, "anthropic") };
+      const h = await startHarness({ fake, env, files: { "notes.txt": "the contents" } });
+      try {
+        fake.enqueue(
+          { kind: "response", toolCalls: [{ id: "call_whole", name: "read_file", arguments: { path: "notes.txt" }, wholeArguments: true }] },
+          { kind: "response", text: "Read it." },
+        );
+        const threadId = await h.startThread();
+        const started = await h.client.call("turn/start", { threadId, input: text("read notes.txt") });
+        const end = await h.client.turnEnd(threadId, (started.turn as { id: string }).id);
+        assert.equal(end.method, "turn/completed");
+        const results = h.client.notifications("item/completed").map((p) => p.item as { type: string; payload: { success?: boolean; output?: string } }).filter((i) => i.type === "toolResult");
+        assert.equal(results.length, 1);
+        assert.equal(results[0]!.payload.success, true, results[0]!.payload.output);
+        assert.match(results[0]!.payload.output ?? "", /the contents/);
+      } finally {
+        await h.close();
+        await fake.close();
+      }
+    });
+  }
 });

@@ -549,6 +549,41 @@ describe("anthropic thinking", () => {
   });
 });
 
+/** A tool call's arguments as a consumer must read them: the deltas, replaced by whole arguments when they come. */
+function argumentsOf(events: ModelStreamEvent[], index: number): string {
+  let text = "";
+  for (const e of events) {
+    if (e.type === "toolCallDelta" && e.index === index) text += e.argumentsDelta;
+    if (e.type === "toolCallArguments" && e.index === index) text = e.argumentsText;
+  }
+  return text;
+}
+
+describe("tool-call arguments sent whole, without deltas (compatible servers and proxies)", () => {
+  let fake: FakeModelServer;
+  beforeEach(async () => {
+    fake = await FakeModelServer.start();
+  });
+  afterEach(() => fake.close());
+
+  for (const name of ["openai", "anthropic"] as const) {
+    test(`${name}: the finished call's arguments are the call's arguments`, async () => {
+      fake.enqueue({
+        kind: "response",
+        toolCalls: [
+          { id: "call_a", name: "read_file", arguments: { path: "a.txt" }, wholeArguments: true },
+          { id: "call_b", name: "read_file", arguments: { path: "b.txt" } },
+        ],
+      });
+      const { events, error } = await run(rawProvider(name, fake));
+      assert.equal(error, undefined);
+      assert.equal(events.filter((e) => e.type === "toolCallDelta" && e.index === 0).length, 0, "the server sent no deltas for the first call");
+      assert.deepEqual(JSON.parse(argumentsOf(events, 0)), { path: "a.txt" });
+      assert.deepEqual(JSON.parse(argumentsOf(events, 1)), { path: "b.txt" });
+    });
+  }
+});
+
 describe("openai-chat compatible servers", () => {
   let fake: FakeModelServer;
   beforeEach(async () => {

@@ -178,8 +178,8 @@ class EventMapper {
   stopped = false;
   private stopReason: string | null = null;
   private usage: RawUsage = {};
-  /** Content block index -> tool call ordinal (text/thinking blocks take indexes too). */
-  private readonly toolBlocks = new Map<number, number>();
+  /** Content block index -> tool call ordinal, the input the start carried, whether deltas followed. */
+  private readonly toolBlocks = new Map<number, { ordinal: number; input?: string; streamed: boolean }>();
 
   push(event: StreamEvent): ModelStreamEvent[] {
     switch (event.type) {
@@ -198,7 +198,8 @@ class EventMapper {
         const block = event.content_block;
         if (block.type === "tool_use") {
           const ordinal = this.toolBlocks.size;
-          this.toolBlocks.set(event.index, ordinal);
+          const input = block.input && typeof block.input === "object" && Object.keys(block.input).length > 0 ? JSON.stringify(block.input) : undefined;
+          this.toolBlocks.set(event.index, { ordinal, ...(input ? { input } : {}), streamed: false });
           return [{ type: "toolCallStart", index: ordinal, id: block.id, name: block.name }];
         }
         // Blocks normally start empty, but pass on any content a server puts in the start.
@@ -216,13 +217,20 @@ class EventMapper {
           case "signature_delta":
             return [{ type: "reasoningSignature", signature: delta.signature }];
           case "input_json_delta": {
-            const ordinal = this.toolBlocks.get(event.index);
-            if (ordinal === undefined || !delta.partial_json) return [];
-            return [{ type: "toolCallDelta", index: ordinal, argumentsDelta: delta.partial_json }];
+            const block = this.toolBlocks.get(event.index);
+            if (!block || !delta.partial_json) return [];
+            block.streamed = true;
+            return [{ type: "toolCallDelta", index: block.ordinal, argumentsDelta: delta.partial_json }];
           }
           default:
             return [];
         }
+      }
+      case "content_block_stop": {
+        // Some servers and proxies put the whole input in the tool_use block's start and stream
+        // no deltas: that input is the call's arguments.
+        const block = this.toolBlocks.get(event.index);
+        return block?.input && !block.streamed ? [{ type: "toolCallArguments", index: block.ordinal, argumentsText: block.input }] : [];
       }
       default:
         return [];

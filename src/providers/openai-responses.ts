@@ -140,8 +140,8 @@ interface Failure {
 class EventMapper {
   /** The response.completed / response.incomplete response, once it arrived. */
   final?: ApiResponse;
-  /** output_index -> tool call ordinal, and whether argument text was passed on for it. */
-  private readonly calls = new Map<number, { ordinal: number; streamed: boolean }>();
+  /** output_index -> tool call ordinal. */
+  private readonly calls = new Map<number, { ordinal: number }>();
   private readonly reasoning: KeptReasoning[] = [];
   private summaryParts = 0;
 
@@ -170,26 +170,22 @@ class EventMapper {
         const item = event.item;
         if (item.type !== "function_call") return [];
         const ordinal = this.calls.size;
-        const call = { ordinal, streamed: !!item.arguments };
-        this.calls.set(event.output_index, call);
+        this.calls.set(event.output_index, { ordinal });
         const start: ModelStreamEvent = { type: "toolCallStart", index: ordinal, id: item.call_id, name: item.name };
         return item.arguments ? [start, { type: "toolCallDelta", index: ordinal, argumentsDelta: item.arguments }] : [start];
       }
       case "response.function_call_arguments.delta": {
         const call = this.calls.get(event.output_index);
         if (!call || !event.delta) return [];
-        call.streamed = true;
         return [{ type: "toolCallDelta", index: call.ordinal, argumentsDelta: event.delta }];
       }
       case "response.function_call_arguments.done": {
-        // Servers that skip the deltas still send the whole text here.
         const call = this.calls.get(event.output_index);
-        if (!call || call.streamed || !event.arguments) return [];
-        call.streamed = true;
-        return [{ type: "toolCallDelta", index: call.ordinal, argumentsDelta: event.arguments }];
+        return call && event.arguments ? [{ type: "toolCallArguments", index: call.ordinal, argumentsText: event.arguments }] : [];
       }
       case "response.output_item.done": {
         const item = event.item;
+        if (item.type === "function_call") return this.finishedCall(event.output_index, item);
         if (item.type !== "reasoning" || !item.encrypted_content) return [];
         this.reasoning.push({ summary: item.summary, encrypted_content: item.encrypted_content });
         // The signature holds every reasoning item so far: the consumer keeps the latest one.
@@ -202,6 +198,22 @@ class EventMapper {
       default:
         return [];
     }
+  }
+
+  /**
+   * A finished function_call item carries the whole arguments: they are the truth, whatever the
+   * deltas said (some servers send none). A call that was never announced starts here.
+   */
+  private finishedCall(outputIndex: number, item: OpenAI.Responses.ResponseFunctionToolCall): ModelStreamEvent[] {
+    let call = this.calls.get(outputIndex);
+    const events: ModelStreamEvent[] = [];
+    if (!call) {
+      call = { ordinal: this.calls.size };
+      this.calls.set(outputIndex, call);
+      events.push({ type: "toolCallStart", index: call.ordinal, id: item.call_id, name: item.name });
+    }
+    if (item.arguments) events.push({ type: "toolCallArguments", index: call.ordinal, argumentsText: item.arguments });
+    return events;
   }
 
   /** The closing events: usage (when reported), then stop. */

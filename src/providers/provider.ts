@@ -55,6 +55,11 @@ export type ModelStreamEvent =
   | { type: "reasoningSignature"; signature: string }
   | { type: "toolCallStart"; index: number; id: string; name: string }
   | { type: "toolCallDelta"; index: number; argumentsDelta: string }
+  /**
+   * A tool call's complete arguments, when the API sends them whole at the end. They replace what
+   * the deltas carried: deltas are a preview, the finished call is the truth.
+   */
+  | { type: "toolCallArguments"; index: number; argumentsText: string }
   | { type: "usage"; usage: UsageReport }
   | { type: "stop"; reason: StopReason };
 

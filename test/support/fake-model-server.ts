@@ -23,7 +23,18 @@ export type ScriptStep =
       /** OpenAI: delta.reasoning_content; Anthropic: a signed thinking block. */
       reasoning?: string | string[];
       /** `arguments` objects are JSON-stringified; the text is streamed in `chunks` pieces (default 3). */
-      toolCalls?: Array<{ id?: string; name: string; arguments: unknown | string; chunks?: number }>;
+      toolCalls?: Array<{
+        id?: string;
+        name: string;
+        arguments: unknown | string;
+        chunks?: number;
+        /**
+         * Send the arguments only whole, as several compatible servers and proxies do: no argument
+         * deltas; Responses puts them in response.output_item.done only, Anthropic in the
+         * tool_use block of content_block_start.
+         */
+        wholeArguments?: boolean;
+      }>;
       /** `input` counts all prompt tokens, cached ones included. Default: estimated from sizes. */
       usage?: { input: number; output: number; cacheRead?: number; reasoning?: number };
       /** Default: "toolCalls" when there are tool calls, else "end". */
@@ -61,7 +72,7 @@ interface Plan {
   model: string;
   reasoning: string[];
   text: string[];
-  toolCalls: Array<{ id: string; name: string; args: string[] }>;
+  toolCalls: Array<{ id: string; name: string; args: string[]; whole: boolean }>;
   usage: { input: number; output: number; cacheRead: number; reasoning: number };
   stop: "end" | "toolCalls" | "maxTokens";
   signature: string;
@@ -345,8 +356,9 @@ async function streamAnthropic(w: SseWriter, plan: Plan): Promise<void> {
   }
   for (const call of plan.toolCalls) {
     closeOpen();
-    startBlock({ type: "tool_use", id: call.id, name: call.name, input: {} });
+    startBlock({ type: "tool_use", id: call.id, name: call.name, input: call.whole ? JSON.parse(call.args.join("")) : {} });
     openBlock = true;
+    if (call.whole) continue;
     w.event("content_block_delta", { type: "content_block_delta", index, delta: { type: "input_json_delta", partial_json: "" } });
     for (const piece of call.args) if (!(await delta({ type: "input_json_delta", partial_json: piece }))) return;
   }
@@ -507,6 +519,10 @@ async function streamResponses(w: SseWriter, plan: Plan, request: Json): Promise
       };
     } else if (item.call) {
       const call = item.call;
+      if (call.whole) {
+        closeOpen = closeItem;
+        continue;
+      }
       for (const piece of call.args) {
         if (!(await delta("response.function_call_arguments.delta", { ...at, delta: piece }))) return;
       }
@@ -624,6 +640,7 @@ function makePlan(step: ResponseStep, request: Json, wire: Wire): Plan {
       id: call.id ?? (wire === "anthropic" ? `toolu_01${randomId(22)}` : `call_${randomId(24)}`),
       name: call.name,
       args: split(json, call.chunks ?? 3),
+      whole: call.wholeArguments === true,
     };
   });
   const outputChars = [...reasoning, ...text, ...toolCalls.flatMap((call) => call.args)].join("").length;

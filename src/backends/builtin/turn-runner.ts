@@ -186,6 +186,13 @@ export class TurnRunner {
           recorder.delta(call.item, "toolArguments", event.argumentsDelta);
           break;
         }
+        case "toolCallArguments": {
+          const call = calls.get(event.index);
+          if (!call) break;
+          call.argumentsText = event.argumentsText;
+          call.item.payload.argumentsText = event.argumentsText;
+          break;
+        }
         case "usage":
           host.onUsage(event.usage);
           this.context.calibrate(estimated, event.usage.inputTokens);
