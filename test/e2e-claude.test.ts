@@ -192,6 +192,21 @@ describe("handshake, discovery and errors", () => {
     assert.equal((await client.request("thread/start", { cwd: "/definitely/not/here" })).error?.code, -32602);
   });
 
+  it("initialize {} and initialize without params choose this dialect (the upstream test-real.mjs opens so)", async () => {
+    for (const withParams of [true, false]) {
+      const plain = spawnServer(fake);
+      try {
+        const c = TestClient.overStdio(plain.child);
+        const reply = c.waitFor((m) => m.id === "init");
+        c.sendRaw(JSON.stringify({ jsonrpc: "2.0", id: "init", method: "initialize", ...(withParams ? { params: {} } : {}) }));
+        assert.equal(((await reply).result?.server as Params).name, "claude-app-server");
+        assert.match((await c.call("thread/start", {})).thread_id as string, /^thread_/);
+      } finally {
+        await plain.kill();
+      }
+    }
+  });
+
   it("is also served when forced with --dialect claude", async () => {
     const forced = spawnServer(fake, ["--dialect", "claude"]);
     try {
@@ -410,6 +425,14 @@ describe("turn control and fork", () => {
     assert.doesNotMatch(sent, /gamma/);
 
     assert.equal((await client.request("thread/fork", { thread_id: source, at_turn_id: "turn_unknown" })).error?.code, -32013);
+  });
+
+  it("thread/fork of a thread without turns, without at_turn_id, gives an empty copy", async () => {
+    const source = await newThread();
+    const fork = await client.call("thread/fork", { thread_id: source });
+    assert.equal(fork.forked_from, source);
+    const resumed = await client.call("thread/resume", { thread_id: fork.thread_id });
+    assert.deepEqual(resumed.turns, []);
   });
 });
 

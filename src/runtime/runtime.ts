@@ -214,7 +214,7 @@ export class Runtime {
     const source = this.getThread(threadId);
     const turns = this.store.listTurns(threadId, { withItems: true });
     const cut = atTurnId === undefined ? turns.length : turns.findIndex((t) => t.id === atTurnId) + 1;
-    if (cut === 0) throw new RuntimeError("turnNotFound", `Turn ${atTurnId} is not part of thread ${threadId}.`, { threadId, turnId: atTurnId });
+    if (atTurnId !== undefined && cut === 0) throw new RuntimeError("turnNotFound", `Turn ${atTurnId} is not part of thread ${threadId}.`, { threadId, turnId: atTurnId });
     const now = new Date().toISOString();
     // Items get new ids; a compaction notice names items by id, so those references follow.
     const newIds = new Map<string, string>();

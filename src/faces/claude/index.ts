@@ -4,12 +4,10 @@ import { lazyFace } from "../face.js";
 
 export const claudeFace = lazyFace(
   "claude",
-  // Its initialize carries `client`, `cwd` or `permission_mode`; AppServer's carries `clientInfo`.
-  (params) =>
-    typeof params === "object" &&
-    params !== null &&
-    !("clientInfo" in params) &&
-    ("client" in params || "cwd" in params || "permission_mode" in params),
+  // AppServer's initialize must carry `clientInfo`; every field of this dialect's is optional. So
+  // an initialize without `clientInfo` (`{}` or no params at all included), which the AppServer
+  // face would refuse and this one accepts, chooses this dialect.
+  (params) => params === undefined || (typeof params === "object" && params !== null && !Array.isArray(params) && !("clientInfo" in params)),
   async () => {
     const { ClaudeSession } = await import("./session.js");
     return ({ runtime, connection, log, serverVersion }) => new ClaudeSession(runtime, connection, serverVersion, log);
