@@ -28,7 +28,8 @@ export interface ServerConfig {
   dialect?: string;
   dataDir: string;
   stdio: boolean;
-  websocket?: { host: string; port: number };
+  /** `anyPath`: accept the upgrade on any path (claude-app-server style), not only `/ws` and `/`. */
+  websocket?: { host: string; port: number; anyPath?: boolean };
   token?: string;
   allowedOrigins: string[];
   allowedHosts: string[];

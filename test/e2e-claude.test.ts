@@ -137,7 +137,8 @@ describe("the document's example session", () => {
     try {
       const url = await server.websocketUrl();
       assert.match(url, new RegExp(`:${port}\\b`));
-      const client = await TestClient.overWebSocket(url);
+      // Upstream clients connect to ws://host:N, the root path.
+      const client = await TestClient.overWebSocket(url.replace(/\/ws$/, ""));
       await replayExample(client, fake);
       client.close();
     } finally {

@@ -261,6 +261,35 @@ describe("WebSocket server", () => {
     assert.match(last?.info.remote ?? "", /^127\.0\.0\.1:\d+$/);
   });
 
+  it("also upgrades at the root path, with the same token and Origin checks", async () => {
+    const root = `${base.replace("http", "ws")}/`;
+    assert.deepEqual(await connect(root), { status: 401 });
+    assert.deepEqual(await connect(`${root}?token=${TOKEN}`, { origin: "http://evil.example" }), { status: 403 });
+    const c = await open(`${root}?token=${encodeURIComponent(TOKEN)}`);
+    assert.deepEqual(await call(c, req(1, "ping")), { jsonrpc: "2.0", id: 1, result: "pong" });
+    c.close();
+  });
+
+  it("with anyPath, upgrades on any path, still checking the token", async () => {
+    const anyPath = await start({ token: TOKEN, anyPath: true });
+    try {
+      const other = anyPath.url.replace(/\/ws$/, "/some/where");
+      assert.deepEqual(await connect(other), { status: 401 });
+      const c = await open(`${other}?key=${TOKEN}`);
+      assert.deepEqual(await call(c, req(1, "ping")), { jsonrpc: "2.0", id: 1, result: "pong" });
+      c.close();
+    } finally {
+      await anyPath.close();
+    }
+  });
+
+  it("takes the token as ?key= too (the claude-app-server's pairing key)", async () => {
+    assert.deepEqual(await connect(`${server.url}?key=wrong`), { status: 401 });
+    const c = await open(`${server.url}?key=${encodeURIComponent(TOKEN)}`);
+    assert.deepEqual(await call(c, req(1, "ping")), { jsonrpc: "2.0", id: 1, result: "pong" });
+    c.close();
+  });
+
   it("refuses a foreign Origin with 403, on upgrade and on /healthz", async () => {
     const url = `${server.url}?token=${TOKEN}`;
     assert.deepEqual(await connect(url, { origin: "http://evil.example" }), { status: 403 });

@@ -85,7 +85,8 @@ export function resolveServerConfig(flags: AppServerFlags, env: NodeJS.ProcessEn
     }
     const parsed = parseWsUrl(url);
     if (websocket) throw new ConfigError("Only one ws:// listener is supported.");
-    websocket = parsed;
+    // claude-app-server clients connect to any path of a `--transport ws` server.
+    websocket = flags.transport === "ws" || flags.dialect === "claude" ? { ...parsed, anyPath: true } : parsed;
   }
   return {
     dataDir,

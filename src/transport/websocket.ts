@@ -25,6 +25,11 @@ export interface WebSocketServerOptions {
   /** Unsent bytes a connection may hold before it is closed as too slow. Default 64 MiB. */
   maxBufferedBytes?: number;
   isReady?: () => boolean;
+  /**
+   * Accept the upgrade on any path, as the claude-app-server does. Otherwise on `/ws` and `/`
+   * (clients of the Codex family connect to the root).
+   */
+  anyPath?: boolean;
   logger?: Logger;
 }
 
@@ -95,7 +100,8 @@ export async function startWebSocketServer(
     socket.on("error", (err) => log.debug({ err, remote: remoteOf(req) }, "socket error during upgrade"));
     const url = parseRequestUrl(req);
     if (!url) return abortHandshake(socket, 400, "Bad request");
-    const rejection = guard.check(req, url, true) ?? (url.pathname === "/ws" ? undefined : notFound);
+    const upgradable = opts.anyPath || url.pathname === "/ws" || url.pathname === "/";
+    const rejection = guard.check(req, url, true) ?? (upgradable ? undefined : notFound);
     if (rejection) {
       const level = rejection.status === 404 ? "debug" : "info";
       log[level]({ remote: remoteOf(req), path: url.pathname, ...rejection }, "rejected WebSocket upgrade");
@@ -208,8 +214,11 @@ class RequestGuard {
 
   private tokenMatches(req: IncomingMessage, url: URL): boolean {
     const candidates: string[] = [];
-    const fromQuery = url.searchParams.get("token");
-    if (fromQuery !== null) candidates.push(fromQuery);
+    // `key` is the claude-app-server's name for its pairing key.
+    for (const name of ["token", "key"]) {
+      const fromQuery = url.searchParams.get(name);
+      if (fromQuery !== null) candidates.push(fromQuery);
+    }
     const bearer = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? "");
     if (bearer?.[1]) candidates.push(bearer[1]);
     // Comparing fixed-length digests keeps the comparison constant-time regardless of length.
