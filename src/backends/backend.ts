@@ -26,6 +26,8 @@ export type TurnOutcome =
 /** What the runtime gives a backend for one turn. */
 export interface TurnContext {
   readonly thread: Thread;
+  /** The backend spec the turn runs on: the thread's own, or the server's default. */
+  readonly backendSpec: BackendSpec;
   readonly turnId: string;
   readonly input: InputPart[];
   /** The conversation, for threads that keep their history on the client. */

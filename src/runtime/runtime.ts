@@ -507,9 +507,11 @@ export class Runtime {
 
   private async execute(thread: Thread, active: ActiveTurn, params: StartTurnParams): Promise<TurnOutcome> {
     const recorder = new TurnRecorder((event) => this.emit(event), thread.id, active.turn.id);
-    const backend = await this.options.backends.backendFor(this.backendSpecOf(thread));
+    const backendSpec = this.backendSpecOf(thread);
+    const backend = await this.options.backends.backendFor(backendSpec);
     const ctx: TurnContext = {
       thread,
+      backendSpec,
       turnId: active.turn.id,
       input: params.input,
       ...(params.messages ? { messages: params.messages } : {}),
