@@ -40,6 +40,7 @@ function harness(root: string, commandTimeoutMs = 10_000): Harness {
     plans: [],
     ctx: {
       workspace: new Workspace(root),
+      callId: "call_test",
       signal: controller.signal,
       commandTimeoutMs,
       emitOutput(chunk, stream) {
