@@ -231,6 +231,26 @@ describe("switchyard acp", () => {
     assert.match(JSON.stringify(last.content), /declined/);
   });
 
+  it("allow_always and reject_always are remembered: the same command is not asked again", async () => {
+    const run = async (command: string, id: string): Promise<void> => {
+      fake.enqueue({ kind: "response", toolCalls: [{ id, name: "bash", arguments: { command } }] });
+      fake.enqueue({ kind: "response", text: "next" });
+      assert.equal((await h.prompt(sessionId, "run")).stopReason, "end_turn");
+    };
+    h.onPermission = () => ({ outcome: { outcome: "selected", optionId: "allow_always" } });
+    const asked = h.permissionRequests.length;
+    await run("echo always >> always.txt", "call_always_1");
+    await run("echo always >> always.txt", "call_always_2");
+    assert.equal(h.permissionRequests.length, asked + 1);
+    assert.equal(fs.readFileSync(path.join(workspace, "always.txt"), "utf8"), "always\nalways\n");
+
+    h.onPermission = () => ({ outcome: { outcome: "selected", optionId: "reject_always" } });
+    await run("touch never.txt", "call_never_1");
+    await run("touch never.txt", "call_never_2");
+    assert.equal(h.permissionRequests.length, asked + 2);
+    assert.equal(fs.existsSync(path.join(workspace, "never.txt")), false);
+  });
+
   it("acceptEdits mode writes files without asking and shows the diff", async () => {
     const from = h.notifications.length;
     await h.agent.request(acp.methods.agent.session.setMode, { sessionId, modeId: "acceptEdits" });
@@ -283,7 +303,7 @@ describe("switchyard acp", () => {
     const loaded = await h.agent.request(acp.methods.agent.session.load, { sessionId, cwd: workspace, mcpServers: [] });
     assert.equal(loaded.modes?.currentModeId, "default");
     const replay = h.updates(sessionId, from);
-    assert.match(textOf(replay, "user_message_chunk"), /say hello.*run it.*run it.*shout two/s);
+    assert.match(textOf(replay, "user_message_chunk"), /say hello.*run it.*run it.*run.*shout two/s);
     assert.match(textOf(replay, "agent_message_chunk"), /Hello there/);
     assert.match(textOf(replay, "agent_thought_chunk"), /Let me think/);
     const replayedCall = toolUpdates(replay, "call_allow");

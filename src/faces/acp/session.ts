@@ -3,6 +3,7 @@
 import path from "node:path";
 import * as acp from "@agentclientprotocol/sdk";
 import type { Logger } from "../../log.js";
+import type { ListedModel } from "../../providers/model-catalog.js";
 import type { RuntimeEvent } from "../../domain/events.js";
 import type { ApprovalDecision, Thread, TurnError } from "../../domain/model.js";
 import type { ApprovalRequest, Approver } from "../../runtime/approvals.js";
@@ -50,6 +51,9 @@ export class AcpSession {
   private client?: acp.AgentContext;
   private capabilities: acp.ClientCapabilities = {};
   private closed = false;
+  private initialized = false;
+  /** The model catalog, fetched once at initialize (for usage_update's context window size). */
+  private models: Promise<ListedModel[]> = Promise.resolve([]);
   private readonly sessions = new Map<string, FollowedSession>();
   /** session/prompt calls waiting for their turn to end, by turn id. */
   private readonly waiting = new Map<string, (end: TurnEnd) => void>();
@@ -83,7 +87,11 @@ export class AcpSession {
       .agent({ name: "switchyard" })
       .onRequest(acp.methods.agent.initialize, ({ params }) => {
         this.capabilities = params.clientCapabilities ?? {};
-        if (this.detach.length < 2) this.detach.push(rt.approvals.addApprover(this.approver()));
+        if (!this.initialized) {
+          this.initialized = true;
+          this.detach.push(rt.approvals.addApprover(this.approver()));
+          this.models = rt.listModels().catch((): ListedModel[] => []);
+        }
         this.log.info({ client: params.clientInfo?.name, protocolVersion: params.protocolVersion }, "ACP client initialized");
         return {
           protocolVersion: acp.PROTOCOL_VERSION,
@@ -109,6 +117,7 @@ export class AcpSession {
       .onRequest(acp.methods.agent.session.load, ({ params }) =>
         guarded(async () => {
           const thread = rt.resumeThread(params.sessionId);
+          this.unfollow(thread.id); // a reload replays everything to a fresh mapping
           const session = this.follow(thread);
           for (const update of replayUpdates(session.mapper, rt.turnsOf(thread.id), thread.plan)) this.send(thread.id, update);
           await this.sending;
@@ -154,10 +163,13 @@ export class AcpSession {
       .onRequest(acp.methods.agent.session.prompt, ({ params }) =>
         guarded(async () => {
           const session = this.sessions.get(params.sessionId) ?? this.follow(rt.getThread(params.sessionId));
+          const models = await this.models;
           const turn = rt.startTurn(params.sessionId, { input: toInput(params.prompt) });
           session.ownTurns.add(turn.id);
           const ended = new Promise<TurnEnd>((resolve) => this.waiting.set(turn.id, resolve));
-          session.contextWindow = await this.contextWindow(params.sessionId, turn.model);
+          // Known before the turn's first usage event is delivered (next tick at the earliest).
+          const window = rt.findThread(params.sessionId)?.configuration?.contextWindow ?? models.find((m) => m.id === turn.model)?.contextWindow;
+          if (window) session.contextWindow = window;
           const outcome = stopReasonFor(await ended);
           if (typeof outcome === "object") throw turnFailedError(outcome.error);
           return { stopReason: outcome };
@@ -167,17 +179,6 @@ export class AcpSession {
         if (!this.runtime.findThread(params.sessionId) || !this.runtime.runtimeState(params.sessionId).running) return;
         this.runtime.interrupt(params.sessionId).catch((error: unknown) => this.log.debug({ err: error }, "cancel found no running turn"));
       });
-  }
-
-  private async contextWindow(threadId: string, model: string | undefined): Promise<number | undefined> {
-    const configured = this.runtime.findThread(threadId)?.configuration?.contextWindow;
-    if (configured) return configured;
-    if (!model) return undefined;
-    try {
-      return (await this.runtime.listModels()).find((m) => m.id === model)?.contextWindow;
-    } catch {
-      return undefined;
-    }
   }
 
   /** Follows a thread from now on: events appended before this call are not sent. */
