@@ -28,6 +28,11 @@ export interface ServerConfig {
   dialect?: string;
   dataDir: string;
   stdio: boolean;
+  /**
+   * What stdio speaks: the JSON-RPC faces (default, dialect chosen at initialize) or ACP, with
+   * Switchyard as the agent (`switchyard acp`).
+   */
+  stdioProtocol?: "jsonrpc" | "acp";
   /** `anyPath`: accept the upgrade on any path (claude-app-server style), not only `/ws` and `/`. */
   websocket?: { host: string; port: number; anyPath?: boolean };
   token?: string;
@@ -144,17 +149,23 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
       }
     })());
 
-  if (config.stdio) {
+  // A client that goes away does not kill its turns: with no other listener, the server exits
+  // once the running turns have finished.
+  const stdioClosed = (): void => {
+    if (ws) return;
+    runtime
+      .idle()
+      .then(stop)
+      .catch((error: unknown) => log.error({ err: error }, "could not stop cleanly"));
+  };
+  if (config.stdio && config.stdioProtocol === "acp") {
+    const { startAcpFace } = await import("./faces/acp/index.js");
+    startAcpFace({ runtime, log, serverVersion: VERSION, input: process.stdin, output: process.stdout })
+      .catch((error: unknown) => log.error({ err: error }, "the ACP connection failed"))
+      .finally(stdioClosed);
+  } else if (config.stdio) {
     const channel = createStdioChannel(process.stdin, process.stdout, { maxMessageBytes: config.maxMessageBytes });
-    // A client that goes away does not kill its turns: with no other listener, the server
-    // exits once the running turns have finished.
-    channel.onClose(() => {
-      if (ws) return;
-      runtime
-        .idle()
-        .then(stop)
-        .catch((error: unknown) => log.error({ err: error }, "could not stop cleanly"));
-    });
+    channel.onClose(stdioClosed);
     serve(channel);
   }
   log.info({ startupMs: Math.round(performance.now()), version: VERSION }, "ready");

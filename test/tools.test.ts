@@ -40,6 +40,7 @@ function harness(root: string, commandTimeoutMs = 10_000): Harness {
     plans: [],
     ctx: {
       workspace: new Workspace(root),
+      callId: "call_test",
       signal: controller.signal,
       commandTimeoutMs,
       emitOutput(chunk, stream) {
@@ -529,5 +530,57 @@ describe("TurnChanges", () => {
         "",
       ].join("\n"),
     );
+  });
+});
+
+describe("a thread's tool environment", () => {
+  it("read_file, write_file and edit prefer it, and a failed read falls back to the disk", async () => {
+    const h = harness(root);
+    const file = path.join(root, "env.txt");
+    fs.writeFileSync(file, "disk\n");
+    const buffers = new Map([[file, "buffer line\n"]]);
+    const writes: Array<[string, string]> = [];
+    h.ctx.environment = {
+      readTextFile: async (p) => {
+        const text = buffers.get(p);
+        if (text === undefined) throw new Error("not open");
+        return text;
+      },
+      writeTextFile: async (p, content) => {
+        writes.push([p, content]);
+        buffers.set(p, content);
+      },
+    };
+    assert.match((await run(readFileTool, { path: "env.txt" }, h)).output, /buffer line/);
+    fs.writeFileSync(path.join(root, "only-disk.txt"), "from disk\n");
+    assert.match((await run(readFileTool, { path: "only-disk.txt" }, h)).output, /from disk/);
+
+    assert.equal((await run(editTool, { path: "env.txt", oldString: "buffer", newString: "edited" }, h)).isError, undefined);
+    assert.deepEqual(writes.at(-1), [file, "edited line\n"]);
+    assert.deepEqual(h.changes.at(-1), { path: file, before: "buffer line\n", after: "edited line\n" });
+    assert.equal(fs.readFileSync(file, "utf8"), "disk\n", "the disk is untouched");
+
+    await run(writeFileTool, { path: "new/env2.txt", content: "x" }, h);
+    assert.deepEqual(writes.at(-1), [path.join(root, "new/env2.txt"), "x"]);
+    assert.equal(fs.existsSync(path.join(root, "new")), false);
+    // Paths are still confined to the workspace.
+    assert.equal((await run(readFileTool, { path: "../outside/secret.txt" }, h)).isError, true);
+  });
+
+  it("bash runs through its runCommand and records the output", async () => {
+    const h = harness(root);
+    const seen: Array<{ callId: string; command: string; cwd: string }> = [];
+    h.ctx.environment = {
+      runCommand: async ({ callId, command, cwd }) => {
+        seen.push({ callId, command, cwd });
+        return { output: "remote output\n", exitCode: 3 };
+      },
+    };
+    const result = await run(bashTool, { command: "make" }, h);
+    assert.deepEqual(seen, [{ callId: "call_test", command: "make", cwd: h.ctx.workspace.root }]);
+    assert.equal(result.exitCode, 3);
+    assert.equal(result.isError, true);
+    assert.match(result.output, /remote output\nexit code 3/);
+    assert.equal(h.chunks.map((c) => c.chunk).join(""), "remote output\n");
   });
 });

@@ -16,7 +16,7 @@ import type {
   TurnError,
 } from "../domain/model.js";
 import type { TurnRecorder } from "../domain/turn-recorder.js";
-import type { ApprovalAsk } from "../tools/tool.js";
+import type { ApprovalAsk, ToolEnvironment } from "../tools/tool.js";
 
 export type TurnOutcome =
   | { status: "completed" }
@@ -39,6 +39,8 @@ export interface TurnContext {
   /** Aborted when the turn is interrupted or the server shuts down. */
   readonly signal: AbortSignal;
   readonly log: Logger;
+  /** Where tools read/write files and run commands, when a client attached one to the thread (else the disk). */
+  environment(): ToolEnvironment | undefined;
   /** Items of the thread's earlier turns, oldest first (the built-in engine rebuilds history from them). */
   history(): Item[];
   /**

@@ -109,6 +109,21 @@ export function resolveServerConfig(flags: AppServerFlags, env: NodeJS.ProcessEn
   };
 }
 
+/** `switchyard acp`'s flags: app-server's, where --listen adds ws:// listeners to the ACP stdio. */
+export type AcpFlags = Omit<AppServerFlags, "transport" | "port" | "dialect">;
+
+/**
+ * The configuration of `switchyard acp`: resolved exactly as app-server's, with stdio speaking
+ * ACP. `--listen` may only add a ws:// listener (for AppServer clients watching the same runtime).
+ */
+export function resolveAcpConfig(flags: AcpFlags, env: NodeJS.ProcessEnv): ServerConfig {
+  const extra = flags.listen.filter((url) => url !== "stdio://" && url !== "stdio");
+  for (const url of extra) {
+    if (!url.startsWith("ws://")) throw new ConfigError(`switchyard acp serves ACP on stdio; --listen only adds ws://HOST:PORT listeners (got "${url}").`);
+  }
+  return { ...resolveServerConfig({ ...flags, listen: ["stdio://", ...extra] }, env), stdioProtocol: "acp" };
+}
+
 /** The default backend: --backend, then SWITCHYARD_BACKEND, then the config file. */
 function withBackend(flags: AppServerFlags, env: NodeJS.ProcessEnv, file: LoadedConfigFile): Pick<ServerConfig, "backend" | "agentIdleTimeoutMs"> {
   const flag = flags.backend ?? env.SWITCHYARD_BACKEND;

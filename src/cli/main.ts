@@ -3,9 +3,9 @@
 // AppServer document run unmodified).
 import { Command, InvalidArgumentError, Option } from "commander";
 import { createLogger, LOG_LEVELS, type LogLevel } from "../log.js";
-import { startServer } from "../server.js";
+import { startServer, type ServerConfig } from "../server.js";
 import { VERSION } from "../version.js";
-import { resolveServerConfig, type AppServerFlags } from "./config.js";
+import { resolveAcpConfig, resolveServerConfig, type AcpFlags, type AppServerFlags } from "./config.js";
 import type { DoctorFlags } from "./doctor.js";
 
 const program = new Command()
@@ -14,44 +14,70 @@ const program = new Command()
   .version(VERSION)
   .showHelpAfterError();
 
-program
-  .command("app-server")
-  .description("Serve the AppServer protocol over stdio (default) and/or WebSocket.")
-  .option("--listen <url...>", "stdio:// and/or ws://HOST:PORT (repeatable)", ["stdio://"])
-  .addOption(new Option("--transport <kind>", "claude-app-server style: stdio or ws (with --port)").choices(["stdio", "ws"]))
-  .option("--port <n>", "WebSocket port for --transport ws", positiveInt)
-  .option("--dialect <face>", "serve only this protocol dialect (appserver | claude) instead of choosing at initialize")
-  .option("--data-dir <dir>", "where threads are persisted (env SWITCHYARD_HOME, default ~/.switchyard)")
-  .option("--provider <name>", "model provider, e.g. openai | openai-chat | anthropic | ollama (env SWITCHYARD_PROVIDER)")
-  .option("--model <name>", "default model (env SWITCHYARD_MODEL)")
-  .option("--token <token>", "WebSocket access token (env SWITCHYARD_TOKEN)")
-  .option("--token-file <path>", "read the WebSocket access token from a file")
-  .option("--allow-origin <origin...>", "browser Origins allowed to connect (default: none)")
-  .option("--allow-host <host...>", "extra Host header names allowed besides loopback names")
-  .option("--max-message-bytes <n>", "largest accepted incoming message", positiveInt, 4 * 1024 * 1024)
-  .option("--max-in-flight <n>", "concurrent requests per connection before -32001", positiveInt, 64)
-  // No commander defaults here: an unset flag falls back to config.json, then to the built-in default.
-  .option("--approval-timeout-ms <n>", "how long an approval waits for a client (default 300000)", positiveInt)
-  .option("--command-timeout-ms <n>", "default shell command timeout (default 600000)", positiveInt)
-  .option("--backend <backend>", "who runs threads that name no backend: builtin | claude-code | codex | acp:<command line> (env SWITCHYARD_BACKEND)")
-  .option("--agent-idle-timeout-ms <n>", "stop an external agent's process after its thread is idle this long (default 600000)", positiveInt)
-  .option("--ping-interval-ms <n>", "WebSocket ping interval", positiveInt, 30_000)
-  .addOption(new Option("--log-level <level>", "log level (env SWITCHYARD_LOG_LEVEL)").choices([...LOG_LEVELS]))
-  .action(async (flags: AppServerFlags) => {
-    const level = (flags.logLevel ?? process.env.SWITCHYARD_LOG_LEVEL ?? "info") as LogLevel;
-    const log = createLogger(LOG_LEVELS.includes(level) ? level : "info");
-    const config = resolveServerConfig(flags, process.env);
-    const server = await startServer(config, log);
-    const stop = (signal: string): void => {
-      log.info({ signal }, "shutting down");
-      server.stop().catch((error: unknown) => log.error({ err: error }, "could not stop cleanly"));
-    };
-    process.once("SIGINT", () => stop("SIGINT"));
-    process.once("SIGTERM", () => stop("SIGTERM"));
-    await server.closed;
-    log.info("stopped");
-    process.exit(0);
-  });
+/** Where threads live, which model runs them and how: shared by every command that serves. */
+function addRuntimeOptions(command: Command): Command {
+  return (
+    command
+      .option("--data-dir <dir>", "where threads are persisted (env SWITCHYARD_HOME, default ~/.switchyard)")
+      .option("--provider <name>", "model provider, e.g. openai | openai-chat | anthropic | ollama (env SWITCHYARD_PROVIDER)")
+      .option("--model <name>", "default model (env SWITCHYARD_MODEL)")
+      // No commander defaults here: an unset flag falls back to config.json, then to the built-in default.
+      .option("--approval-timeout-ms <n>", "how long an approval waits for a client (default 300000)", positiveInt)
+      .option("--command-timeout-ms <n>", "default shell command timeout (default 600000)", positiveInt)
+      .option("--backend <backend>", "who runs threads that name no backend: builtin | claude-code | codex | acp:<command line> (env SWITCHYARD_BACKEND)")
+      .option("--agent-idle-timeout-ms <n>", "stop an external agent's process after its thread is idle this long (default 600000)", positiveInt)
+      .addOption(new Option("--log-level <level>", "log level (env SWITCHYARD_LOG_LEVEL)").choices([...LOG_LEVELS]))
+  );
+}
+
+/** The WebSocket listener's security and limits. */
+function addWebSocketOptions(command: Command): Command {
+  return command
+    .option("--token <token>", "WebSocket access token (env SWITCHYARD_TOKEN)")
+    .option("--token-file <path>", "read the WebSocket access token from a file")
+    .option("--allow-origin <origin...>", "browser Origins allowed to connect (default: none)")
+    .option("--allow-host <host...>", "extra Host header names allowed besides loopback names")
+    .option("--max-message-bytes <n>", "largest accepted incoming message", positiveInt, 4 * 1024 * 1024)
+    .option("--max-in-flight <n>", "concurrent requests per connection before -32001", positiveInt, 64)
+    .option("--ping-interval-ms <n>", "WebSocket ping interval", positiveInt, 30_000);
+}
+
+/** Starts a server and runs until it stops (stdio closed, or a signal). */
+async function serve(flags: { logLevel?: string }, resolve: () => ServerConfig): Promise<void> {
+  const level = (flags.logLevel ?? process.env.SWITCHYARD_LOG_LEVEL ?? "info") as LogLevel;
+  const log = createLogger(LOG_LEVELS.includes(level) ? level : "info");
+  const server = await startServer(resolve(), log);
+  const stop = (signal: string): void => {
+    log.info({ signal }, "shutting down");
+    server.stop().catch((error: unknown) => log.error({ err: error }, "could not stop cleanly"));
+  };
+  process.once("SIGINT", () => stop("SIGINT"));
+  process.once("SIGTERM", () => stop("SIGTERM"));
+  await server.closed;
+  log.info("stopped");
+  process.exit(0);
+}
+
+addWebSocketOptions(
+  addRuntimeOptions(
+    program
+      .command("app-server")
+      .description("Serve the AppServer protocol over stdio (default) and/or WebSocket.")
+      .option("--listen <url...>", "stdio:// and/or ws://HOST:PORT (repeatable)", ["stdio://"])
+      .addOption(new Option("--transport <kind>", "claude-app-server style: stdio or ws (with --port)").choices(["stdio", "ws"]))
+      .option("--port <n>", "WebSocket port for --transport ws", positiveInt)
+      .option("--dialect <face>", "serve only this protocol dialect (appserver | claude) instead of choosing at initialize"),
+  ),
+).action((flags: AppServerFlags) => serve(flags, () => resolveServerConfig(flags, process.env)));
+
+addWebSocketOptions(
+  addRuntimeOptions(
+    program
+      .command("acp")
+      .description("Serve Switchyard's agent over the Agent Client Protocol on stdio (for editors such as Zed).")
+      .option("--listen <url...>", "also listen on ws://HOST:PORT for AppServer clients watching the same runtime", []),
+  ),
+).action((flags: AcpFlags) => serve(flags, () => resolveAcpConfig(flags, process.env)));
 
 program
   .command("doctor")

@@ -7,7 +7,7 @@ import type { Logger } from "../log.js";
 import type { AgentBackend, BackendAvailability, TurnContext, TurnOutcome } from "../backends/backend.js";
 import type { ListedModel } from "../providers/model-catalog.js";
 import type { Store, StoredItemJson, ThreadFilter, ThreadPage } from "../store/store.js";
-import type { AnyTool, ApprovalAsk } from "../tools/tool.js";
+import type { AnyTool, ApprovalAsk, ToolEnvironment } from "../tools/tool.js";
 import type { ToolRegistry } from "../tools/registry.js";
 import { ALL_DECISIONS, ApprovalBroker, needsAsking, newApprovalRequestId, type GateSettings } from "./approvals.js";
 import { RuntimeError } from "../domain/errors.js";
@@ -96,6 +96,8 @@ export class Runtime {
   private readonly active = new Map<string, ActiveTurn>();
   private readonly store: Store;
   private readonly log: Logger;
+  /** Tool environments clients attached, by thread id (the latest attached wins). */
+  private readonly environments = new Map<string, ToolEnvironment[]>();
 
   /** Committed events not yet handed to listeners. */
   private readonly outbox: RuntimeEvent[] = [];
@@ -380,6 +382,22 @@ export class Runtime {
     return this.store.eventsAfter(threadId, afterSeq, limit);
   }
 
+  /**
+   * Lets a client provide the thread's file system and command runner (e.g. an editor with
+   * unsaved buffers): the built-in tools use it instead of the disk and a local shell while it
+   * is attached. The latest attachment wins; the returned function detaches this one.
+   */
+  attachEnvironment(threadId: string, environment: ToolEnvironment): () => void {
+    const stack = this.environments.get(threadId) ?? [];
+    stack.push(environment);
+    this.environments.set(threadId, stack);
+    return () => {
+      const remaining = (this.environments.get(threadId) ?? []).filter((e) => e !== environment);
+      if (remaining.length > 0) this.environments.set(threadId, remaining);
+      else this.environments.delete(threadId);
+    };
+  }
+
   // ---- turns -----------------------------------------------------------------------------
 
   startTurn(threadId: string, params: StartTurnParams): Turn {
@@ -521,6 +539,7 @@ export class Runtime {
       signal: active.abort.signal,
       log: this.log.child({ threadId: thread.id, turnId: active.turn.id, backend: backend.type }),
       history: () => this.priorItems(thread.id, active.turn.id),
+      environment: () => this.environments.get(thread.id)?.at(-1),
       approve: (ask, callId) => this.gate(thread, active, recorder, ask, callId),
       takeSteering: () => active.steering.splice(0),
       reportUsage: (usage) => this.addUsage(thread.id, active, usage),

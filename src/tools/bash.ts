@@ -40,6 +40,19 @@ export const bashTool = defineTool({
       return Promise.resolve({ output: "Command interrupted before it started.", interrupted: true, isError: true });
     }
     const timeoutMs = input.timeoutMs ?? ctx.commandTimeoutMs;
+    const runCommand = ctx.environment?.runCommand;
+    if (runCommand) {
+      // The environment (e.g. the client's terminal) runs it; the output is recorded when it ends.
+      return runCommand({ callId: ctx.callId, command: input.command, cwd: ctx.workspace.root, timeoutMs, signal: ctx.signal }).then(
+        (result) => {
+          if (result.output) ctx.emitOutput(result.output, "stdout");
+          const stopReason = result.timedOut ? "timeout" : result.interrupted ? "abort" : undefined;
+          const signal = (result.signal ?? null) as NodeJS.Signals | null;
+          return buildResult(result.output, { code: result.exitCode, signal }, stopReason, timeoutMs);
+        },
+        (error: unknown) => ({ output: `Failed to run the command: ${error instanceof Error ? error.message : String(error)}`, isError: true, exitCode: null }),
+      );
+    }
 
     return new Promise<ToolResult>((resolve) => {
       const child = spawn("bash", ["-c", input.command], {

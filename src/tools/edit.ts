@@ -3,7 +3,7 @@
 import fs from "node:fs/promises";
 import { z } from "zod";
 import { defineTool } from "./tool.js";
-import { fileErrorResult } from "./files.js";
+import { fileErrorResult, readThroughEnvironment, writeText } from "./files.js";
 import { fileApproval } from "./write-file.js";
 
 export const editTool = defineTool({
@@ -31,7 +31,7 @@ export const editTool = defineTool({
     try {
       const file = ctx.workspace.resolve(input.path);
       const rel = ctx.workspace.relative(file);
-      const before = await fs.readFile(file, "utf8");
+      const before = (await readThroughEnvironment(ctx, file)) ?? (await fs.readFile(file, "utf8"));
       // split/join rather than String.replace: no "$&"-style patterns in newString.
       const parts = before.split(input.oldString);
       const count = parts.length - 1;
@@ -48,7 +48,7 @@ export const editTool = defineTool({
         };
       }
       const after = parts.join(input.newString);
-      await fs.writeFile(file, after, "utf8");
+      await writeText(ctx, file, after);
       ctx.recordFileChange({ path: file, before, after });
       return { output: `Edited ${rel}: replaced ${count} occurrence${count === 1 ? "" : "s"}.` };
     } catch (error) {

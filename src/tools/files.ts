@@ -2,7 +2,7 @@
 // output bounding.
 import fs from "node:fs/promises";
 import path from "node:path";
-import type { ToolResult } from "./tool.js";
+import type { ToolContext, ToolResult } from "./tool.js";
 import { PathEscapeError } from "./workspace.js";
 
 /** Output cap for every tool, so one call cannot flood the model's context. */
@@ -148,4 +148,24 @@ export function truncateBytes(text: string, maxBytes = MAX_OUTPUT_BYTES): string
   // Decoding a cut buffer may end in a replacement char for a split code point; harmless.
   const kept = bytes.subarray(0, maxBytes).toString("utf8");
   return `${kept}\n[truncated: ${bytes.length - maxBytes} more bytes]`;
+}
+
+/**
+ * A file's text through the thread's environment (an editor's buffer), or undefined when there
+ * is none or it could not read the file: the caller then reads the disk.
+ */
+export async function readThroughEnvironment(ctx: Pick<ToolContext, "environment">, file: string): Promise<string | undefined> {
+  if (!ctx.environment?.readTextFile) return undefined;
+  try {
+    return await ctx.environment.readTextFile(file);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Writes a file through the thread's environment when it can, else to the disk (parents created). */
+export async function writeText(ctx: Pick<ToolContext, "environment">, file: string, content: string): Promise<void> {
+  if (ctx.environment?.writeTextFile) return ctx.environment.writeTextFile(file, content);
+  await fs.mkdir(path.dirname(file), { recursive: true });
+  await fs.writeFile(file, content, "utf8");
 }

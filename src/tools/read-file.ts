@@ -3,7 +3,7 @@
 import fs from "node:fs/promises";
 import { z } from "zod";
 import { defineTool } from "./tool.js";
-import { MAX_OUTPUT_BYTES, fileErrorResult } from "./files.js";
+import { MAX_OUTPUT_BYTES, fileErrorResult, readThroughEnvironment } from "./files.js";
 
 /** Very long lines (minified code) are clipped so a single line cannot eat the budget. */
 const MAX_LINE_CHARS = 2000;
@@ -20,21 +20,26 @@ export const readFileTool = defineTool({
     endLine: z.number().int().min(1).optional().describe("Last line to return (1-based, inclusive)."),
   }),
   async execute(input, ctx) {
-    let data: Buffer;
+    let text: string | undefined;
     try {
       const file = ctx.workspace.resolve(input.path);
-      if ((await fs.stat(file)).isDirectory()) {
-        return { output: `${input.path} is a directory; use list_files to see its contents.`, isError: true };
+      // The environment (an editor) may hold unsaved changes; the disk is the fallback.
+      text = await readThroughEnvironment(ctx, file);
+      if (text === undefined) {
+        if ((await fs.stat(file)).isDirectory()) {
+          return { output: `${input.path} is a directory; use list_files to see its contents.`, isError: true };
+        }
+        const data = await fs.readFile(file);
+        if (data.subarray(0, 8000).includes(0)) {
+          return { output: `${input.path} appears to be a binary file; not shown.`, isError: true };
+        }
+        text = data.toString("utf8");
       }
-      data = await fs.readFile(file);
     } catch (error) {
       return fileErrorResult(error, input.path);
     }
-    if (data.subarray(0, 8000).includes(0)) {
-      return { output: `${input.path} appears to be a binary file; not shown.`, isError: true };
-    }
 
-    const lines = data.toString("utf8").split("\n");
+    const lines = text.split("\n");
     if (lines.at(-1) === "") lines.pop(); // a trailing newline does not start another line
     const total = lines.length;
     if (total === 0) return { output: `(${input.path} is empty)` };

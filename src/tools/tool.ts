@@ -15,8 +15,44 @@ export interface ApprovalAsk {
   reason: string;
 }
 
+/**
+ * Where a thread's tools read and write files and run commands instead of going to the disk
+ * and a local shell directly, e.g. a client editor that sees unsaved buffers and shows commands
+ * in its own terminal. Every capability is optional; paths are absolute and already confined
+ * to the workspace. A failed read falls back to the disk; writes and commands report failures.
+ */
+export interface ToolEnvironment {
+  readTextFile?(absolutePath: string): Promise<string>;
+  writeTextFile?(absolutePath: string, content: string): Promise<void>;
+  runCommand?(request: CommandRequest): Promise<CommandResult>;
+}
+
+export interface CommandRequest {
+  /** The tool call that runs the command. */
+  callId: string;
+  /** A bash command line. */
+  command: string;
+  cwd: string;
+  timeoutMs: number;
+  /** Aborted when the turn is interrupted: the command is to be killed. */
+  signal: AbortSignal;
+}
+
+export interface CommandResult {
+  /** Combined stdout and stderr. */
+  output: string;
+  exitCode: number | null;
+  signal?: string | null;
+  timedOut?: boolean;
+  interrupted?: boolean;
+}
+
 export interface ToolContext {
   workspace: Workspace;
+  /** The tool call being executed. */
+  callId: string;
+  /** The thread's file system and command runner, when not the disk and a local shell. */
+  environment?: ToolEnvironment;
   signal: AbortSignal;
   /** Streams command output (shell tools). */
   emitOutput(chunk: string, stream: "stdout" | "stderr"): void;

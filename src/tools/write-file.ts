@@ -1,11 +1,10 @@
 // write_file: creates or overwrites a whole file (parents included), recording the change for
 // the turn's diff.
 import fs from "node:fs/promises";
-import path from "node:path";
 import { z } from "zod";
 import { defineTool, type ApprovalAsk } from "./tool.js";
 import { PathEscapeError, type Workspace } from "./workspace.js";
-import { fileErrorResult } from "./files.js";
+import { fileErrorResult, readThroughEnvironment, writeText } from "./files.js";
 
 /**
  * The approval ask shared by the file-writing tools. A path outside the workspace needs no
@@ -55,9 +54,8 @@ export const writeFileTool = defineTool({
   async execute(input, ctx) {
     try {
       const file = ctx.workspace.resolve(input.path);
-      const before = await readIfExists(file);
-      await fs.mkdir(path.dirname(file), { recursive: true });
-      await fs.writeFile(file, input.content, "utf8");
+      const before = (await readThroughEnvironment(ctx, file)) ?? (await readIfExists(file));
+      await writeText(ctx, file, input.content);
       ctx.recordFileChange({ path: file, before, after: input.content });
       const rel = ctx.workspace.relative(file);
       const size = Buffer.byteLength(input.content);

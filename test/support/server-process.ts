@@ -12,7 +12,9 @@ export function tempDir(prefix: string): string {
 }
 
 export interface SpawnOptions {
-  /** Extra arguments after `app-server`. */
+  /** The subcommand (default `app-server`). */
+  command?: string;
+  /** Extra arguments after the subcommand. */
   args?: string[];
   env?: Record<string, string | undefined>;
   dataDir?: string;
@@ -50,7 +52,7 @@ export class ServerProcess {
       SWITCHYARD_LOG_LEVEL: "debug",
       ...opts.env,
     };
-    const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), CLI_PATH, "app-server", "--data-dir", dataDir, ...(opts.args ?? [])], {
+    const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), CLI_PATH, opts.command ?? "app-server", "--data-dir", dataDir, ...(opts.args ?? [])], {
       cwd: opts.cwd ?? dataDir,
       env: Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined)) as NodeJS.ProcessEnv,
       stdio: ["pipe", "pipe", "pipe"],

@@ -58,6 +58,7 @@ export class BuiltinBackend implements AgentBackend {
       historyItemIds: history.itemIds,
       contextWindow: config.contextWindow ?? lookupModel(provider.name, model)?.contextWindow,
       approve: (ask, callId) => ctx.approve(ask, callId),
+      environment: () => ctx.environment(),
       takeSteering: () => ctx.takeSteering(),
       onUsage: (usage) => ctx.reportUsage(callUsage(usage, lookupModel(provider.name, model))),
       onPlan: (plan) => ctx.reportPlan(plan),

@@ -6,7 +6,7 @@ import { ProviderError } from "../../providers/provider.js";
 import type { ApprovalDecision, InputPart, ItemOf, PlanStep, TurnError } from "../../domain/model.js";
 import type { TurnOutcome } from "../backend.js";
 import type { TurnRecorder } from "../../domain/turn-recorder.js";
-import type { ApprovalAsk, AnyTool, ToolContext, ToolResult } from "../../tools/tool.js";
+import type { ApprovalAsk, AnyTool, ToolContext, ToolEnvironment, ToolResult } from "../../tools/tool.js";
 import type { Workspace } from "../../tools/workspace.js";
 import { TurnChanges, fileDiff } from "../../tools/diff.js";
 import { ContextManager, type Conversation } from "./compaction.js";
@@ -34,6 +34,8 @@ export interface TurnHost {
   /** The model's context window in tokens; undefined when unknown (no compaction before calls). */
   readonly contextWindow?: number;
   approve(ask: ApprovalAsk, callId: string): Promise<ApprovalDecision>;
+  /** The thread's tool environment, if a client attached one (looked up at each tool call). */
+  environment?(): ToolEnvironment | undefined;
   /** Inputs sent with turn/steer since the last call; each becomes a user message. */
   takeSteering(): InputPart[][];
   onUsage(usage: UsageReport): void;
@@ -254,8 +256,11 @@ export class TurnRunner {
       tool.kind === "shell"
         ? recorder.start("commandExecution", { callId: call.id, command: String((input as { command?: unknown }).command ?? ""), cwd: host.workspace.root, output: "" })
         : undefined;
+    const environment = host.environment?.();
     const ctx: ToolContext = {
       workspace: host.workspace,
+      callId: call.id,
+      ...(environment ? { environment } : {}),
       signal: host.signal,
       commandTimeoutMs: host.commandTimeoutMs,
       emitOutput: (chunk, stream) => {
