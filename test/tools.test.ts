@@ -101,7 +101,7 @@ describe("read_file", () => {
     const part = await run(readFileTool, { path: "a.txt", startLine: 2, endLine: 3 }, h);
     assert.equal(part.output, "[lines 2-3 of 4]\n    2\ttwo\n    3\tthree");
     const clamped = await run(readFileTool, { path: "a.txt", startLine: 4, endLine: 99 }, h);
-    assert.match(clamped.output, /of 4\]\n    4\tfour$/);
+    assert.match(clamped.output, /of 4\]\n {4}4\tfour$/);
   });
 
   it("reports bad ranges, missing files, directories and binaries", async () => {

@@ -76,6 +76,17 @@ export interface AgentBackend {
   close(): Promise<void>;
 }
 
+/** The backends a runtime can run turns on . */
+export interface BackendSet {
+  /** The backend for a spec, loaded on first use. */
+  backendFor(spec: BackendSpec): Promise<AgentBackend>;
+  /** What each backend type can do here, for discovery methods and the doctor. */
+  availability(): Promise<BackendAvailability[]>;
+  /** Stops the thread's agent process, if any. */
+  release(threadId: string): Promise<void>;
+  close(): Promise<void>;
+}
+
 /** What `backend/list` and `switchyard doctor` report about one backend. */
 export interface BackendAvailability {
   type: BackendSpec["type"];

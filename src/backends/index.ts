@@ -1,8 +1,7 @@
 // The backends a server can run turns on: the built-in engine, and external agents whose
 // modules load on first use (start-up stays as fast as a builtin-only server).
 import type { BackendSpec } from "../domain/model.js";
-import type { BackendSet } from "../runtime/runtime.js";
-import type { AgentBackend, BackendAvailability, BackendDeps, BackendModule } from "./backend.js";
+import type { AgentBackend, BackendAvailability, BackendDeps, BackendModule, BackendSet } from "./backend.js";
 import { BuiltinBackend, type BuiltinBackendOptions } from "./builtin/index.js";
 import { reapOrphanedAgents } from "./process.js";
 

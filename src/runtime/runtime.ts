@@ -4,7 +4,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { newId, newThreadId } from "../ids.js";
 import type { Logger } from "../log.js";
-import type { AgentBackend, BackendAvailability, TurnContext, TurnOutcome } from "../backends/backend.js";
+import type { BackendAvailability, BackendSet, TurnContext, TurnOutcome } from "../backends/backend.js";
 import type { ListedModel } from "../providers/model-catalog.js";
 import type { Store, StoredItemJson, ThreadFilter, ThreadPage } from "../store/store.js";
 import type { AnyTool, ApprovalAsk, ToolEnvironment } from "../tools/tool.js";
@@ -30,17 +30,6 @@ import type {
 } from "../domain/model.js";
 import { TurnRecorder } from "../domain/turn-recorder.js";
 import { addUsage } from "../providers/usage.js";
-
-/** The backends a runtime can run turns on (see src/backends). */
-export interface BackendSet {
-  /** The backend for a spec, loaded on first use. */
-  backendFor(spec: BackendSpec): Promise<AgentBackend>;
-  /** What each backend type can do here, for discovery methods and the doctor. */
-  availability(): Promise<BackendAvailability[]>;
-  /** Stops the thread's agent process, if any. */
-  release(threadId: string): Promise<void>;
-  close(): Promise<void>;
-}
 
 export interface RuntimeOptions {
   store: Store;

@@ -60,7 +60,7 @@ export function acquireDataDirLock(dataDir: string): { release(): void } {
       const pid = existing.content?.pid;
       // Our own pid is live only if this process holds the lock (pids are reused, e.g. pid 1 in containers).
       const live = pid !== undefined && (pid === process.pid ? heldByUs.has(file) : isAlive(pid));
-      if (live) throw new Error(`Another Switchyard server (pid ${pid}) is using data directory ${path.resolve(dataDir)}`);
+      if (live) throw new Error(`Another Switchyard server (pid ${pid}) is using data directory ${path.resolve(dataDir)}`, { cause: err });
       // Stale. Re-check the content just before removing so a lock another starter has just
       // written in its place is not deleted.
       if (readLock(file)?.raw === existing.raw) rmSync(file, { force: true });

@@ -206,7 +206,7 @@ export async function startTypedHarness(opts: TypedHarnessOptions = {}): Promise
     );
   } catch (error) {
     if (!opts.model) await fake.close();
-    throw new Error(`could not connect to the server: ${String(error)}\n${log}`);
+    throw new Error(`could not connect to the server: ${String(error)}\n${log}`, { cause: error });
   }
 
   // Recorded synchronously, as each message is read (an events() loop could lag behind).

@@ -189,6 +189,8 @@ function arrayType(s: JsonSchema, style: TypeStyle, indent: string, where: strin
 }
 
 function arrayOf(element: string): string {
+  // Control characters can only appear escaped inside a string literal type: still one token.
+  // eslint-disable-next-line no-control-regex
   return /^[\w$."\u0000-\u001f]+$/.test(element) ? `${element}[]` : `Array<${element}>`;
 }
 

@@ -1,0 +1,55 @@
+// Lint: typescript-eslint's recommended rules, no import cycles, and the layer order
+//   domain <- providers/store/tools/transport/rpc/config <- backends <- runtime <- faces <- server/cli/client
+// (an arrow points from what is imported to what imports it): a lower layer never imports a higher one.
+import js from "@eslint/js";
+import tseslint from "typescript-eslint";
+import importX from "eslint-plugin-import-x";
+import { createTypeScriptImportResolver } from "eslint-import-resolver-typescript";
+
+/** Each folder under src/ and the folders it must not import from. */
+const HIGHER = {
+  domain: ["providers", "store", "tools", "transport", "rpc", "config", "backends", "runtime", "faces", "cli", "client", "server.ts"],
+  providers: ["store", "tools", "transport", "rpc", "config", "backends", "runtime", "faces", "cli", "client", "server.ts"],
+  store: ["tools", "transport", "rpc", "config", "backends", "runtime", "faces", "cli", "client", "server.ts"],
+  tools: ["store", "transport", "rpc", "config", "backends", "runtime", "faces", "cli", "client", "server.ts"],
+  transport: ["store", "tools", "rpc", "config", "backends", "runtime", "faces", "cli", "client", "server.ts"],
+  rpc: ["store", "tools", "config", "backends", "runtime", "faces", "cli", "client", "server.ts"],
+  config: ["store", "tools", "transport", "rpc", "runtime", "faces", "cli", "client", "server.ts"],
+  backends: ["store", "rpc", "runtime", "faces", "cli", "client", "server.ts"],
+  runtime: ["transport", "rpc", "faces", "cli", "client", "server.ts"],
+  faces: ["cli", "client", "server.ts"],
+};
+
+export default tseslint.config(
+  { ignores: ["dist/**", "node_modules/**", "test/agents/**", "schema/**"] },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    files: ["**/*.ts"],
+    plugins: { "import-x": importX },
+    settings: { "import-x/resolver-next": [createTypeScriptImportResolver({ project: "tsconfig.json" })] },
+    rules: {
+      "import-x/no-cycle": ["error", { ignoreExternal: true }],
+      "import-x/no-restricted-paths": [
+        "error",
+        {
+          zones: Object.entries(HIGHER).map(([folder, higher]) => ({
+            target: `./src/${folder}`,
+            from: higher.map((h) => `./src/${h}`),
+            message: `src/${folder} is below these layers and must not import them (see CONTRIBUTING.md).`,
+          })),
+        },
+      ],
+      // A closure may read a variable that is assigned once, later (connection <-> router).
+      "prefer-const": ["error", { ignoreReadBeforeAssign: true }],
+      "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_", caughtErrors: "none" }],
+    },
+  },
+  // Tests read wire JSON whose shape is the thing under test.
+  { files: ["test/**/*.ts"], rules: { "@typescript-eslint/no-explicit-any": "off" } },
+  // Build and test scripts run on Node.
+  {
+    files: ["**/*.mjs", "**/*.js"],
+    languageOptions: { globals: { process: "readonly", console: "readonly", URL: "readonly" } },
+  },
+);
