@@ -92,6 +92,28 @@ describe("RpcConnection: requests and errors", () => {
     }
   });
 
+  it('jsonrpcMember "optional" accepts requests and notifications without the member (and still checks a present one)', async () => {
+    const { peer } = setup({ jsonrpcMember: "optional" });
+    assert.deepEqual(await peer.call({ id: 1, method: "add", params: { a: 2, b: 3 } }), { jsonrpc: "2.0", id: 1, result: 5 });
+    peer.send({ method: "note", params: { n: 1 } });
+    assert.deepEqual(await peer.call({ id: 2, method: "notes" }), { jsonrpc: "2.0", id: 2, result: ['note:{"n":1}'] });
+    const bad = (await peer.call({ jsonrpc: "1.0", id: 3, method: "ping" })) as { error: { code: number } };
+    assert.equal(bad.error.code, ErrorCode.InvalidRequest);
+    // The default still requires it.
+    const strict = setup();
+    const refused = (await strict.peer.call({ id: 4, method: "ping" })) as { id: unknown; error: { code: number } };
+    assert.deepEqual([refused.id, refused.error.code], [4, ErrorCode.InvalidRequest]);
+  });
+
+  it('jsonrpcMember "optional" routes responses without the member to our requests', async () => {
+    const { server, peer } = setup({ jsonrpcMember: "optional" });
+    const pending = server.request<string>("codex/thing");
+    const msg = (await peer.next()) as { jsonrpc: string; id: number };
+    assert.equal(msg.jsonrpc, "2.0", "what we send keeps the member");
+    peer.send({ id: msg.id, result: "done" });
+    assert.equal(await pending, "done");
+  });
+
   it("answers an unknown method with -32601", async () => {
     const { peer } = setup();
     assert.deepEqual(await peer.call(req(1, "nope")), {

@@ -29,6 +29,12 @@ export interface ConnectionOptions {
   maxInFlight?: number;
   /** Timeout of our outgoing requests. Default 60000; 0 or Infinity disables it. */
   defaultRequestTimeoutMs?: number;
+  /**
+   * "required" (default): an incoming request or notification without `"jsonrpc": "2.0"` is
+   * invalid. "optional": one without the member is accepted (a present one must still be
+   * "2.0"), for peers that leave it out, like Codex's app-server. What we send always has it.
+   */
+  jsonrpcMember?: "required" | "optional";
 }
 
 export interface RequestOptions {
@@ -78,6 +84,7 @@ export class RpcConnection {
   private readonly log: Logger;
   private readonly maxInFlight: number;
   private readonly defaultTimeoutMs: number;
+  private readonly jsonrpcOptional: boolean;
   private readonly abort = new AbortController();
   private readonly pending = new Map<number, PendingRequest>();
   private readonly closeListeners: Array<() => void> = [];
@@ -93,6 +100,7 @@ export class RpcConnection {
     this.info = channel.info;
     this.maxInFlight = options.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT;
     this.defaultTimeoutMs = options.defaultRequestTimeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.jsonrpcOptional = options.jsonrpcMember === "optional";
     this.log = (options.logger ?? silentLogger).child({ conn: this.id, transport: channel.info.transport });
     channel.onMessage((text) => this.handleText(text));
     channel.onOversized((size, limit) => this.handleOversized(size, limit));
@@ -199,7 +207,8 @@ export class RpcConnection {
       this.routeResponse(message);
       return undefined;
     }
-    if (message.jsonrpc !== "2.0") return this.invalid(replyId, '"jsonrpc" must be "2.0"');
+    const versionOk = message.jsonrpc === "2.0" || (this.jsonrpcOptional && !("jsonrpc" in message));
+    if (!versionOk) return this.invalid(replyId, '"jsonrpc" must be "2.0"');
     if (!idValid) return this.invalid(null, '"id" must be a string, a number or null');
     if (typeof message.method !== "string") return this.invalid(replyId, '"method" must be a string');
 
