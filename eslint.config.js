@@ -15,7 +15,7 @@ const HIGHER = {
   transport: ["store", "tools", "rpc", "config", "backends", "runtime", "faces", "cli", "client", "server.ts"],
   rpc: ["store", "tools", "config", "backends", "runtime", "faces", "cli", "client", "server.ts"],
   config: ["store", "tools", "transport", "rpc", "runtime", "faces", "cli", "client", "server.ts"],
-  backends: ["store", "rpc", "runtime", "faces", "cli", "client", "server.ts"],
+  backends: ["store", "runtime", "faces", "cli", "client", "server.ts"],
   runtime: ["transport", "rpc", "faces", "cli", "client", "server.ts"],
   faces: ["cli", "client", "server.ts"],
 };

@@ -81,7 +81,7 @@ describe("choosing a backend", () => {
   });
 
   for (const type of ["claude-code", "codex", "acp"] as const) {
-    it(`${type}: a missing agent binary fails the turn with backendNotFound, and the server keeps serving`, { skip: type === "claude-code" ? false : "until the backend lands" }, async () => {
+    it(`${type}: a missing agent binary fails the turn with backendNotFound, and the server keeps serving`, { skip: type === "acp" ? "until the backend lands" : false }, async () => {
       const h = await startHarness({ fake });
       try {
         const threadId = await h.startThread({ configuration: { backend: { type, command: MISSING } } });
