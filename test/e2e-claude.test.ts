@@ -440,6 +440,44 @@ describe("handshake, discovery and errors", () => {
     }
   });
 
+  it("answers the in-flight cap with -32005, since -32001 means thread not found in this dialect", async () => {
+    const capped = spawnServer(fake, ["--max-in-flight", "1"]);
+    try {
+      const c = TestClient.overStdio(capped.child);
+      await initialize(c);
+      // A batch dispatches both at once: the second finds the first still in flight.
+      c.sendRaw(JSON.stringify([
+        { jsonrpc: "2.0", id: "a", method: "app/list", params: {} },
+        { jsonrpc: "2.0", id: "b", method: "app/list", params: {} },
+      ]));
+      const [a, b] = await Promise.all([c.waitFor((m) => m.id === "a"), c.waitFor((m) => m.id === "b")]);
+      assert.deepEqual(a.result, { apps: [] });
+      assert.equal(b.error?.code, -32005);
+      assert.deepEqual(b.error?.data, { reason: "inFlightLimit", limit: 1 });
+    } finally {
+      await capped.kill();
+    }
+  });
+
+  it("the default model applies only when nothing names one: a configured model and a per-turn alias win, without adaptive thinking", async () => {
+    const configured = spawnServer(fake, ["--model", "claude-sonnet-4-5"]);
+    try {
+      const c = TestClient.overStdio(configured.child);
+      await initialize(c, { cwd: makeWorkspace() });
+      const threadId = (await c.call("thread/start", {})).thread_id as string;
+      const posts = () => fake.requests.filter((r) => r.method === "POST");
+      fake.enqueue({ kind: "response", text: "configured" }, { kind: "response", text: "aliased" });
+      await turnCompleted(c, threadId, (await c.call("turn/start", { thread_id: threadId, content: "one" })).turn_id as string);
+      assert.equal(posts().at(-1)!.body.model, "claude-sonnet-4-5");
+      assert.equal(posts().at(-1)!.body.thinking, undefined);
+      await turnCompleted(c, threadId, (await c.call("turn/start", { thread_id: threadId, content: "two", model: "sonnet" })).turn_id as string);
+      assert.equal(posts().at(-1)!.body.model, "claude-sonnet-4-6");
+      assert.equal(posts().at(-1)!.body.thinking, undefined);
+    } finally {
+      await configured.kill();
+    }
+  });
+
   it("is also served when forced with --dialect claude", async () => {
     const forced = spawnServer(fake, ["--dialect", "claude"]);
     try {
@@ -726,6 +764,31 @@ describe("threads crossing dialects", () => {
     // The AppServer client, still subscribed, saw the claude client's turn too.
     const end = await appServer.turnEnd(threadId, turnId);
     assert.equal(end.method, "turn/completed");
+  });
+
+  it("image content blocks reach the runtime as image input parts (base64 as a data: URL)", async () => {
+    const workspace = makeWorkspace();
+    fake.enqueue({ kind: "response", text: "a cat" });
+    const threadId = (await claude.call("thread/start", { cwd: workspace })).thread_id as string;
+    const content = [
+      { type: "text", text: "What is in these?" },
+      { type: "image", source: { type: "base64", media_type: "image/png", data: "iVBORw0KGgo=" } },
+      { type: "image", source: { type: "url", url: "https://example.com/cat.png" } },
+    ];
+    const turnId = (await claude.call("turn/start", { thread_id: threadId, content })).turn_id as string;
+    assert.equal((await turnCompleted(claude, threadId, turnId)).status, "completed");
+    const read = (await appServer.call("thread/read", { threadId })).thread as { turns: Array<{ items: Array<{ type: string; payload: { input?: unknown } }> }> };
+    const user = read.turns[0]!.items.find((i) => i.type === "userMessage")!;
+    assert.deepEqual(user.payload.input, [
+      { type: "text", text: "What is in these?" },
+      { type: "image", url: "data:image/png;base64,iVBORw0KGgo=" },
+      { type: "image", url: "https://example.com/cat.png" },
+    ]);
+    const [turn] = (await claude.call("thread/resume", { thread_id: threadId })).turns as WireTurn[];
+    assert.equal(turn!.user_content, "What is in these?");
+    // A block of another type is still refused.
+    const bad = await claude.request("turn/start", { thread_id: threadId, content: [{ type: "document", source: {} }] });
+    assert.equal(bad.error?.code, -32602);
   });
 
   it("a claude thread is read by an AppServer client", async () => {
