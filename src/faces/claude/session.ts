@@ -43,6 +43,9 @@ const CAPABILITIES: Omit<Capabilities, "models" | "skills"> = {
  */
 export const DEFAULT_MODEL = { provider: "anthropic", model: "claude-opus-4-6", thinking: "adaptive" as ThinkingMode };
 
+/** How long initialize waits for the model catalog before answering without it. */
+const INITIALIZE_MODELS_WAIT_MS = 2_000;
+
 /** The original's short names for its models; turn/start accepts them for listed models. */
 const ALIASES: Record<string, string[]> = {
   "claude-opus-4-6": ["opus"],
@@ -119,7 +122,7 @@ export class ClaudeSession implements RpcHandlers {
     const rt = this.runtime;
     return {
       initialize: method(P.initialize, async (params): Promise<ClaudeResult<"initialize">> => {
-        const models = claudeModels(await rt.listModels()).map((m) => m.id);
+        const models = await this.modelIds();
         if (!this.initialized) this.detach.push(rt.approvals.addApprover(this.approver()));
         this.initialized = true;
         this.defaults = { ...(params.cwd ? { cwd: params.cwd } : {}), permissionMode: params.permission_mode ?? "default" };
@@ -206,6 +209,26 @@ export class ClaudeSession implements RpcHandlers {
       running: this.runtime.runtimeState(thread.id).running,
       ...(thread.forkedFrom ? { forked_from: thread.forkedFrom.threadId } : {}),
     };
+  }
+
+  /**
+   * The ids model/list would answer with, for initialize's capabilities. A provider's models
+   * endpoint that is slow to answer must not hold up the handshake: past INITIALIZE_MODELS_WAIT_MS
+   * the list is left empty (model/list still answers in full once the catalog has loaded).
+   */
+  private async modelIds(): Promise<string[]> {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), INITIALIZE_MODELS_WAIT_MS)));
+    const listed = this.runtime.listModels().catch((error: unknown) => {
+      this.log.warn({ err: error }, "could not list models for initialize");
+      return [];
+    });
+    try {
+      const models = await Promise.race([listed, late]);
+      return models ? claudeModels(models).map((m) => m.id) : [];
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /**
