@@ -535,6 +535,18 @@ describe("anthropic thinking", () => {
     ]);
   });
 
+  test("a request with thinking \"adaptive\" asks for adaptive thinking in place of a configured budget", async () => {
+    const provider = new AnthropicProvider({ baseURL: fake.anthropicBaseURL, apiKey: "k", maxRetries: 0, thinkingBudgetTokens: 2048 });
+    await run(provider, { ...request(), thinking: "adaptive" });
+    assert.deepEqual(fake.requests[0]!.body.thinking, { type: "adaptive" });
+    assert.equal(fake.requests[0]!.body.max_tokens, 16384);
+    // Without it, the configured budget still applies; other providers ignore the mode.
+    await run(provider);
+    assert.deepEqual(fake.requests[1]!.body.thinking, { type: "enabled", budget_tokens: 2048 });
+    await run(rawProvider("openai-chat", fake), { ...request(), thinking: "adaptive" });
+    assert.equal(fake.requests[2]!.body.thinking, undefined);
+  });
+
   test("reasoning signed by another provider is not sent back", async () => {
     const provider = new AnthropicProvider({ baseURL: fake.anthropicBaseURL, apiKey: "k", maxRetries: 0 });
     const reasoning = { text: "from gpt-5", signature: `${OPENAI_REASONING_PREFIX}[]` };

@@ -295,6 +295,19 @@ describe("RpcConnection: concurrency", () => {
     assert.deepEqual(results.map((r) => r.id).sort(), [1, 2, 3]);
     assert.deepEqual(await peer.call(req(5, "ping")), { jsonrpc: "2.0", id: 5, result: "pong" });
   });
+
+  it("answers overloaded with the code a face chose with useErrorCodes", async () => {
+    const { server, peer, state } = setup({ maxInFlight: 1 });
+    server.useErrorCodes({ overloaded: -32005 });
+    const g = gate();
+    state.gate = g.promise;
+    peer.send(req(1, "slow", { tag: "t1" }));
+    const refused = (await peer.call(req(2, "ping"))) as { error: { code: number; data: unknown } };
+    assert.equal(refused.error.code, -32005);
+    assert.deepEqual(refused.error.data, { reason: "inFlightLimit", limit: 1 });
+    g.open();
+    assert.deepEqual(await peer.next(), { jsonrpc: "2.0", id: 1, result: "t1" });
+  });
 });
 
 describe("RpcConnection: our requests to the peer", () => {

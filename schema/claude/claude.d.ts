@@ -5,81 +5,106 @@
 
 export type Content =
   | string
-  | Array<{
-      type: "text";
-      text: string;
-    }>;
+  | Array<
+      | {
+          type: "text";
+          text: string;
+        }
+      | ImageBlock>;
+
+export interface ImageBlock {
+  type: "image";
+  source:
+    | {
+        type: "base64";
+        media_type: string;
+        data: string;
+      }
+    | {
+        type: "url";
+        url: string;
+      };
+}
 
 /** default: ask for bash and file writes; acceptEdits: ask for bash only; bypassPermissions: never ask. */
 export type PermissionMode = "default" | "acceptEdits" | "bypassPermissions";
 
-export type Item =
+export interface StoredItem {
+  id: string;
+  /** Epoch milliseconds. */
+  created_at: number;
+  item: ItemContent;
+}
+
+export type ItemContent =
   | {
-      id: string;
-      type: "user";
-      text: string;
-      steered?: boolean;
-    }
-  | {
-      id: string;
       type: "text";
       text: string;
     }
   | {
-      id: string;
       type: "thinking";
-      text: string;
+      thinking: string;
     }
   | {
-      id: string;
       type: "tool_call";
       tool_use_id: string;
-      tool_name: string;
+      name: string;
       input: unknown;
     }
   | {
-      id: string;
       type: "tool_result";
       tool_use_id: string;
       content: string;
       is_error: boolean;
     }
   | {
-      id: string;
       type: "file_change";
-      tool_use_id: string;
       path: string;
+      operation: "create" | "update" | "delete";
+      /** Switchyard extension: the tool call that made the change. */
+      tool_use_id: string;
+      /** Switchyard extension: the change as a unified diff. */
       diff: string;
     }
   | {
-      id: string;
       type: "command_output";
-      tool_use_id: string;
       command: string;
-      output: string;
-      exit_code: number | null;
+      /** The command's output (stdout and stderr interleaved, as the agent saw it). */
+      stdout: string;
+      /** Always empty: the output is captured as one stream (see stdout). */
+      stderr: string;
+      /** -1 when the command did not exit on its own (timed out or interrupted). */
+      exit_code: number;
+      /** Switchyard extension: the tool call that ran the command. */
+      tool_use_id: string;
     };
 
 export interface Turn {
-  turn_id: string;
+  id: string;
+  thread_id: string;
   status: TurnStatus;
-  started_at: string;
-  completed_at?: string;
+  /** The text of the prompt that started the turn (the prompt is not an item). */
+  user_content: string;
+  items: StoredItem[];
+  /** Epoch milliseconds. */
+  created_at: number;
+  /** Absent while the turn runs. */
+  completed_at?: number;
+  /** The failure's message, for a failed turn. */
+  error?: string;
+  /** Switchyard extension: the failure's machine-readable reason. */
+  error_code?: string;
+  /** Switchyard extension: the texts turn/steer added to the turn. */
+  steered_content?: string[];
+  /** Switchyard extension: the model the turn ran with. */
   model?: string;
-  error?: TurnError;
-  items: Item[];
 }
 
-export type TurnStatus = "running" | "waiting_approval" | "completed" | "interrupted" | "failed";
-
-export interface TurnError {
-  code: string;
-  message: string;
-}
+export type TurnStatus = "active" | "completed" | "interrupted" | "error";
 
 // ---- requests (client -> server) ----
 
-/** Params of the `initialize` request. Handshake, the first request: the client's name, default cwd and permission mode; initialized follows the answer. */
+/** Params of the `initialize` request. Handshake, the first request: the client's name, default cwd and permission mode; initialized follows the answer. A second initialize updates them. */
 export interface InitializeParams {
   client?: {
     name: string;
@@ -96,7 +121,24 @@ export interface InitializeResult {
     name: "claude-app-server";
     version: string;
   };
-  capabilities: Record<string, unknown>;
+  /** threads, turns, models and skills as the original sends them; the other keys are Switchyard's. */
+  capabilities: {
+    threads: Array<"start" | "resume" | "fork">;
+    turns: Array<"start" | "steer" | "interrupt">;
+    /** The ids model/list answers with. */
+    models: string[];
+    /** The names skills/list answers with. */
+    skills: string[];
+    methods: string[];
+    notifications: string[];
+    permission_modes: PermissionMode[];
+    content_blocks: Array<"text" | "image">;
+    streaming: boolean;
+    approvals: boolean;
+    thread_fork: boolean;
+    turn_steer: boolean;
+    turn_interrupt: boolean;
+  };
 }
 
 /** Params of the `thread/start` request. Creates a thread (cwd and permission mode default to initialize's) and follows it. */
@@ -131,7 +173,8 @@ export interface ThreadStartParams {
 /** Result of the `thread/start` request. */
 export interface ThreadStartResult {
   thread_id: string;
-  created_at: string;
+  /** Epoch milliseconds. */
+  created_at: number;
 }
 
 /** Params of the `thread/resume` request. Reads a thread back with its turns and follows it. */
@@ -143,14 +186,19 @@ export interface ThreadResumeParams {
 /** Result of the `thread/resume` request. */
 export interface ThreadResumeResult {
   thread_id: string;
+  /** Epoch milliseconds. */
+  created_at: number;
   cwd: string;
   permission_mode: PermissionMode;
-  created_at: string;
-  updated_at: string;
-  status: "active" | "paused" | "archived";
-  running: boolean;
-  forked_from?: string;
   turns: Turn[];
+  /** Switchyard extension: the thread's last activity. */
+  updated_at: number;
+  /** Switchyard extension. */
+  status: "active" | "paused" | "archived";
+  /** Switchyard extension: whether a turn is running. */
+  running: boolean;
+  /** Switchyard extension: the thread this one was forked from. */
+  forked_from?: string;
 }
 
 /** Params of the `thread/fork` request. Copies a thread's finished turns, up to and including at_turn_id, into a new thread and follows it. */
@@ -164,7 +212,8 @@ export interface ThreadForkParams {
 export interface ThreadForkResult {
   thread_id: string;
   forked_from: string;
-  created_at: string;
+  /** Epoch milliseconds. */
+  created_at: number;
 }
 
 /** Params of the `turn/start` request. Starts a turn; answers at once, then streams notifications until turn/completed. */
@@ -172,6 +221,7 @@ export interface TurnStartParams {
   /** Thread id. */
   thread_id: string;
   content: Content;
+  /** A model id or alias from model/list; by default claude-opus-4-6 with adaptive thinking when the Anthropic provider is in use. */
   model?: string;
 }
 
@@ -190,6 +240,7 @@ export interface TurnSteerParams {
 /** Result of the `turn/steer` request. */
 export interface TurnSteerResult {
   turn_id: string;
+  note: string;
 }
 
 /** Params of the `turn/interrupt` request. Stops the running turn and answers with its final status. */
@@ -211,12 +262,17 @@ export type ModelListParams = {};
 export interface ModelListResult {
   models: Array<{
     id: string;
+    name: string;
+    /** Short names turn/start accepts for this model. */
+    aliases: string[];
+    /** Switchyard extension: the same as name. */
     display_name: string;
+    /** Switchyard extension: the model a turn uses when it names none. */
     is_default?: boolean;
   }>;
 }
 
-/** Params of the `skills/list` request. Lists the agent's tools and whether each asks for approval under this connection's permission mode. */
+/** Params of the `skills/list` request. Lists the agent's tools, the JSON Schema of each one's input, and whether each asks for approval under this connection's permission mode. */
 export type SkillsListParams = {};
 
 /** Result of the `skills/list` request. */
@@ -224,6 +280,9 @@ export interface SkillsListResult {
   skills: Array<{
     name: string;
     description: string;
+    /** JSON Schema of the tool's input. */
+    parameters: Record<string, unknown>;
+    /** Switchyard extension. */
     needs_approval: boolean;
   }>;
 }
@@ -245,6 +304,11 @@ export interface ApprovalRespondParams {
 /** Result of the `approval/respond` request. */
 export interface ApprovalRespondResult {
   ok: true;
+  thread_id: string;
+  approved: boolean;
+  /** The thread's mode (unchanged: an answer approves one tool call). */
+  permission_mode: PermissionMode;
+  note: string;
 }
 
 // ---- notifications (server -> client) ----
@@ -265,17 +329,22 @@ export interface ItemProgressNotification {
   thread_id: string;
   turn_id: string;
   item_id: string;
-  delta: {
-    type: "text" | "thinking";
-    text: string;
-  };
+  delta:
+    | {
+        type: "text";
+        text: string;
+      }
+    | {
+        type: "thinking";
+        thinking: string;
+      };
 }
 
-/** Params of the `item/created` notification. An item was finalized. */
+/** Params of the `item/created` notification. An item was finalized (the user's prompt is not an item). */
 export interface ItemCreatedNotification {
   thread_id: string;
   turn_id: string;
-  item: Item;
+  item: StoredItem;
 }
 
 /** Params of the `approval/request` notification. A tool call needs approval; answer with approval/respond. */
@@ -288,27 +357,31 @@ export interface ApprovalRequestNotification {
   input: unknown;
 }
 
-/** Params of the `turn/completed` notification. A turn ended, whatever the outcome: the single end-of-turn signal. */
+/** Params of the `turn/completed` notification. A turn ended, whatever the outcome: the single end-of-turn signal (status error after turn/error). */
 export interface TurnCompletedNotification {
   thread_id: string;
   turn_id: string;
-  status: "completed" | "interrupted" | "failed";
+  status: "completed" | "interrupted" | "error";
   items_count: number;
-  completed_at: string;
+  /** Epoch milliseconds. */
+  completed_at: number;
 }
 
-/** Params of the `turn/error` notification. A turn failed; its turn/completed (status failed) follows. */
+/** Params of the `turn/error` notification. A turn failed; its turn/completed (status error) follows. */
 export interface TurnErrorNotification {
   thread_id: string;
   turn_id: string;
-  error: TurnError;
+  /** The failure's message. */
+  error: string;
+  /** Switchyard extension: the failure's machine-readable reason. */
+  error_code: string;
 }
 
 // ---- methods ----
 
 /** Client -> server requests: each method's params and result. */
 export interface Requests {
-  /** Handshake, the first request: the client's name, default cwd and permission mode; initialized follows the answer. */
+  /** Handshake, the first request: the client's name, default cwd and permission mode; initialized follows the answer. A second initialize updates them. */
   "initialize": { params: InitializeParams; result: InitializeResult };
   /** Creates a thread (cwd and permission mode default to initialize's) and follows it. */
   "thread/start": { params: ThreadStartParams; result: ThreadStartResult };
@@ -324,7 +397,7 @@ export interface Requests {
   "turn/interrupt": { params: TurnInterruptParams; result: TurnInterruptResult };
   /** Lists the default provider's models. */
   "model/list": { params: ModelListParams; result: ModelListResult };
-  /** Lists the agent's tools and whether each asks for approval under this connection's permission mode. */
+  /** Lists the agent's tools, the JSON Schema of each one's input, and whether each asks for approval under this connection's permission mode. */
   "skills/list": { params: SkillsListParams; result: SkillsListResult };
   /** Lists apps (always empty). */
   "app/list": { params: AppListParams; result: AppListResult };
@@ -340,13 +413,13 @@ export interface Notifications {
   "turn/started": TurnStartedNotification;
   /** More text or thinking of an item still being streamed. */
   "item/progress": ItemProgressNotification;
-  /** An item was finalized. */
+  /** An item was finalized (the user's prompt is not an item). */
   "item/created": ItemCreatedNotification;
   /** A tool call needs approval; answer with approval/respond. */
   "approval/request": ApprovalRequestNotification;
-  /** A turn ended, whatever the outcome: the single end-of-turn signal. */
+  /** A turn ended, whatever the outcome: the single end-of-turn signal (status error after turn/error). */
   "turn/completed": TurnCompletedNotification;
-  /** A turn failed; its turn/completed (status failed) follows. */
+  /** A turn failed; its turn/completed (status error) follows. */
   "turn/error": TurnErrorNotification;
 }
 

@@ -17,6 +17,7 @@ import type {
 } from "../domain/model.js";
 import type { TurnRecorder } from "../domain/turn-recorder.js";
 import type { ApprovalAsk, ToolEnvironment } from "../tools/tool.js";
+import type { ThinkingMode } from "../providers/provider.js";
 
 export type TurnOutcome =
   | { status: "completed" }
@@ -35,6 +36,8 @@ export interface TurnContext {
   /** Per-turn model selection (overrides the thread's configuration). */
   readonly provider?: string;
   readonly model?: string;
+  /** Per-turn thinking mode for the built-in engine's model calls (other backends ignore it). */
+  readonly thinking?: ThinkingMode;
   readonly recorder: TurnRecorder;
   /** Aborted when the turn is interrupted or the server shuts down. */
   readonly signal: AbortSignal;

@@ -79,7 +79,11 @@ export interface ProviderSetup {
   defaults: { provider?: string; model?: string };
   /** Builds the provider for a selection; with no provider named, the auto-detected default. */
   resolveProvider(selection: { provider?: string; model?: string }): Promise<ModelProvider | { problem: string }>;
-  catalog: { list(): ReturnType<ModelCatalog["list"]> };
+  catalog: {
+    list(): ReturnType<ModelCatalog["list"]>;
+    /** The provider turns use when none is named: the configured one, else the detected one. */
+    defaultProvider(): Promise<string | undefined>;
+  };
 }
 
 /**
@@ -128,6 +132,9 @@ export function setUpProviders(
       const auto = await effectiveDefaults();
       return build({ ...auto, ...(selection.model ? { model: selection.model } : {}) });
     },
-    catalog: { list: async () => (await (catalog ??= buildCatalog())).list() },
+    catalog: {
+      list: async () => (await (catalog ??= buildCatalog())).list(),
+      defaultProvider: async () => (await effectiveDefaults()).provider,
+    },
   };
 }

@@ -1,7 +1,7 @@
 // A face is one client protocol over the shared runtime: its schemas, its method table, and
 // the mapping between its wire messages and runtime calls/events.
 import type { Logger } from "../log.js";
-import type { RpcConnection, RpcHandlers } from "../rpc/connection.js";
+import type { EngineErrorCodes, RpcConnection, RpcHandlers } from "../rpc/connection.js";
 import type { Runtime } from "../runtime/runtime.js";
 
 export interface FaceContext {
@@ -17,6 +17,8 @@ export interface Face {
   claims(initializeParams: unknown): boolean;
   /** Starts serving one connection. */
   open(ctx: FaceContext): RpcHandlers;
+  /** The codes the RPC engine answers with on this face's connections, where they differ from its defaults. */
+  readonly engineErrorCodes?: Partial<EngineErrorCodes>;
 }
 
 /**
@@ -27,10 +29,12 @@ export function lazyFace(
   name: string,
   claims: Face["claims"],
   load: () => Promise<(ctx: FaceContext) => RpcHandlers>,
+  engineErrorCodes?: Partial<EngineErrorCodes>,
 ): Face {
   return {
     name,
     claims,
+    ...(engineErrorCodes ? { engineErrorCodes } : {}),
     open(ctx) {
       const handlers = load().then((open) => open(ctx));
       return {

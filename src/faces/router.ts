@@ -13,7 +13,7 @@ export class DialectRouter implements RpcHandlers {
     private readonly ctx: FaceContext,
     forced?: Face,
   ) {
-    if (forced) this.handlers = forced.open(ctx);
+    if (forced) this.handlers = this.open(forced);
   }
 
   onRequest(method: string, params: unknown, ctx: RequestContext): unknown {
@@ -21,9 +21,15 @@ export class DialectRouter implements RpcHandlers {
       if (method !== "initialize") throw notInitialized();
       const face = this.faces.find((f) => f.claims(params)) ?? this.faces[0]!;
       this.ctx.log.debug({ face: face.name, connection: this.ctx.connection.id }, "dialect chosen");
-      this.handlers = face.open(this.ctx);
+      this.handlers = this.open(face);
     }
     return this.handlers.onRequest(method, params, ctx);
+  }
+
+  private open(face: Face): RpcHandlers {
+    // Before the face's code loads, so no answer of the engine uses the other codes.
+    if (face.engineErrorCodes) this.ctx.connection.useErrorCodes(face.engineErrorCodes);
+    return face.open(this.ctx);
   }
 
   onNotification(method: string, params: unknown, ctx: RequestContext): void {

@@ -40,6 +40,7 @@ export interface AnthropicOptions {
 
 const ANTHROPIC_DEFAULT_BASE = "https://api.anthropic.com";
 const DEFAULT_MAX_TOKENS = 8192;
+const ADAPTIVE_MAX_TOKENS = 16384;
 
 export class AnthropicProvider implements ModelProvider {
   readonly name = "anthropic";
@@ -86,18 +87,27 @@ function describeService(baseURL: string | undefined): string {
   return !base || base === ANTHROPIC_DEFAULT_BASE ? "the Anthropic API" : `the Anthropic-compatible server at ${base}`;
 }
 
-function buildRequest(request: ModelRequest, defaultModel: string, thinkingBudget: number | undefined) {
-  let maxTokens = request.maxOutputTokens ?? DEFAULT_MAX_TOKENS;
+function buildRequest(request: ModelRequest, defaultModel: string, configuredBudget: number | undefined) {
+  const adaptive = request.thinking === "adaptive";
+  // Adaptive thinking replaces a configured budget for this request.
+  const thinkingBudget = adaptive ? undefined : configuredBudget;
+  // Adaptive thinking counts toward max_tokens like the answer does: leave room for both.
+  let maxTokens = request.maxOutputTokens ?? (adaptive ? ADAPTIVE_MAX_TOKENS : DEFAULT_MAX_TOKENS);
   // The API requires max_tokens > budget_tokens; the budget comes on top of the answer.
   if (thinkingBudget !== undefined && maxTokens <= thinkingBudget) maxTokens += thinkingBudget;
   const tools = request.tools.map(toApiTool);
+  const thinking = adaptive
+    ? { thinking: { type: "adaptive" as const } }
+    : thinkingBudget !== undefined
+      ? { thinking: { type: "enabled" as const, budget_tokens: thinkingBudget } }
+      : {};
   return {
     model: request.model || defaultModel,
     max_tokens: maxTokens,
     messages: toApiMessages(request.messages),
     ...(request.system ? { system: request.system } : {}),
     ...(tools.length > 0 ? { tools } : {}),
-    ...(thinkingBudget !== undefined ? { thinking: { type: "enabled" as const, budget_tokens: thinkingBudget } } : {}),
+    ...thinking,
     stream: true as const,
   };
 }

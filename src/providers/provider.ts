@@ -37,7 +37,14 @@ export interface ModelRequest {
   messages: ConversationMessage[];
   tools: ToolSpec[];
   maxOutputTokens?: number;
+  /**
+   * "adaptive": the model decides whether and how much to think (Anthropic's adaptive thinking),
+   * in place of the provider's configured thinking. Providers without such a mode ignore it.
+   */
+  thinking?: ThinkingMode;
 }
+
+export type ThinkingMode = "adaptive";
 
 export interface UsageReport {
   inputTokens: number;

@@ -23,9 +23,18 @@ export interface RpcHandlers {
   onNotification?(method: string, params: unknown, ctx: RequestContext): void;
 }
 
+/**
+ * Error codes the engine itself answers with, outside JSON-RPC's reserved ones. A protocol
+ * face whose own table gives these numbers other meanings chooses its own with useErrorCodes.
+ */
+export interface EngineErrorCodes {
+  /** The in-flight cap was reached (default -32001). */
+  overloaded: number;
+}
+
 export interface ConnectionOptions {
   logger?: Logger;
-  /** Incoming requests whose handler has not finished; more are answered with -32001. Default 64. */
+  /** Incoming requests whose handler has not finished; more are answered as overloaded (-32001). Default 64. */
   maxInFlight?: number;
   /** Timeout of our outgoing requests. Default 60000; 0 or Infinity disables it. */
   defaultRequestTimeoutMs?: number;
@@ -91,6 +100,7 @@ export class RpcConnection {
   private nextId = 0;
   private inFlight = 0;
   private isClosed = false;
+  private codes: EngineErrorCodes = { overloaded: ErrorCode.Overloaded };
 
   constructor(
     private readonly channel: MessageChannel,
@@ -105,6 +115,11 @@ export class RpcConnection {
     channel.onMessage((text) => this.handleText(text));
     channel.onOversized((size, limit) => this.handleOversized(size, limit));
     channel.onClose(() => this.shutdown());
+  }
+
+  /** Replaces the engine's own error codes from now on (a face calls this when it is chosen). */
+  useErrorCodes(codes: Partial<EngineErrorCodes>): void {
+    this.codes = { ...this.codes, ...codes };
   }
 
   get closed(): boolean {
@@ -223,7 +238,7 @@ export class RpcConnection {
     if (this.inFlight >= this.maxInFlight) {
       this.log.warn({ method, limit: this.maxInFlight }, "request refused: in-flight limit reached");
       return errorReply(id, {
-        code: ErrorCode.Overloaded,
+        code: this.codes.overloaded,
         message: "Server overloaded; retry later.",
         data: { reason: "inFlightLimit", limit: this.maxInFlight },
       });

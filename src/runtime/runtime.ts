@@ -6,6 +6,7 @@ import { newId, newThreadId } from "../ids.js";
 import type { Logger } from "../log.js";
 import type { BackendAvailability, BackendSet, TurnContext, TurnOutcome } from "../backends/backend.js";
 import type { ListedModel } from "../providers/model-catalog.js";
+import type { ThinkingMode } from "../providers/provider.js";
 import type { Store, StoredItemJson, ThreadFilter, ThreadPage } from "../store/store.js";
 import type { AnyTool, ApprovalAsk, ToolEnvironment } from "../tools/tool.js";
 import type { ToolRegistry } from "../tools/registry.js";
@@ -37,7 +38,11 @@ export interface RuntimeOptions {
   /** The built-in engine's tools (for discovery methods of the faces). */
   tools: ToolRegistry;
   /** The models the configured providers offer (for model catalogs of the faces). */
-  models?: { list(): Promise<ListedModel[]> };
+  models?: {
+    list(): Promise<ListedModel[]>;
+    /** The provider turns use when neither thread nor turn names one (configured, else detected). */
+    defaultProvider?(): Promise<string | undefined>;
+  };
   logger: Logger;
   defaults: {
     /** The backend of threads that name none. */
@@ -64,6 +69,17 @@ export interface StartTurnParams {
   /** Required in historyMode "client", refused in "server". */
   messages?: ClientMessage[];
   provider?: string;
+  model?: string;
+  /** The built-in engine's thinking mode for this turn's model calls. */
+  thinking?: ThinkingMode;
+}
+
+/** What a turn on a thread would run with when it names no model itself. */
+export interface ModelSelection {
+  backend: BackendSpec["type"];
+  /** The thread's provider, else the server's (configured or detected); undefined when there is none. */
+  provider?: string;
+  /** The thread's model, else the server's configured one; undefined: the provider's own default. */
   model?: string;
 }
 
@@ -323,6 +339,16 @@ export class Runtime {
     return this.options.models?.list() ?? Promise.resolve([]);
   }
 
+  /** The backend, provider and model a turn on this thread gets when it names no model. */
+  async modelSelection(threadId: string): Promise<ModelSelection> {
+    const thread = this.getThread(threadId);
+    const backend = this.backendSpecOf(thread).type;
+    if (backend !== "builtin") return { backend, ...(thread.configuration?.model ? { model: thread.configuration.model } : {}) };
+    const provider = thread.configuration?.provider ?? (await this.options.models?.defaultProvider?.());
+    const model = thread.configuration?.model ?? this.options.defaults.model;
+    return { backend, ...(provider ? { provider } : {}), ...(model ? { model } : {}) };
+  }
+
   /** Token usage summed over each thread's turns (threads without any are left out). */
   threadUsage(threadIds: string[]): Map<string, TokenUsage> {
     const totals = new Map<string, TokenUsage>();
@@ -336,8 +362,10 @@ export class Runtime {
   }
 
   /** The tools the agent can use, for discovery methods of the faces. */
-  listTools(): Array<{ name: string; description: string; kind: AnyTool["kind"] }> {
-    return this.options.tools.list().map(({ name, description, kind }) => ({ name, description, kind }));
+  listTools(): Array<{ name: string; description: string; kind: AnyTool["kind"]; parameters: Record<string, unknown> }> {
+    const tools = this.options.tools;
+    const specs = new Map(tools.specs().map((spec) => [spec.name, spec.parameters]));
+    return tools.list().map(({ name, description, kind }) => ({ name, description, kind, parameters: specs.get(name) ?? { type: "object" } }));
   }
 
   runtimeState(threadId: string): ThreadRuntimeState {
@@ -524,6 +552,7 @@ export class Runtime {
       ...(params.messages ? { messages: params.messages } : {}),
       ...(params.provider ? { provider: params.provider } : {}),
       ...(active.turn.model ? { model: active.turn.model } : {}),
+      ...(params.thinking ? { thinking: params.thinking } : {}),
       recorder,
       signal: active.abort.signal,
       log: this.log.child({ threadId: thread.id, turnId: active.turn.id, backend: backend.type }),

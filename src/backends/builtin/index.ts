@@ -50,6 +50,7 @@ export class BuiltinBackend implements AgentBackend {
       workspace,
       provider,
       model,
+      ...(ctx.thinking ? { thinking: ctx.thinking } : {}),
       system: [config.systemPrompt ?? systemPrompt({ workspacePath: workspace.root, mode: thread.mode }), client?.system].filter(Boolean).join("\n\n"),
       tools,
       toolSpecs: this.options.tools.specs((tool) => tools.includes(tool)),

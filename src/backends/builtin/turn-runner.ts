@@ -1,7 +1,7 @@
 // The agent loop for one turn: call the model (streaming), run the tools it asks for through
 // the approval gate, feed the results back, and repeat until the model stops.
 import type { ZodError } from "zod";
-import type { ConversationMessage, ModelProvider, ToolCallRequest, ToolSpec, UsageReport } from "../../providers/provider.js";
+import type { ConversationMessage, ModelProvider, ThinkingMode, ToolCallRequest, ToolSpec, UsageReport } from "../../providers/provider.js";
 import { ProviderError } from "../../providers/provider.js";
 import type { ApprovalDecision, InputPart, ItemOf, PlanStep, TurnError } from "../../domain/model.js";
 import type { TurnOutcome } from "../backend.js";
@@ -22,6 +22,8 @@ export interface TurnHost {
   readonly workspace: Workspace;
   readonly provider: ModelProvider;
   readonly model: string;
+  /** The turn's thinking mode, when it asks for one (ModelRequest.thinking). */
+  readonly thinking?: ThinkingMode;
   readonly system: string;
   readonly tools: AnyTool[];
   /** The same tools as the model sees them. */
@@ -155,7 +157,7 @@ export class TurnRunner {
     const estimated = this.context.rawEstimate(messages);
 
     const stream = host.provider.stream(
-      { model: host.model, system: host.system, messages, tools: host.toolSpecs },
+      { model: host.model, system: host.system, messages, tools: host.toolSpecs, ...(host.thinking ? { thinking: host.thinking } : {}) },
       host.signal,
     );
     for await (const event of stream) {

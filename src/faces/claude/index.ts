@@ -1,6 +1,7 @@
 // The claude-app-server dialect (spec 004): snake_case JSON-RPC in the vocabulary of Claude
 // content blocks, over the same runtime as every other face. Loaded on first use.
 import { lazyFace } from "../face.js";
+import { ClaudeErrorCode } from "./errors.js";
 
 export const claudeFace = lazyFace(
   "claude",
@@ -12,4 +13,6 @@ export const claudeFace = lazyFace(
     const { ClaudeSession } = await import("./session.js");
     return ({ runtime, connection, log, serverVersion }) => new ClaudeSession(runtime, connection, serverVersion, log);
   },
+  // -32001 is "thread not found" in this dialect; the in-flight cap answers with ClaudeErrorCode.Overloaded.
+  { overloaded: ClaudeErrorCode.Overloaded },
 );

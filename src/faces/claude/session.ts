@@ -3,13 +3,14 @@
 import type { Logger } from "../../log.js";
 import type { ListedModel } from "../../providers/model-catalog.js";
 import { ConnectionClosedError, type RequestContext, type RpcConnection, type RpcHandlers } from "../../rpc/connection.js";
-import { ErrorCode, RpcError } from "../../rpc/errors.js";
+import { RpcError } from "../../rpc/errors.js";
 import { dispatchTable, method, type MethodTable } from "../../rpc/methods.js";
-import { dispatchInitialized } from "../dispatch.js";
 import type { ApprovalRequest, Approver } from "../../runtime/approvals.js";
 import type { RuntimeEvent } from "../../domain/events.js";
 import type { ApprovalDecision, Thread } from "../../domain/model.js";
+import type { ThinkingMode } from "../../providers/provider.js";
 import type { Runtime } from "../../runtime/runtime.js";
+import { ClaudeErrorCode, claudeError, notInitialized } from "./errors.js";
 import {
   ClaudeNotifications,
   ClaudeParams as P,
@@ -18,19 +19,44 @@ import {
   type ClaudeNotificationParams,
   type ClaudeResult,
 } from "./schemas.js";
-import { SERVER_NAME, permissionConfiguration, permissionMode, toInput, toNotifications, toolInput, turnStatus, wireTurn } from "./wire.js";
+import { SERVER_NAME, millis, permissionConfiguration, permissionMode, toInput, toNotifications, toolInput, turnStatus, wireTurn } from "./wire.js";
 
-const CAPABILITIES = {
+type Capabilities = ClaudeResult<"initialize">["capabilities"];
+
+const CAPABILITIES: Omit<Capabilities, "models" | "skills"> = {
+  threads: ["start", "resume", "fork"],
+  turns: ["start", "steer", "interrupt"],
   methods: Object.keys(P),
   notifications: Object.keys(ClaudeNotifications),
   permission_modes: PermissionMode.options,
-  content_blocks: ["text"],
+  content_blocks: ["text", "image"],
   streaming: true,
   approvals: true,
   thread_fork: true,
   turn_steer: true,
   turn_interrupt: true,
 };
+
+/**
+ * The dialect's default model, as the document states it: used with the Anthropic provider
+ * when neither the turn, the thread nor the server's configuration names a model.
+ */
+export const DEFAULT_MODEL = { provider: "anthropic", model: "claude-opus-4-6", thinking: "adaptive" as ThinkingMode };
+
+/** How long initialize waits for the model catalog before answering without it. */
+const INITIALIZE_MODELS_WAIT_MS = 2_000;
+
+/** The original's short names for its models; turn/start accepts them for listed models. */
+const ALIASES: Record<string, string[]> = {
+  "claude-opus-4-6": ["opus"],
+  "claude-sonnet-4-6": ["sonnet"],
+  "claude-haiku-4-5": ["haiku"],
+};
+
+/** The model id an alias stands for; anything else unchanged. */
+export function resolveAlias(model: string): string {
+  return Object.entries(ALIASES).find(([, aliases]) => aliases.includes(model))?.[0] ?? model;
+}
 
 /**
  * The models model/list offers: the runtime's catalog, narrowed to the default provider's
@@ -40,10 +66,14 @@ export function claudeModels(models: ListedModel[]): ClaudeResult<"model/list">[
   const provider = models.find((m) => m.isDefault)?.provider;
   return models
     .filter((m) => provider === undefined || m.provider === provider)
-    .map((m) => ({ id: m.id, display_name: m.displayName ?? m.id, ...(m.isDefault ? { is_default: true } : {}) }));
+    .map((m) => {
+      const name = m.displayName ?? m.id;
+      return { id: m.id, name, aliases: ALIASES[m.id] ?? [], display_name: name, ...(m.isDefault ? { is_default: true } : {}) };
+    });
 }
 
 interface PendingApproval {
+  threadId: string;
   answer(approved: boolean): void;
   fail(error: Error): void;
 }
@@ -74,8 +104,14 @@ export class ClaudeSession implements RpcHandlers {
     });
   }
 
-  onRequest(name: string, params: unknown, ctx: RequestContext): Promise<unknown> {
-    return dispatchInitialized(this.dispatch, this.initialized, name, params, ctx);
+  async onRequest(name: string, params: unknown, ctx: RequestContext): Promise<unknown> {
+    // As the original: everything but initialize waits for it; initialize may come again.
+    if (name !== "initialize" && !this.initialized) throw notInitialized();
+    try {
+      return await this.dispatch(name, params, ctx);
+    } catch (error) {
+      throw claudeError(error);
+    }
   }
 
   onNotification(name: string): void {
@@ -85,15 +121,17 @@ export class ClaudeSession implements RpcHandlers {
   private methods(): MethodTable {
     const rt = this.runtime;
     return {
-      initialize: method(P.initialize, (params): ClaudeResult<"initialize"> => {
+      initialize: method(P.initialize, async (params): Promise<ClaudeResult<"initialize">> => {
+        const models = await this.modelIds();
+        if (!this.initialized) this.detach.push(rt.approvals.addApprover(this.approver()));
         this.initialized = true;
         this.defaults = { ...(params.cwd ? { cwd: params.cwd } : {}), permissionMode: params.permission_mode ?? "default" };
-        this.detach.push(rt.approvals.addApprover(this.approver()));
         this.log.info({ client: params.client?.name, transport: this.connection.info.transport }, "client initialized");
         // The spec sends `initialized` after the response. Responses go out once the handler's
         // promise settles (microtasks); setImmediate runs after those, so the order holds.
         setImmediate(() => this.send({ method: "initialized", params: { server: SERVER_NAME } }));
-        return { server: { name: SERVER_NAME, version: this.serverVersion }, capabilities: CAPABILITIES };
+        const skills = rt.listTools().map((t) => t.name);
+        return { server: { name: SERVER_NAME, version: this.serverVersion }, capabilities: { ...CAPABILITIES, models, skills } };
       }),
       "thread/start": method(P["thread/start"], (params): ClaudeResult<"thread/start"> => {
         const mode = params.permission_mode ?? this.defaults.permissionMode;
@@ -103,7 +141,7 @@ export class ClaudeSession implements RpcHandlers {
           configuration: { ...permissionConfiguration(mode), ...(params.backend ? { backend: params.backend } : {}) },
         });
         this.follow(thread.id);
-        return { thread_id: thread.id, created_at: thread.createdAt };
+        return { thread_id: thread.id, created_at: millis(thread.createdAt) };
       }),
       "thread/resume": method(P["thread/resume"], ({ thread_id }): ClaudeResult<"thread/resume"> => {
         const thread = rt.resumeThread(thread_id);
@@ -114,15 +152,17 @@ export class ClaudeSession implements RpcHandlers {
         // Following starts after the copied history: the client is not sent turns it already has.
         const fork = rt.forkThread(thread_id, at_turn_id);
         this.follow(fork.id);
-        return { thread_id: fork.id, forked_from: thread_id, created_at: fork.createdAt };
+        return { thread_id: fork.id, forked_from: thread_id, created_at: millis(fork.createdAt) };
       }),
-      "turn/start": method(P["turn/start"], ({ thread_id, content, model }): ClaudeResult<"turn/start"> => {
+      "turn/start": method(P["turn/start"], async ({ thread_id, content, model }): Promise<ClaudeResult<"turn/start">> => {
+        const choice = model ? { model: resolveAlias(model) } : await this.defaultModel(thread_id);
         this.follow(thread_id);
-        const turn = rt.startTurn(thread_id, { input: toInput(content), ...(model ? { model } : {}) });
+        const turn = rt.startTurn(thread_id, { input: toInput(content), ...choice });
         return { turn_id: turn.id };
       }),
       "turn/steer": method(P["turn/steer"], ({ thread_id, content }): ClaudeResult<"turn/steer"> => {
-        return { turn_id: rt.steer(thread_id, toInput(content)).id };
+        const turn = rt.steer(thread_id, toInput(content));
+        return { turn_id: turn.id, note: "added to the running turn: the model reads it before its next step" };
       }),
       "turn/interrupt": method(P["turn/interrupt"], async ({ thread_id }): Promise<ClaudeResult<"turn/interrupt">> => {
         const turn = await rt.interrupt(thread_id);
@@ -134,16 +174,25 @@ export class ClaudeSession implements RpcHandlers {
         // this answers for the mode this connection declared at initialize.
         const mode = this.defaults.permissionMode;
         const asks = (kind: string): boolean => (kind === "shell" ? mode !== "bypassPermissions" : kind === "write" && mode === "default");
-        return { skills: rt.listTools().map((t) => ({ name: t.name, description: t.description, needs_approval: asks(t.kind) })) };
+        return {
+          skills: rt.listTools().map((t) => ({ name: t.name, description: t.description, parameters: t.parameters, needs_approval: asks(t.kind) })),
+        };
       }),
       "app/list": method(P["app/list"], (): ClaudeResult<"app/list"> => ({ apps: [] })),
       "approval/respond": method(P["approval/respond"], ({ request_id, approved }): ClaudeResult<"approval/respond"> => {
         const approval = this.pending.get(request_id);
         if (!approval) {
-          throw new RpcError(ErrorCode.InvalidParams, `Unknown request_id "${request_id}": no approval/request with this id is waiting for an answer on this connection.`, { request_id });
+          throw new RpcError(ClaudeErrorCode.InvalidParams, `Unknown request_id "${request_id}": no approval/request with this id is waiting for an answer on this connection.`, { request_id });
         }
         approval.answer(approved);
-        return { ok: true };
+        const mode = permissionMode(rt.findThread(approval.threadId)?.configuration);
+        return {
+          ok: true,
+          thread_id: approval.threadId,
+          approved,
+          permission_mode: mode,
+          note: approved ? "The tool call runs." : "The tool call was declined; the turn goes on without it.",
+        };
       }),
     };
   }
@@ -151,15 +200,47 @@ export class ClaudeSession implements RpcHandlers {
   private describe(thread: Thread): ClaudeResult<"thread/resume"> {
     return {
       thread_id: thread.id,
+      created_at: millis(thread.createdAt),
       cwd: thread.workspacePath,
       permission_mode: permissionMode(thread.configuration),
-      created_at: thread.createdAt,
-      updated_at: thread.lastActiveAt,
+      turns: this.runtime.turnsOf(thread.id).map(wireTurn),
+      updated_at: millis(thread.lastActiveAt),
       status: thread.status,
       running: this.runtime.runtimeState(thread.id).running,
       ...(thread.forkedFrom ? { forked_from: thread.forkedFrom.threadId } : {}),
-      turns: this.runtime.turnsOf(thread.id).map(wireTurn),
     };
+  }
+
+  /**
+   * The ids model/list would answer with, for initialize's capabilities. A provider's models
+   * endpoint that is slow to answer must not hold up the handshake: past INITIALIZE_MODELS_WAIT_MS
+   * the list is left empty (model/list still answers in full once the catalog has loaded).
+   */
+  private async modelIds(): Promise<string[]> {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), INITIALIZE_MODELS_WAIT_MS)));
+    const listed = this.runtime.listModels().catch((error: unknown) => {
+      this.log.warn({ err: error }, "could not list models for initialize");
+      return [];
+    });
+    try {
+      const models = await Promise.race([listed, late]);
+      return models ? claudeModels(models).map((m) => m.id) : [];
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /**
+   * The dialect's default model for a turn that names none: claude-opus-4-6 with adaptive
+   * thinking when the built-in engine would call the Anthropic provider with its own default
+   * model; nothing (the server's choice) when the thread or the server names a model, another
+   * provider is in use, or an external agent runs the thread.
+   */
+  private async defaultModel(threadId: string): Promise<{ model?: string; thinking?: ThinkingMode }> {
+    const selection = await this.runtime.modelSelection(threadId);
+    if (selection.backend !== "builtin" || selection.model !== undefined || selection.provider !== DEFAULT_MODEL.provider) return {};
+    return { model: DEFAULT_MODEL.model, thinking: DEFAULT_MODEL.thinking };
   }
 
   /** Follows a thread from now on: events appended before this call are not sent. */
@@ -195,6 +276,7 @@ export class ClaudeSession implements RpcHandlers {
             reject(new Error("Approval request withdrawn"));
           };
           this.pending.set(request.requestId, {
+            threadId: request.threadId,
             answer: (approved) => {
               settle();
               resolve(approved ? "accept" : "decline");

@@ -2,7 +2,7 @@
 // content-block vocabulary).
 import type { RuntimeEvent } from "../../domain/events.js";
 import type { InputPart, Item, ThreadConfiguration, Turn } from "../../domain/model.js";
-import type { Content, ClaudeNotification, PermissionMode, TurnStatus, WireItem, WireTurn } from "./schemas.js";
+import type { Content, ClaudeNotification, ItemContent, PermissionMode, StoredItem, TurnStatus, WireTurn } from "./schemas.js";
 
 export const SERVER_NAME = "claude-app-server";
 
@@ -25,46 +25,75 @@ export function permissionMode(config: ThreadConfiguration | undefined): Permiss
   return "default";
 }
 
+/** Epoch milliseconds of a stored ISO timestamp (the original's timestamps are all numbers). */
+export function millis(iso: string): number {
+  return Date.parse(iso);
+}
+
+/** A prompt as runtime input: text blocks as text, image blocks as an image (base64 as a data: URL). */
 export function toInput(content: Content): InputPart[] {
-  return typeof content === "string" ? [{ type: "text", text: content }] : content.map(({ text }) => ({ type: "text", text }));
+  if (typeof content === "string") return [{ type: "text", text: content }];
+  return content.map((block): InputPart => {
+    if (block.type === "text") return { type: "text", text: block.text };
+    const { source } = block;
+    return { type: "image", url: source.type === "base64" ? `data:${source.media_type};base64,${source.data}` : source.url };
+  });
+}
+
+/** The text of a turn's input (the original's user_content is a string). */
+export function inputText(input: InputPart[]): string {
+  return input.flatMap((part) => (part.type === "text" ? [part.text] : [])).join("\n");
 }
 
 export function turnStatus(status: Turn["status"]): TurnStatus {
-  if (status === "waitingApproval") return "waiting_approval";
-  if (status === "cancelled") return "interrupted";
-  return status;
+  switch (status) {
+    case "running":
+    case "waitingApproval":
+      return "active";
+    case "cancelled":
+      return "interrupted";
+    case "failed":
+      return "error";
+    case "completed":
+      return "completed";
+  }
 }
 
 /**
- * One runtime item as a content block, or undefined for items this dialect does not show:
+ * One runtime item's content in the original's Item vocabulary, or undefined for items this
+ * dialect does not show: userMessage (the prompt is the turn's user_content, not an item),
  * approvalRequest/approvalResponse (the approval/request notification and the tool_result
  * carry them), toolExecution (lifecycle only; tool_call/tool_result say the same), error (the
  * turn's error, sent as turn/error) and systemNotice (no equivalent in the Claude vocabulary).
  */
-export function wireItem(item: Item): WireItem | undefined {
-  const { id } = item;
+export function itemContent(item: Item): ItemContent | undefined {
   switch (item.type) {
-    case "userMessage":
-      return { id, type: "user", text: item.payload.text, ...(item.payload.steered ? { steered: true } : {}) };
     case "agentMessage":
-      return { id, type: "text", text: item.payload.text };
+      return { type: "text", text: item.payload.text };
     case "reasoningContent":
-      return { id, type: "thinking", text: item.payload.text };
+      return { type: "thinking", thinking: item.payload.text };
     case "toolCall":
-      return { id, type: "tool_call", tool_use_id: item.payload.callId, tool_name: item.payload.toolName, input: toolInput(item.payload) };
+      return { type: "tool_call", tool_use_id: item.payload.callId, name: item.payload.toolName, input: toolInput(item.payload) };
     case "toolResult":
-      return { id, type: "tool_result", tool_use_id: item.payload.callId, content: item.payload.output, is_error: !item.payload.success };
+      return { type: "tool_result", tool_use_id: item.payload.callId, content: item.payload.output, is_error: !item.payload.success };
     case "fileChange":
-      return { id, type: "file_change", tool_use_id: item.payload.callId, path: item.payload.path, diff: item.payload.diff };
+      return {
+        type: "file_change",
+        path: item.payload.path,
+        operation: item.payload.kind === "add" ? "create" : "update",
+        tool_use_id: item.payload.callId,
+        diff: item.payload.diff,
+      };
     case "commandExecution":
       return {
-        id,
         type: "command_output",
-        tool_use_id: item.payload.callId,
         command: item.payload.command,
-        output: item.payload.output,
-        exit_code: item.payload.exitCode ?? null,
+        stdout: item.payload.output,
+        stderr: "",
+        exit_code: item.payload.exitCode ?? -1,
+        tool_use_id: item.payload.callId,
       };
+    case "userMessage":
     case "approvalRequest":
     case "approvalResponse":
     case "toolExecution":
@@ -74,24 +103,35 @@ export function wireItem(item: Item): WireItem | undefined {
   }
 }
 
+/** A finalized item as the original sends it: `{id, created_at, item: {type, ...}}`. */
+export function storedItem(item: Item): StoredItem | undefined {
+  const content = itemContent(item);
+  // created_at: when the item was finalized, as the original stamps it.
+  return content && { id: item.id, created_at: millis(item.completedAt ?? item.createdAt), item: content };
+}
+
 /** The parsed arguments, or the raw text when the model sent invalid JSON. */
 export function toolInput(call: { arguments?: unknown; argumentsText: string }): unknown {
   return call.arguments !== undefined ? call.arguments : call.argumentsText;
 }
 
-export function wireItems(items: Item[] = []): WireItem[] {
-  return items.flatMap((item) => wireItem(item) ?? []);
+export function storedItems(items: Item[] = []): StoredItem[] {
+  return items.flatMap((item) => storedItem(item) ?? []);
 }
 
 export function wireTurn(turn: Turn): WireTurn {
+  const steered = (turn.items ?? []).flatMap((i) => (i.type === "userMessage" && i.payload.steered ? [i.payload.text] : []));
   return {
-    turn_id: turn.id,
+    id: turn.id,
+    thread_id: turn.threadId,
     status: turnStatus(turn.status),
-    started_at: turn.startedAt,
-    ...(turn.completedAt ? { completed_at: turn.completedAt } : {}),
+    user_content: inputText(turn.input),
+    items: storedItems(turn.items),
+    created_at: millis(turn.startedAt),
+    ...(turn.completedAt ? { completed_at: millis(turn.completedAt) } : {}),
+    ...(turn.error ? { error: turn.error.message, error_code: turn.error.code } : {}),
+    ...(steered.length > 0 ? { steered_content: steered } : {}),
     ...(turn.model ? { model: turn.model } : {}),
-    ...(turn.error ? { error: { code: turn.error.code, message: turn.error.message } } : {}),
-    items: wireItems(turn.items),
   };
 }
 
@@ -100,7 +140,7 @@ export type TurnLookup = (turnId: string) => Turn | undefined;
 
 /**
  * Maps one runtime event of a followed thread to this dialect's notifications (none, one, or
- * two: a failed turn sends turn/error and then turn/completed with status "failed", so a client
+ * two: a failed turn sends turn/error and then turn/completed with status "error", so a client
  * can always wait for turn/completed as the single end-of-turn signal).
  */
 export function toNotifications(event: RuntimeEvent, lookup: TurnLookup): ClaudeNotification[] {
@@ -111,26 +151,27 @@ export function toNotifications(event: RuntimeEvent, lookup: TurnLookup): Claude
     case "item.delta": {
       const { kind, turnId, itemId, delta } = event.data;
       // Tool-argument and command-output deltas have no place in { type: text|thinking }.
-      const type = kind === "agentMessage" ? "text" : kind === "reasoning" ? "thinking" : undefined;
-      if (!type) return [];
-      return [{ method: "item/progress", params: { thread_id, turn_id: turnId, item_id: itemId, delta: { type, text: delta } } }];
+      const wire = kind === "agentMessage" ? { type: "text" as const, text: delta } : kind === "reasoning" ? { type: "thinking" as const, thinking: delta } : undefined;
+      if (!wire) return [];
+      return [{ method: "item/progress", params: { thread_id, turn_id: turnId, item_id: itemId, delta: wire } }];
     }
     case "item.completed": {
-      const item = wireItem(event.data.item);
+      const item = storedItem(event.data.item);
       return item ? [{ method: "item/created", params: { thread_id, turn_id: event.data.item.turnId, item } }] : [];
     }
     case "turn.completed":
     case "turn.cancelled":
     case "turn.failed": {
-      const { turnId: turn_id, completedAt: completed_at } = event.data;
-      const status = event.type === "turn.completed" ? "completed" : event.type === "turn.cancelled" ? "interrupted" : "failed";
+      const { turnId: turn_id } = event.data;
+      const completed_at = millis(event.data.completedAt);
+      const status = event.type === "turn.completed" ? "completed" : event.type === "turn.cancelled" ? "interrupted" : "error";
       const completed: ClaudeNotification = {
         method: "turn/completed",
-        params: { thread_id, turn_id, status, items_count: wireItems(lookup(turn_id)?.items).length, completed_at },
+        params: { thread_id, turn_id, status, items_count: storedItems(lookup(turn_id)?.items).length, completed_at },
       };
       if (event.type !== "turn.failed") return [completed];
       const { code, message } = event.data.error;
-      return [{ method: "turn/error", params: { thread_id, turn_id, error: { code, message } } }, completed];
+      return [{ method: "turn/error", params: { thread_id, turn_id, error: message, error_code: code } }, completed];
     }
     default:
       return [];

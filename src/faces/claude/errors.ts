@@ -1,0 +1,43 @@
+// claude-app-server dialect: its error codes. The document and the public implementation
+// (1.0.4) define -32000..-32004; they are not the AppServer's, so this face maps runtime errors
+// itself instead of through the AppServer table in ../dispatch.ts.
+import { RuntimeError } from "../../domain/errors.js";
+import { ErrorCode, RpcError } from "../../rpc/errors.js";
+
+export const ClaudeErrorCode = {
+  // JSON-RPC 2.0's own.
+  ParseError: ErrorCode.ParseError,
+  InvalidRequest: ErrorCode.InvalidRequest,
+  MethodNotFound: ErrorCode.MethodNotFound,
+  InvalidParams: ErrorCode.InvalidParams,
+  InternalError: ErrorCode.InternalError,
+  // The original's.
+  NotInitialized: -32000,
+  ThreadNotFound: -32001,
+  TurnBusy: -32003,
+  NoActiveTurn: -32004,
+  // Switchyard's, where the original has none: past its range, so no original code changes meaning.
+  Overloaded: -32005,
+  ThreadNotActive: -32006,
+} as const;
+
+const RUNTIME_ERROR_CODES: Record<RuntimeError["code"], number> = {
+  threadNotFound: ClaudeErrorCode.ThreadNotFound,
+  // A thread an AppServer client paused or archived.
+  threadNotActive: ClaudeErrorCode.ThreadNotActive,
+  turnInProgress: ClaudeErrorCode.TurnBusy,
+  // thread/fork's at_turn_id names no turn of the thread: a bad parameter.
+  turnNotFound: ClaudeErrorCode.InvalidParams,
+  turnNotRunning: ClaudeErrorCode.NoActiveTurn,
+  invalidInput: ClaudeErrorCode.InvalidParams,
+  replayGap: ClaudeErrorCode.InvalidRequest,
+};
+
+/** A runtime error as this dialect's RpcError; any other error unchanged. */
+export function claudeError(error: unknown): unknown {
+  return error instanceof RuntimeError ? new RpcError(RUNTIME_ERROR_CODES[error.code], error.message, error.data) : error;
+}
+
+export function notInitialized(): RpcError {
+  return new RpcError(ClaudeErrorCode.NotInitialized, "Not initialized. Send initialize first.");
+}
