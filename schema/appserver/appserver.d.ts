@@ -416,6 +416,8 @@ export interface ModelEntry {
   contextWindow?: number;
   maxOutputTokens?: number;
   reasoning: boolean;
+  /** What the model takes: "image" means image and localImage inputs reach it. Absent when unknown (sent anyway). */
+  inputModalities?: Array<"text" | "image">;
   pricing?: {
     inputPerMTok: number;
     outputPerMTok: number;

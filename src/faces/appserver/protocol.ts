@@ -155,6 +155,10 @@ export const ModelEntry = z.object({
   contextWindow: z.number().int().optional(),
   maxOutputTokens: z.number().int().optional(),
   reasoning: z.boolean(),
+  inputModalities: z
+    .array(z.enum(["text", "image"]))
+    .optional()
+    .describe("What the model takes: \"image\" means image and localImage inputs reach it. Absent when unknown (sent anyway)."),
   pricing: z.object({ inputPerMTok: z.number(), outputPerMTok: z.number(), cachedInputPerMTok: z.number().optional() }).optional(),
   isDefault: z.boolean(),
 });
