@@ -85,12 +85,16 @@ describe("shell approval", () => {
     scriptShell(h.model, "echo one", "call_s2");
     const resolvedBefore = h.notifications("item/approval/resolved").length;
     const askedBefore = h.approvals.length;
-    await h.runTurn(threadId, "second");
+    const turn2 = await h.startTurn(threadId, "second");
+    await h.client.turnEnd(turn2);
     assert.equal(toolResult(h, threadId, "call_s2")!.payload.success, true);
-    assert.equal(h.notifications("item/approval/resolved").length, resolvedBefore, "no new approval was asked");
     assert.equal(h.approvals.length, askedBefore, "no new approval was asked");
     const response = itemsOf(h.completedItems(threadId), "approvalResponse").at(-1)!;
-    assert.equal(response.payload.source, "session");
+    assert.equal(response.payload.source, "sessionGrant");
+    // Subscribers still hear how it was decided.
+    const resolved = h.notifications("item/approval/resolved").slice(resolvedBefore);
+    assert.equal(resolved.length, 1);
+    assert.deepEqual([resolved[0]!.turnId, resolved[0]!.itemId, resolved[0]!.requestId, resolved[0]!.decision, resolved[0]!.source], [turn2, response.id, response.payload.requestId, "acceptForSession", "sessionGrant"]);
     // The grant is for that exact command: another one is asked again (and declined).
     scriptShell(h.model, "echo one; touch other.txt", "call_s3");
     await h.runTurn(threadId, "third");
@@ -174,6 +178,8 @@ describe("approval fallbacks", () => {
       await second.runTurn(threadId, "again");
       assert.equal(second.approvals.length, 0);
       assert.equal(toolResult(second, threadId, "call_always2")!.payload.success, true);
+      const resolved = await second.notification("item/approval/resolved", (p) => p.threadId === threadId);
+      assert.deepEqual([resolved.decision, resolved.source], ["acceptAlways", "rule"]);
     } finally {
       await second.close();
     }

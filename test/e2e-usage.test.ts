@@ -64,6 +64,7 @@ describe("usage and cost", () => {
       contextWindow: 1_047_576,
       maxOutputTokens: 32_768,
       reasoning: false,
+      inputModalities: ["text", "image"],
       pricing: { inputPerMTok: 2, outputPerMTok: 8, cachedInputPerMTok: 0.5 },
       isDefault: true,
     });

@@ -66,6 +66,7 @@ function populate(store: SqliteStore, threadId = "t1"): void {
   store.append({ type: "thread.renamed", threadId, data: { displayName: "Hello" } });
   store.append({ type: "thread.configured", threadId, data: { configuration: { model: "m1", approvalPolicy: "autoApprove" } } });
   store.append({ type: "thread.modeChanged", threadId, data: { mode: "plan" } });
+  store.append({ type: "thread.statusChanged", threadId, data: { status: "paused" } });
   store.append({ type: "thread.runtimeChanged", threadId, data: { runtime: { running: true, waitingOnApproval: false } } });
   store.append({
     type: "thread.queueUpdated",
@@ -105,6 +106,7 @@ test("round trip of every event type", () => {
     assert.equal(thread.displayName, "Hello");
     assert.equal(thread.userId, "alice");
     assert.equal(thread.mode, "plan");
+    assert.equal(thread.status, "paused");
     assert.deepEqual(thread.configuration, { model: "m1", approvalPolicy: "autoApprove" });
     assert.deepEqual(thread.metadata, { k: 1 });
     assert.equal(thread.queuedInputs.length, 1);

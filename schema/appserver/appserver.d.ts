@@ -416,6 +416,8 @@ export interface ModelEntry {
   contextWindow?: number;
   maxOutputTokens?: number;
   reasoning: boolean;
+  /** What the model takes: "image" means image and localImage inputs reach it. Absent when unknown (sent anyway). */
+  inputModalities?: Array<"text" | "image">;
   pricing?: {
     inputPerMTok: number;
     outputPerMTok: number;
@@ -488,7 +490,8 @@ export type ApprovalType = "shell" | "file";
 
 export type ApprovalDecision = "accept" | "acceptForSession" | "acceptAlways" | "decline" | "cancel";
 
-export type ApprovalSource = "client" | "session" | "always" | "policy" | "timeout";
+/** Who decided: a client, an acceptForSession grant (sessionGrant), an acceptAlways rule (rule), the policy, or a timeout. session and always are what older servers recorded for the grant and the rule. */
+export type ApprovalSource = "client" | "sessionGrant" | "rule" | "policy" | "timeout" | "session" | "always";
 
 // ---- requests (client -> server) ----
 
@@ -552,7 +555,10 @@ export interface ThreadListParams {
     channelContext?: string;
     workspacePath?: string;
   };
+  /** Only threads with this status; "archived" lists archived threads. */
   status?: "active" | "paused" | "archived";
+  /** Also list archived threads (left out by default). */
+  includeArchived?: boolean;
   cursor?: string;
   limit?: number;
 }
@@ -623,6 +629,50 @@ export interface ThreadDeleteParams {
 /** Result of the `thread/delete` request. */
 export interface ThreadDeleteResult {
   deleted: true;
+}
+
+/** Params of the `thread/pause` request. Pauses a thread: new turns are refused (-32011) and queued inputs wait; a running turn finishes. */
+export interface ThreadPauseParams {
+  /** Thread id. */
+  threadId: string;
+}
+
+/** Result of the `thread/pause` request. */
+export interface ThreadPauseResult {
+  thread: Thread;
+}
+
+/** Params of the `thread/unpause` request. Makes a paused thread active again; an idle thread then starts its next queued input. */
+export interface ThreadUnpauseParams {
+  /** Thread id. */
+  threadId: string;
+}
+
+/** Result of the `thread/unpause` request. */
+export interface ThreadUnpauseResult {
+  thread: Thread;
+}
+
+/** Params of the `thread/archive` request. Archives a thread: hidden from thread/list unless asked for, a running turn is cancelled, new turns are refused (-32011). */
+export interface ThreadArchiveParams {
+  /** Thread id. */
+  threadId: string;
+}
+
+/** Result of the `thread/archive` request. */
+export interface ThreadArchiveResult {
+  thread: Thread;
+}
+
+/** Params of the `thread/unarchive` request. Makes an archived thread active again; an idle thread then starts its next queued input. */
+export interface ThreadUnarchiveParams {
+  /** Thread id. */
+  threadId: string;
+}
+
+/** Result of the `thread/unarchive` request. */
+export interface ThreadUnarchiveResult {
+  thread: Thread;
 }
 
 /** Params of the `thread/config/update` request. Merges settings into a thread's configuration. */
@@ -771,6 +821,66 @@ export interface ThreadDeletedNotification {
   threadId: string;
   /** Position of the event in the server's log; resubscribe with afterSeq to catch up. */
   seq: number;
+  [key: string]: unknown;
+}
+
+/** Params of the `thread/statusChanged` notification. A thread was paused, unpaused, archived or unarchived (sent to every connection: thread lists change). */
+export interface ThreadStatusChangedNotification {
+  threadId: string;
+  /** Position of the event in the server's log; resubscribe with afterSeq to catch up. */
+  seq: number;
+  status: "active" | "paused" | "archived";
+  [key: string]: unknown;
+}
+
+/** Params of the `thread/configUpdated` notification. A thread's configuration changed (thread/config/update); carries the whole merged configuration. */
+export interface ThreadConfigUpdatedNotification {
+  threadId: string;
+  /** Position of the event in the server's log; resubscribe with afterSeq to catch up. */
+  seq: number;
+  configuration: {
+    /** Who runs the thread's turns: the built-in engine or an external agent. */
+    backend?:
+      | {
+          type: "builtin";
+        }
+      | {
+          type: "claude-code";
+          command?: string;
+          args?: string[];
+          env?: Record<string, string>;
+        }
+      | {
+          type: "codex";
+          command?: string;
+          args?: string[];
+          env?: Record<string, string>;
+        }
+      | {
+          type: "acp";
+          command: string;
+          args?: string[];
+          env?: Record<string, string>;
+        };
+    provider?: string;
+    model?: string;
+    approvalPolicy?: ApprovalPolicy;
+    autoApproveTypes?: Array<"shell" | "file">;
+    approvalTimeoutMs?: number;
+    systemPrompt?: string;
+    commandTimeoutMs?: number;
+    contextWindow?: number;
+    [key: string]: unknown;
+  };
+  [key: string]: unknown;
+}
+
+/** Params of the `thread/modeChanged` notification. A thread switched between agent and plan mode (thread/mode/set). */
+export interface ThreadModeChangedNotification {
+  threadId: string;
+  /** Position of the event in the server's log; resubscribe with afterSeq to catch up. */
+  seq: number;
+  mode: "agent" | "plan";
   [key: string]: unknown;
 }
 
@@ -928,7 +1038,7 @@ export interface ItemUsageDeltaNotification {
   [key: string]: unknown;
 }
 
-/** Params of the `item/approval/resolved` notification. An approval was decided: by a client, a remembered rule, the policy or a timeout. */
+/** Params of the `item/approval/resolved` notification. An approval was decided: by a client, a session grant, a remembered rule, the policy or a timeout. itemId is the approvalRequest item, or the approvalResponse item when a grant or rule answered without asking. */
 export interface ItemApprovalResolvedNotification {
   threadId: string;
   /** Position of the event in the server's log; resubscribe with afterSeq to catch up. */
@@ -986,6 +1096,14 @@ export interface Requests {
   "thread/rename": { params: ThreadRenameParams; result: ThreadRenameResult };
   /** Deletes a thread, interrupting its running turn first. */
   "thread/delete": { params: ThreadDeleteParams; result: ThreadDeleteResult };
+  /** Pauses a thread: new turns are refused (-32011) and queued inputs wait; a running turn finishes. */
+  "thread/pause": { params: ThreadPauseParams; result: ThreadPauseResult };
+  /** Makes a paused thread active again; an idle thread then starts its next queued input. */
+  "thread/unpause": { params: ThreadUnpauseParams; result: ThreadUnpauseResult };
+  /** Archives a thread: hidden from thread/list unless asked for, a running turn is cancelled, new turns are refused (-32011). */
+  "thread/archive": { params: ThreadArchiveParams; result: ThreadArchiveResult };
+  /** Makes an archived thread active again; an idle thread then starts its next queued input. */
+  "thread/unarchive": { params: ThreadUnarchiveParams; result: ThreadUnarchiveResult };
   /** Merges settings into a thread's configuration. */
   "thread/config/update": { params: ThreadConfigUpdateParams; result: ThreadConfigUpdateResult };
   /** Switches a thread between agent and plan mode. */
@@ -1016,6 +1134,12 @@ export interface Notifications {
   "thread/renamed": ThreadRenamedNotification;
   /** A thread was deleted (sent to every connection). */
   "thread/deleted": ThreadDeletedNotification;
+  /** A thread was paused, unpaused, archived or unarchived (sent to every connection: thread lists change). */
+  "thread/statusChanged": ThreadStatusChangedNotification;
+  /** A thread's configuration changed (thread/config/update); carries the whole merged configuration. */
+  "thread/configUpdated": ThreadConfigUpdatedNotification;
+  /** A thread switched between agent and plan mode (thread/mode/set). */
+  "thread/modeChanged": ThreadModeChangedNotification;
   /** Whether the thread is running or waiting on an approval changed. */
   "thread/runtimeChanged": ThreadRuntimeChangedNotification;
   /** The thread's queue of pending inputs changed. */
@@ -1046,7 +1170,7 @@ export interface Notifications {
   "item/commandExecution/outputDelta": ItemCommandExecutionOutputDeltaNotification;
   /** Token usage of one model call, and the turn's total so far. */
   "item/usage/delta": ItemUsageDeltaNotification;
-  /** An approval was decided: by a client, a remembered rule, the policy or a timeout. */
+  /** An approval was decided: by a client, a session grant, a remembered rule, the policy or a timeout. itemId is the approvalRequest item, or the approvalResponse item when a grant or rule answered without asking. */
   "item/approval/resolved": ItemApprovalResolvedNotification;
 }
 

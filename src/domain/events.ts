@@ -11,6 +11,7 @@ import type {
   Thread,
   ThreadConfiguration,
   ThreadRuntimeState,
+  ThreadStatus,
   TokenUsage,
   Turn,
   TurnError,
@@ -24,6 +25,8 @@ export interface EventPayloads {
   "thread.renamed": { displayName: string };
   "thread.configured": { configuration: ThreadConfiguration };
   "thread.modeChanged": { mode: AgentMode };
+  /** thread/pause, thread/archive and their inverses. */
+  "thread.statusChanged": { status: ThreadStatus };
   "thread.backendSession": { session: BackendSession };
   "thread.deleted": Record<string, never>;
   "thread.runtimeChanged": { runtime: ThreadRuntimeState };

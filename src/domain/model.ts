@@ -175,8 +175,13 @@ export interface ItemPayloads {
 
 export type ItemType = keyof ItemPayloads;
 
-/** Where an approval decision came from. */
-export type ApprovalSource = "client" | "session" | "always" | "policy" | "timeout";
+/**
+ * Where an approval decision came from: a client's answer, an `acceptForSession` grant of the
+ * thread (`sessionGrant`), a persisted `acceptAlways` rule (`rule`), the policy, or a timeout.
+ * `session` and `always` are what older logs recorded for the grant and the rule; they stay
+ * readable.
+ */
+export type ApprovalSource = "client" | "sessionGrant" | "rule" | "policy" | "timeout" | "session" | "always";
 
 export interface ItemOf<T extends ItemType> {
   id: string;

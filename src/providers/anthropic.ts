@@ -4,6 +4,7 @@
 import type Anthropic from "@anthropic-ai/sdk";
 import type {
   ConversationMessage,
+  ImageSource,
   ModelProvider,
   ModelRequest,
   ModelStreamEvent,
@@ -142,7 +143,12 @@ function toApiMessages(messages: ConversationMessage[]): MessageParam[] {
         });
         break;
       case "user":
-        if (message.content) userBlocks().push({ type: "text", text: message.content });
+        if (message.parts) {
+          for (const part of message.parts) {
+            if (part.type === "image") userBlocks().push({ type: "image", source: imageSource(part.source) });
+            else if (part.text) userBlocks().push({ type: "text", text: part.text });
+          }
+        } else if (message.content) userBlocks().push({ type: "text", text: message.content });
         break;
       case "assistant": {
         const blocks: ContentBlockParam[] = [];
@@ -163,6 +169,11 @@ function toApiMessages(messages: ConversationMessage[]): MessageParam[] {
     }
   }
   return out;
+}
+
+function imageSource(source: ImageSource): Anthropic.Messages.ImageBlockParam["source"] {
+  if (source.kind === "url") return { type: "url", url: source.url };
+  return { type: "base64", media_type: source.mediaType as "image/jpeg" | "image/png" | "image/gif" | "image/webp", data: source.data };
 }
 
 /** tool_use input must be a JSON object; unparseable arguments are sent as {} (the tool result explains). */

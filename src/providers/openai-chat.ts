@@ -6,6 +6,7 @@
 import type OpenAI from "openai";
 import type {
   ConversationMessage,
+  ImageSource,
   ModelProvider,
   ModelRequest,
   ModelStreamEvent,
@@ -93,7 +94,13 @@ function buildRequest(request: ModelRequest, defaultModel: string, compatibleSer
 function toChatMessage(message: ConversationMessage): ChatMessage {
   switch (message.role) {
     case "user":
-      return { role: "user", content: message.content };
+      if (!message.parts) return { role: "user", content: message.content };
+      return {
+        role: "user",
+        content: message.parts.map((part) =>
+          part.type === "text" ? { type: "text" as const, text: part.text } : { type: "image_url" as const, image_url: { url: imageUrl(part.source) } },
+        ),
+      };
     case "tool":
       return { role: "tool", tool_call_id: message.toolCallId, content: message.content };
     case "assistant": {
@@ -116,6 +123,11 @@ function toChatMessage(message: ConversationMessage): ChatMessage {
       };
     }
   }
+}
+
+/** An image as a URL: the bytes go as a data: URL. */
+export function imageUrl(source: ImageSource): string {
+  return source.kind === "url" ? source.url : `data:${source.mediaType};base64,${source.data}`;
 }
 
 function toChatTool(tool: ToolSpec): ChatTool {

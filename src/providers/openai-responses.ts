@@ -17,6 +17,7 @@ import type {
   UsageReport,
 } from "./provider.js";
 import { OPENAI_REASONING_PREFIX } from "./provider.js";
+import { imageUrl } from "./openai-chat.js";
 import { LazyOpenAIClient, describeOpenAIFailure, describeOpenAIService, type OpenAIClientOptions } from "./openai-client.js";
 import { streamFromSdk } from "./sdk-stream.js";
 
@@ -86,7 +87,17 @@ function toInput(messages: ConversationMessage[]): InputItem[] {
   for (const message of messages) {
     switch (message.role) {
       case "user":
-        items.push({ type: "message", role: "user", content: message.content });
+        items.push({
+          type: "message",
+          role: "user",
+          content: message.parts
+            ? message.parts.map((part) =>
+                part.type === "text"
+                  ? { type: "input_text" as const, text: part.text }
+                  : { type: "input_image" as const, image_url: imageUrl(part.source), detail: "auto" as const },
+              )
+            : message.content,
+        });
         break;
       case "tool":
         // No error flag in this API: the output text says what went wrong.

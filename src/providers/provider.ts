@@ -15,8 +15,20 @@ export interface ToolCallRequest {
   argumentsText: string;
 }
 
+/** An image a message carries: a URL the provider fetches, or the bytes themselves. */
+export type ImageSource = { kind: "url"; url: string } | { kind: "base64"; mediaType: string; data: string };
+
+/** One piece of a user message, in order: text, or an image. */
+export type UserContentPart = { type: "text"; text: string } | { type: "image"; source: ImageSource };
+
 export type ConversationMessage =
-  | { role: "user"; content: string }
+  | {
+      role: "user";
+      /** The message as text: what providers send when there are no parts, token estimates, transcripts. */
+      content: string;
+      /** When present, the message to send, in order (its text parts and images); `content` is then its text rendering. */
+      parts?: UserContentPart[];
+    }
   | {
       role: "assistant";
       content: string;

@@ -16,6 +16,7 @@ import type { EventType, NewEvent, RuntimeEvent } from "../domain/events.js";
 import type {
   AgentMode,
   ApprovalDecision,
+  ApprovalSource,
   BackendSpec,
   ClientMessage,
   HistoryMode,
@@ -326,6 +327,50 @@ export class Runtime {
     return this.getThread(threadId);
   }
 
+  /**
+   * A paused thread starts no turn: turn/start is refused, queued inputs wait. A turn already
+   * running finishes. Pausing a paused thread changes nothing; an archived one must be
+   * unarchived first.
+   */
+  pauseThread(threadId: string): Thread {
+    const thread = this.getThread(threadId);
+    if (thread.status === "archived") throw notActive(thread, "unarchive it first");
+    if (thread.status === "active") this.emit({ type: "thread.statusChanged", threadId, data: { status: "paused" } });
+    return this.getThread(threadId);
+  }
+
+  /** Makes a paused thread active again; an idle thread then starts its next queued input. */
+  unpauseThread(threadId: string): Thread {
+    const thread = this.getThread(threadId);
+    if (thread.status === "archived") throw notActive(thread, "unarchive it instead");
+    return this.activate(thread);
+  }
+
+  /**
+   * Hides the thread from thread/list (unless asked for) and stops its work: a running turn is
+   * cancelled, queued inputs are kept but wait, and no turn starts until it is unarchived.
+   */
+  async archiveThread(threadId: string): Promise<Thread> {
+    const thread = this.getThread(threadId);
+    if (thread.status !== "archived") this.emit({ type: "thread.statusChanged", threadId, data: { status: "archived" } });
+    if (this.active.has(threadId)) await this.interrupt(threadId);
+    return this.getThread(threadId);
+  }
+
+  /** Makes an archived thread active again (paused or not before); an idle thread then starts its next queued input. */
+  unarchiveThread(threadId: string): Thread {
+    const thread = this.getThread(threadId);
+    if (thread.status === "paused") throw notActive(thread, "unpause it instead");
+    return this.activate(thread);
+  }
+
+  private activate(thread: Thread): Thread {
+    if (thread.status === "active") return thread;
+    this.emit({ type: "thread.statusChanged", threadId: thread.id, data: { status: "active" } });
+    if (!this.active.has(thread.id)) this.startNextQueued(thread.id);
+    return this.getThread(thread.id);
+  }
+
   async deleteThread(threadId: string): Promise<void> {
     this.getThread(threadId);
     if (this.active.has(threadId)) await this.interrupt(threadId);
@@ -419,9 +464,7 @@ export class Runtime {
 
   startTurn(threadId: string, params: StartTurnParams): Turn {
     const thread = this.getThread(threadId);
-    if (thread.status !== "active") {
-      throw new RuntimeError("threadNotActive", `Thread ${threadId} is ${thread.status}.`, { threadId, status: thread.status });
-    }
+    if (thread.status !== "active") throw notActive(thread, thread.status === "paused" ? "unpause it, or queue the input with turn/enqueue" : "unarchive it first");
     const running = this.active.get(threadId);
     if (running) {
       throw new RuntimeError("turnInProgress", `A turn is already running on thread ${threadId}: queue the input, steer the running turn, or interrupt it.`, { threadId, turnId: running.turn.id });
@@ -442,13 +485,16 @@ export class Runtime {
     if (thread.historyMode === "client") {
       throw new RuntimeError("invalidInput", "This thread keeps its history on the client: inputs cannot be queued, since every turn must carry the conversation's messages.");
     }
-    if (!this.active.has(threadId) && thread.queuedInputs.length === 0) {
+    if (thread.status === "archived") throw notActive(thread, "unarchive it first");
+    // A paused thread keeps inputs queued until it is unpaused.
+    const runnable = thread.status === "active";
+    if (runnable && !this.active.has(threadId) && thread.queuedInputs.length === 0) {
       return { turn: this.startTurn(threadId, { input }), queuedInputs: [] };
     }
     const queuedInput: QueuedInput = { id: newId("queued"), input, createdAt: new Date().toISOString() };
     const queuedInputs = [...thread.queuedInputs, queuedInput];
     this.emit({ type: "thread.queueUpdated", threadId, data: { queuedInputs } });
-    if (this.active.has(threadId)) return { queuedInput, queuedInputs };
+    if (this.active.has(threadId) || !runnable) return { queuedInput, queuedInputs };
     // Idle, with inputs left by a turn that failed or was cancelled: they go first (FIFO).
     const turn = this.startNextQueued(threadId);
     return { ...(turn ? { turn } : {}), queuedInput, queuedInputs: queuedInputs.slice(1) };
@@ -597,7 +643,7 @@ export class Runtime {
   private startNextQueued(threadId: string): Turn | undefined {
     const thread = this.store.getThread(threadId);
     const [next, ...rest] = thread?.queuedInputs ?? [];
-    if (!thread || !next) return undefined;
+    if (!thread || !next || thread.status !== "active") return undefined;
     this.emit({ type: "thread.queueUpdated", threadId, data: { queuedInputs: rest } });
     return this.launch({ ...thread, queuedInputs: rest }, { input: next.input });
   }
@@ -623,13 +669,16 @@ export class Runtime {
     };
     if (!needsAsking(ask, settings)) return "accept";
     const requestId = newApprovalRequestId();
-    if (this.approvals.hasSessionGrant(thread.id, ask.scopeKey)) {
-      recorder.record("approvalResponse", { requestId, decision: "acceptForSession", source: "session" });
-      return "acceptForSession";
-    }
-    if (this.store.hasApprovalRule(thread.workspacePath, ask.scopeKey)) {
-      recorder.record("approvalResponse", { requestId, decision: "acceptAlways", source: "always" });
-      return "acceptAlways";
+    // A remembered grant or rule answers without asking; every subscriber still hears of it.
+    const remembered: { decision: ApprovalDecision; source: ApprovalSource } | undefined = this.approvals.hasSessionGrant(thread.id, ask.scopeKey)
+      ? { decision: "acceptForSession", source: "sessionGrant" }
+      : this.store.hasApprovalRule(thread.workspacePath, ask.scopeKey)
+        ? { decision: "acceptAlways", source: "rule" }
+        : undefined;
+    if (remembered) {
+      const response = recorder.record("approvalResponse", { requestId, ...remembered });
+      this.emit({ type: "approval.resolved", threadId: thread.id, data: { turnId: active.turn.id, itemId: response.id, requestId, ...remembered } });
+      return remembered.decision;
     }
 
     const item = recorder.start("approvalRequest", { requestId, callId, ...ask });
@@ -656,6 +705,10 @@ export class Runtime {
     }
     return decision;
   }
+}
+
+function notActive(thread: Thread, hint: string): RuntimeError {
+  return new RuntimeError("threadNotActive", `Thread ${thread.id} is ${thread.status}: ${hint}.`, { threadId: thread.id, status: thread.status });
 }
 
 function isDirectory(p: string): boolean {

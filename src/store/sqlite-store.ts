@@ -299,6 +299,7 @@ function prepareStatements(db: Database.Database) {
     setDisplayName: db.prepare<[string, string]>("UPDATE threads SET display_name = ? WHERE id = ?"),
     setConfiguration: db.prepare<[string | null, string]>("UPDATE threads SET configuration = ? WHERE id = ?"),
     setMode: db.prepare<[string, string]>("UPDATE threads SET mode = ? WHERE id = ?"),
+    setStatus: db.prepare<[string, string]>("UPDATE threads SET status = ? WHERE id = ?"),
     setBackendSession: db.prepare<[string, string]>("UPDATE threads SET backend_session = ? WHERE id = ?"),
     setQueue: db.prepare<[string, string]>("UPDATE threads SET queued_inputs = ? WHERE id = ?"),
     setPlan: db.prepare<[string, string]>("UPDATE threads SET plan = ? WHERE id = ?"),
@@ -520,6 +521,9 @@ export class SqliteStore implements Store {
       case "thread.modeChanged":
         s.setMode.run(e.data.mode, e.threadId);
         return;
+      case "thread.statusChanged":
+        s.setStatus.run(e.data.status, e.threadId);
+        return;
       case "thread.backendSession":
         s.setBackendSession.run(JSON.stringify(e.data.session), e.threadId);
         return;
@@ -608,6 +612,7 @@ export class SqliteStore implements Store {
     add("workspace_path", filter.workspacePath);
     add("channel_context", filter.channelContext);
     add("status", filter.status);
+    if (filter.hideArchived) where.push("status <> 'archived'");
     if (opts.cursor !== undefined) {
       // Row-value comparison: SQLite turns it into an index range scan (keyset pagination).
       where.push("(last_active_at, id) < (?, ?)");

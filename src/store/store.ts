@@ -9,6 +9,8 @@ export interface ThreadFilter {
   workspacePath?: string;
   channelContext?: string;
   status?: ThreadStatus;
+  /** Leaves archived threads out (faces hide them unless a client asks for them). */
+  hideArchived?: boolean;
 }
 
 export interface ThreadPage {

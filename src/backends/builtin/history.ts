@@ -39,7 +39,7 @@ export interface RebuiltHistory {
  * latest compaction notice: its summary as a user message, the request that turn was working
  * on when it was covered too, then the items after the last one the summary covers.
  */
-export function rebuildHistory(items: Iterable<Item>): RebuiltHistory {
+export function rebuildHistory(items: Iterable<Item>, toUser: (item: ItemOf<"userMessage">) => ConversationMessage = textOnly): RebuiltHistory {
   const all = [...items];
   const messages: ConversationMessage[] = [];
   const itemIds = new Map<ConversationMessage, string>();
@@ -71,13 +71,13 @@ export function rebuildHistory(items: Iterable<Item>): RebuiltHistory {
   const compaction = latestCompaction(all);
   if (compaction) {
     add(summaryMessage(compaction.summary), compaction.noticeId);
-    if (compaction.keptUser) add({ role: "user", content: compaction.keptUser.payload.text }, compaction.keptUser.id);
+    if (compaction.keptUser) add(toUser(compaction.keptUser), compaction.keptUser.id);
   }
   for (const item of all.slice(compaction?.resumeAt ?? 0)) {
     switch (item.type) {
       case "userMessage":
         closeAssistant();
-        add({ role: "user", content: item.payload.text }, item.id);
+        add(toUser(item), item.id);
         break;
       case "reasoningContent": {
         const target = openAssistant(item.id);
@@ -107,6 +107,11 @@ export function rebuildHistory(items: Iterable<Item>): RebuiltHistory {
   }
   closeAssistant();
   return { messages, itemIds };
+}
+
+/** A user message as the text it was recorded with (attachments not read again). */
+function textOnly(item: ItemOf<"userMessage">): ConversationMessage {
+  return { role: "user", content: item.payload.text };
 }
 
 /**

@@ -9,6 +9,7 @@ import type { AgentBackend, TurnContext, TurnOutcome } from "../backend.js";
 import { historyFromClientMessages, rebuildHistory, type RebuiltHistory } from "./history.js";
 import { systemPrompt } from "./system-prompt.js";
 import { TurnRunner } from "./turn-runner.js";
+import { userMessage } from "./user-input.js";
 
 export type ProviderResolution = ModelProvider | { problem: string };
 
@@ -40,9 +41,15 @@ export class BuiltinBackend implements AgentBackend {
       return { status: "failed", error: { code: "noProvider", message: provider.problem } };
     }
     const workspace = new Workspace(thread.workspacePath);
-    const client = ctx.messages ? historyFromClientMessages(ctx.messages) : undefined;
-    const history: RebuiltHistory = client ? { messages: client.messages, itemIds: new Map() } : rebuildHistory(ctx.history());
     const model = requested ?? provider.defaultModel;
+    // Unknown models (live listings, local servers) are sent images; the server says if it minds.
+    const images = lookupModel(provider.name, model)?.inputModalities?.includes("image") ?? true;
+    const attach = { workspace, images, model };
+    const client = ctx.messages ? historyFromClientMessages(ctx.messages) : undefined;
+    // History reads its attachments again; one that cannot be sent any more becomes a note in the text.
+    const history: RebuiltHistory = client
+      ? { messages: client.messages, itemIds: new Map() }
+      : rebuildHistory(ctx.history(), (item) => userMessage(item.payload.input, { ...attach, onProblem: "placeholder" }));
     const tools = this.options.tools.list((tool) => thread.mode === "agent" || tool.kind === "readOnly" || tool.kind === "plan");
     const runner = new TurnRunner({
       recorder,
@@ -58,6 +65,7 @@ export class BuiltinBackend implements AgentBackend {
       history: history.messages,
       historyItemIds: history.itemIds,
       contextWindow: config.contextWindow ?? lookupModel(provider.name, model)?.contextWindow,
+      userMessage: (input) => userMessage(input, { ...attach, onProblem: "fail" }),
       approve: (ask, callId) => ctx.approve(ask, callId),
       environment: () => ctx.environment(),
       takeSteering: () => ctx.takeSteering(),

@@ -8,6 +8,8 @@ import type { ConversationMessage, ModelRequest } from "../../providers/provider
 export const CHARS_PER_TOKEN = 4;
 /** Role markers and framing the APIs wrap around every message. */
 export const MESSAGE_OVERHEAD_TOKENS = 4;
+/** What one image costs, roughly (a 1,000 x 1,000 picture is ~1,300 tokens with Anthropic, ~800 with OpenAI). */
+export const IMAGE_TOKENS = 1_500;
 /** Calibration never scales the estimate by more than this (a provider reporting nonsense). */
 const MAX_CALIBRATION = 4;
 
@@ -25,6 +27,8 @@ export function estimateMessageTokens(message: ConversationMessage): number {
   if (message.role === "assistant") {
     chars += message.reasoning?.text.length ?? 0;
     for (const call of message.toolCalls ?? []) chars += call.id.length + call.name.length + call.argumentsText.length;
+  } else if (message.role === "user") {
+    for (const part of message.parts ?? []) if (part.type === "image") chars += IMAGE_TOKENS * CHARS_PER_TOKEN;
   } else if (message.role === "tool") {
     chars += message.toolCallId.length + message.toolName.length;
   }

@@ -11,6 +11,7 @@ import type { Workspace } from "../../tools/workspace.js";
 import { TurnChanges, fileDiff } from "../../tools/diff.js";
 import { ContextManager, type Conversation } from "./compaction.js";
 import { inputToText } from "./history.js";
+import { InputError } from "./user-input.js";
 
 /** Upper bound on model calls in one turn, so a looping model cannot run forever. */
 const MAX_MODEL_CALLS = 100;
@@ -38,6 +39,8 @@ export interface TurnHost {
   approve(ask: ApprovalAsk, callId: string): Promise<ApprovalDecision>;
   /** The thread's tool environment, if a client attached one (looked up at each tool call). */
   environment?(): ToolEnvironment | undefined;
+  /** The model message for a user's input (attachments read); throws InputError when it cannot be sent. */
+  userMessage(input: InputPart[]): ConversationMessage;
   /** Inputs sent with turn/steer since the last call; each becomes a user message. */
   takeSteering(): InputPart[][];
   onUsage(usage: UsageReport): void;
@@ -67,14 +70,14 @@ export class TurnRunner {
     const { host } = this;
     const text = inputToText(input);
     const userItem = host.recorder.record("userMessage", { text, input });
-    const request: ConversationMessage = { role: "user", content: text };
-    const conversation: Conversation = {
-      messages: [...host.history, request],
-      itemIds: new Map([...(host.historyItemIds ?? []), [request, userItem.id]]),
-      latestUser: request,
-    };
-    const { messages } = conversation; // compaction edits this array in place
     try {
+      const request = host.userMessage(input);
+      const conversation: Conversation = {
+        messages: [...host.history, request],
+        itemIds: new Map([...(host.historyItemIds ?? []), [request, userItem.id]]),
+        latestUser: request,
+      };
+      const { messages } = conversation; // compaction edits this array in place
       for (let call = 0; call < MAX_MODEL_CALLS; call++) {
         if (host.signal.aborted) return CANCELLED;
         const step = await this.modelStep(conversation);
@@ -116,7 +119,7 @@ export class TurnRunner {
     for (const input of inputs) {
       const text = inputToText(input);
       const item = this.host.recorder.record("userMessage", { text, input, steered: true });
-      const message: ConversationMessage = { role: "user", content: text };
+      const message = this.host.userMessage(input);
       conversation.messages.push(message);
       conversation.itemIds.set(message, item.id);
       conversation.latestUser = message;
@@ -317,6 +320,7 @@ function describeIssues(error: ZodError): string {
 }
 
 function toTurnError(error: unknown): TurnError {
+  if (error instanceof InputError) return { code: error.code, message: error.message };
   if (error instanceof ProviderError) {
     return { code: error.code, message: error.message, ...(error.httpStatus ? { httpStatus: error.httpStatus } : {}) };
   }

@@ -22,7 +22,9 @@ export const TokenUsage = z
 
 export const TurnError = z.object({ code: z.string(), message: z.string(), httpStatus: z.number().int().optional() }).passthrough();
 
-const ApprovalSource = z.enum(["client", "session", "always", "policy", "timeout"]);
+const ApprovalSource = z
+  .enum(["client", "sessionGrant", "rule", "policy", "timeout", "session", "always"])
+  .describe("Who decided: a client, an acceptForSession grant (sessionGrant), an acceptAlways rule (rule), the policy, or a timeout. session and always are what older servers recorded for the grant and the rule.");
 const ApprovalType = z.enum(["shell", "file"]);
 
 /** What an approval asks: the approvalRequest item and the item/approval/request server request both carry it. */
@@ -153,6 +155,10 @@ export const ModelEntry = z.object({
   contextWindow: z.number().int().optional(),
   maxOutputTokens: z.number().int().optional(),
   reasoning: z.boolean(),
+  inputModalities: z
+    .array(z.enum(["text", "image"]))
+    .optional()
+    .describe("What the model takes: \"image\" means image and localImage inputs reach it. Absent when unknown (sent anyway)."),
   pricing: z.object({ inputPerMTok: z.number(), outputPerMTok: z.number(), cachedInputPerMTok: z.number().optional() }).optional(),
   isDefault: z.boolean(),
 });
@@ -220,6 +226,26 @@ export const AppServerRequests = {
     params: AppServerParams["thread/delete"],
     result: z.object({ deleted: z.literal(true) }),
   },
+  "thread/pause": {
+    description: "Pauses a thread: new turns are refused (-32011) and queued inputs wait; a running turn finishes.",
+    params: AppServerParams["thread/pause"],
+    result: ThreadResult,
+  },
+  "thread/unpause": {
+    description: "Makes a paused thread active again; an idle thread then starts its next queued input.",
+    params: AppServerParams["thread/unpause"],
+    result: ThreadResult,
+  },
+  "thread/archive": {
+    description: "Archives a thread: hidden from thread/list unless asked for, a running turn is cancelled, new turns are refused (-32011).",
+    params: AppServerParams["thread/archive"],
+    result: ThreadResult,
+  },
+  "thread/unarchive": {
+    description: "Makes an archived thread active again; an idle thread then starts its next queued input.",
+    params: AppServerParams["thread/unarchive"],
+    result: ThreadResult,
+  },
   "thread/config/update": {
     description: "Merges settings into a thread's configuration.",
     params: AppServerParams["thread/config/update"],
@@ -276,6 +302,9 @@ export const AppServerNotifications = {
   "thread/resumed": threadEvent({ thread: Thread }).describe("A thread was resumed."),
   "thread/renamed": threadEvent({ displayName: z.string() }).describe("A thread's display name changed."),
   "thread/deleted": threadEvent({}).describe("A thread was deleted (sent to every connection)."),
+  "thread/statusChanged": threadEvent({ status: z.enum(["active", "paused", "archived"]) }).describe("A thread was paused, unpaused, archived or unarchived (sent to every connection: thread lists change)."),
+  "thread/configUpdated": threadEvent({ configuration: ThreadConfiguration.partial().passthrough() }).describe("A thread's configuration changed (thread/config/update); carries the whole merged configuration."),
+  "thread/modeChanged": threadEvent({ mode: z.enum(["agent", "plan"]) }).describe("A thread switched between agent and plan mode (thread/mode/set)."),
   "thread/runtimeChanged": threadEvent({ runtime: ThreadRuntime }).describe("Whether the thread is running or waiting on an approval changed."),
   "thread/queue/updated": threadEvent({ queuedInputs: z.array(QueuedInput) }).describe("The thread's queue of pending inputs changed."),
   "turn/started": threadEvent({ turn: Turn }).describe("A turn started."),
@@ -301,7 +330,7 @@ export const AppServerNotifications = {
     requestId: z.string(),
     decision: ApprovalDecision,
     source: ApprovalSource,
-  }).describe("An approval was decided: by a client, a remembered rule, the policy or a timeout."),
+  }).describe("An approval was decided: by a client, a session grant, a remembered rule, the policy or a timeout. itemId is the approvalRequest item, or the approvalResponse item when a grant or rule answered without asking."),
 } as const;
 
 /** Server -> client requests. */

@@ -66,7 +66,8 @@ export const AppServerParams = {
   "thread/resume": z.object({ threadId }),
   "thread/list": z.object({
     identity: Identity.optional(),
-    status: z.enum(["active", "paused", "archived"]).optional(),
+    status: z.enum(["active", "paused", "archived"]).optional().describe("Only threads with this status; \"archived\" lists archived threads."),
+    includeArchived: z.boolean().optional().describe("Also list archived threads (left out by default)."),
     cursor: z.string().optional(),
     limit: z.number().int().min(1).max(500).optional(),
   }),
@@ -78,6 +79,10 @@ export const AppServerParams = {
   "thread/unsubscribe": z.object({ threadId }),
   "thread/rename": z.object({ threadId, displayName: z.string() }),
   "thread/delete": z.object({ threadId }),
+  "thread/pause": z.object({ threadId }),
+  "thread/unpause": z.object({ threadId }),
+  "thread/archive": z.object({ threadId }),
+  "thread/unarchive": z.object({ threadId }),
   "thread/config/update": z.object({ threadId, configuration: ThreadConfiguration }),
   "thread/mode/set": z.object({ threadId, mode: z.enum(["agent", "plan"]) }),
   "turn/start": z.object({

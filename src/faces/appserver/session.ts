@@ -111,6 +111,8 @@ export class AppServerSession implements RpcHandlers {
             ...(identity.workspacePath !== undefined ? { workspacePath: identity.workspacePath } : {}),
             ...(identity.channelContext !== undefined ? { channelContext: identity.channelContext } : {}),
             ...(params.status ? { status: params.status } : {}),
+            // Archived threads are listed only when asked for, by includeArchived or a status filter.
+            ...(!params.includeArchived && !params.status ? { hideArchived: true } : {}),
           },
           { limit: params.limit ?? 50, ...(params.cursor ? { cursor: params.cursor } : {}) },
         );
@@ -148,6 +150,22 @@ export class AppServerSession implements RpcHandlers {
       "thread/delete": method(P["thread/delete"], async ({ threadId }) => {
         await rt.deleteThread(threadId);
         return { deleted: true };
+      }),
+      "thread/pause": method(P["thread/pause"], ({ threadId }) => {
+        rt.pauseThread(threadId);
+        return { thread: this.thread(threadId) };
+      }),
+      "thread/unpause": method(P["thread/unpause"], ({ threadId }) => {
+        rt.unpauseThread(threadId);
+        return { thread: this.thread(threadId) };
+      }),
+      "thread/archive": method(P["thread/archive"], async ({ threadId }) => {
+        await rt.archiveThread(threadId);
+        return { thread: this.thread(threadId) };
+      }),
+      "thread/unarchive": method(P["thread/unarchive"], ({ threadId }) => {
+        rt.unarchiveThread(threadId);
+        return { thread: this.thread(threadId) };
       }),
       "thread/config/update": method(P["thread/config/update"], ({ threadId, configuration }) => {
         rt.configureThread(threadId, configuration);
@@ -216,10 +234,10 @@ export class AppServerSession implements RpcHandlers {
     },
   };
 
-  /** Live delivery: thread/started and thread/deleted go to every client (their thread lists change); the rest only to subscribers. */
+  /** Live delivery: thread/started, thread/deleted and thread/statusChanged go to every client (their thread lists change); the rest only to subscribers. */
   private deliver(event: RuntimeEvent): void {
     if (!this.initialized || this.connection.closed) return;
-    const broadcast = event.type === "thread.created" || event.type === "thread.deleted";
+    const broadcast = event.type === "thread.created" || event.type === "thread.deleted" || event.type === "thread.statusChanged";
     if (!broadcast && !this.subscriptions.has(event.threadId)) return;
     // A replay may already have sent it (thread/subscribe with afterSeq).
     if (event.seq <= (this.sentSeq.get(event.threadId) ?? 0)) return;

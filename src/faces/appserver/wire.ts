@@ -101,8 +101,12 @@ export function toNotification(event: RuntimeEvent, filter: ItemFilter, ctx: Eve
       // recorded have no per-call figure, and are not replayed as usage notifications.
       if (!event.data.delta) return undefined;
       return note("item/usage/delta", { ...base, turnId: event.data.turnId, usage: event.data.delta, total: event.data.usage });
+    case "thread.statusChanged":
+      return note("thread/statusChanged", { ...base, status: event.data.status });
     case "thread.configured":
+      return note("thread/configUpdated", { ...base, configuration: event.data.configuration });
     case "thread.modeChanged":
+      return note("thread/modeChanged", { ...base, mode: event.data.mode });
     case "approval.ruleAdded":
       return undefined;
   }
