@@ -11,6 +11,7 @@ import { makeWorkspace, modelEnv, text, threadStartParams } from "../test/suppor
 import { ServerProcess, tempDir, type SpawnOptions } from "../test/support/server-process.js";
 import { TestClient, type Message } from "../test/support/test-client.js";
 import { seedItemThreads, seedThreads } from "./seed.js";
+import { acpFirstDelta, acpPerDelta, type BenchKit } from "./backends.js";
 
 const DELTAS = 2_000;
 const WATCHDOG_MS = 5 * 60_000;
@@ -295,6 +296,8 @@ async function threadRead(): Promise<Row[]> {
 
 // ---------------------------------------------------------------------------------------------
 
+const kit: BenchKit = { withServer: (opts, fn) => withServer(opts, (conn) => fn(conn)), cpuNs, median, fmt, dir, workspace, notes };
+
 async function main(): Promise<void> {
   const watchdog = setTimeout(() => {
     console.error(`bench: still running after ${WATCHDOG_MS / 1000} s; giving up`);
@@ -312,6 +315,8 @@ async function main(): Promise<void> {
     ["Idle memory", idleMemory],
     ["thread/list", threadList],
     ["thread/read", threadRead],
+    ["acp backend per delta", () => acpPerDelta(kit)],
+    ["acp backend first delta", () => acpFirstDelta(kit)],
   ];
   const rows: Row[] = [];
   for (const [name, bench] of benches) {
