@@ -1,13 +1,14 @@
 // Runs the compiled test files with node's test runner (Node 20 takes no globs).
-// Usage: node scripts/run-tests.mjs [name-filter...]
+// Usage: node scripts/run-tests.mjs [path-filter...]   e.g. `e2e/`, `faces/acp`, `store`
 import { readdirSync } from "node:fs";
 import { spawnSync } from "node:child_process";
 import path from "node:path";
 
 const dir = "dist/test";
 const filters = process.argv.slice(2);
-const files = readdirSync(dir)
-  .filter((f) => f.endsWith(".test.js"))
+const files = readdirSync(dir, { recursive: true })
+  .map(String)
+  .filter((f) => f.endsWith(".test.js") && !f.startsWith("agents"))
   .filter((f) => filters.length === 0 || filters.some((x) => f.includes(x)))
   .map((f) => path.join(dir, f))
   .sort();

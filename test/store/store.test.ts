@@ -1,0 +1,534 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { spawn, spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import Database from "better-sqlite3";
+import { openStore, type SqliteStore } from "../../src/store/sqlite-store.js";
+import { acquireDataDirLock, LOCK_FILE } from "../../src/store/lock.js";
+import type { Item, Plan, Thread, Turn } from "../../src/domain/model.js";
+
+function tempDir(): string {
+  return mkdtempSync(path.join(tmpdir(), "switchyard-store-"));
+}
+
+function withStore(fn: (store: SqliteStore, dir: string) => void): void {
+  const dir = tempDir();
+  const store = openStore(dir);
+  try {
+    fn(store, dir);
+  } finally {
+    store.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function makeThread(id: string, over: Partial<Thread> = {}): Thread {
+  return {
+    id,
+    workspacePath: "/ws/a",
+    originChannel: "cli",
+    status: "active",
+    createdAt: "2026-01-01T00:00:00.000Z",
+    lastActiveAt: "2026-01-01T00:00:00.000Z",
+    historyMode: "server",
+    mode: "agent",
+    metadata: {},
+    queuedInputs: [],
+    ...over,
+  };
+}
+
+function makeTurn(id: string, threadId: string): Turn {
+  return { id, threadId, status: "running", startedAt: "2026-01-01T00:01:00.000Z", input: [{ type: "text", text: "hi" }], model: "m1" };
+}
+
+function agentItem(id: string, threadId: string, turnId: string, text: string, done = false): Item {
+  const item: Item = {
+    id,
+    threadId,
+    turnId,
+    type: "agentMessage",
+    status: done ? "completed" : "started",
+    createdAt: "2026-01-01T00:01:01.000Z",
+    payload: { text },
+  };
+  if (done) item.completedAt = "2026-01-01T00:01:02.000Z";
+  return item;
+}
+
+/** A thread with two turns exercising every event type. */
+function populate(store: SqliteStore, threadId = "t1"): void {
+  const plan: Plan = { steps: [{ step: "do it", status: "in_progress" }], updatedAt: "2026-01-01T00:01:03.000Z", turnId: "u1" };
+  store.append({ type: "thread.created", threadId, data: { thread: makeThread(threadId, { userId: "alice", metadata: { k: 1 } }) } });
+  store.append({ type: "thread.resumed", threadId, data: { lastActiveAt: "2026-01-01T00:00:30.000Z" } });
+  store.append({ type: "thread.renamed", threadId, data: { displayName: "Hello" } });
+  store.append({ type: "thread.configured", threadId, data: { configuration: { model: "m1", approvalPolicy: "autoApprove" } } });
+  store.append({ type: "thread.modeChanged", threadId, data: { mode: "plan" } });
+  store.append({ type: "thread.statusChanged", threadId, data: { status: "paused" } });
+  store.append({ type: "thread.runtimeChanged", threadId, data: { runtime: { running: true, waitingOnApproval: false } } });
+  store.append({
+    type: "thread.queueUpdated",
+    threadId,
+    data: { queuedInputs: [{ id: "q1", input: [{ type: "text", text: "later" }], createdAt: "2026-01-01T00:00:40.000Z" }] },
+  });
+  store.append({ type: "turn.started", threadId, data: { turn: makeTurn("u1", threadId) } });
+  store.append({ type: "item.started", threadId, data: { item: agentItem("i1", threadId, "u1", "") } });
+  store.append({ type: "item.delta", threadId, data: { turnId: "u1", itemId: "i1", kind: "agentMessage", delta: "Hel" } });
+  store.append({ type: "item.delta", threadId, data: { turnId: "u1", itemId: "i1", kind: "agentMessage", delta: "lo" } });
+  store.append({ type: "item.completed", threadId, data: { item: agentItem("i1", threadId, "u1", "Hello", true) } });
+  store.append({ type: "turn.diffUpdated", threadId, data: { turnId: "u1", diff: "--- a\n+++ b\n" } });
+  store.append({ type: "turn.planUpdated", threadId, data: { turnId: "u1", plan } });
+  store.append({
+    type: "approval.resolved",
+    threadId,
+    data: { turnId: "u1", itemId: "i1", requestId: "r1", decision: "acceptAlways", source: "client" },
+  });
+  store.append({ type: "approval.ruleAdded", threadId, data: { workspacePath: "/ws/a", scopeKey: "shell:ls" } });
+  store.append({ type: "usage.updated", threadId, data: { turnId: "u1", usage: { inputTokens: 1, outputTokens: 2, totalTokens: 3 } } });
+  store.append({ type: "turn.completed", threadId, data: { turnId: "u1", completedAt: "2026-01-01T00:02:00.000Z" } });
+  store.append({ type: "turn.started", threadId, data: { turn: makeTurn("u2", threadId) } });
+  store.append({ type: "item.completed", threadId, data: { item: agentItem("i2", threadId, "u2", "x", true) } });
+  store.append({
+    type: "turn.failed",
+    threadId,
+    data: { turnId: "u2", completedAt: "2026-01-01T00:03:00.000Z", error: { code: "rateLimited", message: "slow down", httpStatus: 429 } },
+  });
+  store.append({ type: "turn.started", threadId, data: { turn: makeTurn("u3", threadId) } });
+  store.append({ type: "turn.cancelled", threadId, data: { turnId: "u3", completedAt: "2026-01-01T00:04:00.000Z", reason: "user" } });
+}
+
+test("round trip of every event type", () => {
+  withStore((store) => {
+    populate(store);
+    const thread = store.getThread("t1")!;
+    assert.equal(thread.displayName, "Hello");
+    assert.equal(thread.userId, "alice");
+    assert.equal(thread.mode, "plan");
+    assert.equal(thread.status, "paused");
+    assert.deepEqual(thread.configuration, { model: "m1", approvalPolicy: "autoApprove" });
+    assert.deepEqual(thread.metadata, { k: 1 });
+    assert.equal(thread.queuedInputs.length, 1);
+    assert.equal(thread.plan?.steps[0]?.step, "do it");
+    assert.ok(thread.lastActiveAt > "2026-01-01T00:00:30.000Z", "turn.started bumps lastActiveAt");
+    assert.ok(!("channelContext" in thread) && !("forkedFrom" in thread), "null optionals are omitted");
+
+    const turns = store.listTurns("t1", { withItems: true });
+    assert.deepEqual(turns.map((t) => [t.id, t.status]), [["u1", "completed"], ["u2", "failed"], ["u3", "cancelled"]]);
+    const [u1, u2, u3] = turns as [Turn, Turn, Turn];
+    assert.deepEqual(u1.tokenUsage, { inputTokens: 1, outputTokens: 2, totalTokens: 3 }, "usage kept when completed has none");
+    assert.equal(u1.completedAt, "2026-01-01T00:02:00.000Z");
+    assert.equal(u1.model, "m1");
+    assert.deepEqual(u1.input, [{ type: "text", text: "hi" }]);
+    assert.deepEqual(u1.items, [agentItem("i1", "t1", "u1", "Hello", true)]);
+    assert.equal(u1.error, undefined);
+    assert.deepEqual(u2.error, { code: "rateLimited", message: "slow down", httpStatus: 429 });
+    assert.deepEqual(u2.items?.map((i) => i.id), ["i2"]);
+    assert.ok(!("error" in u3));
+    assert.deepEqual(u3.items, []);
+
+    const { items: _items, ...bare } = u1;
+    assert.deepEqual(store.listTurns("t1", { withItems: false })[0], bare, "no items property without withItems");
+    assert.deepEqual(store.getTurn("u1"), u1);
+    assert.equal(store.getTurn("nope"), undefined);
+    assert.deepEqual(store.listItems("u1"), u1.items);
+    assert.equal(store.getTurn("u1")!.diff, "--- a\n+++ b\n");
+    assert.equal(store.getTurn("u2")!.diff, undefined);
+    assert.ok(store.hasApprovalRule("/ws/a", "shell:ls"));
+    assert.ok(!store.hasApprovalRule("/ws/b", "shell:ls"));
+    assert.deepEqual(store.listUnfinishedTurns(), []);
+  });
+});
+
+test("append returns the stored event synchronously; reads see unflushed appends", () => {
+  withStore((store) => {
+    const e = store.append({ type: "thread.created", threadId: "t1", data: { thread: makeThread("t1") } });
+    assert.equal(e.seq, 1);
+    assert.equal(e.type, "thread.created");
+    assert.ok(!Number.isNaN(Date.parse(e.ts)));
+    assert.equal(store.lastSeq(), 1);
+    // No tick has passed: the scheduled flush has not run yet.
+    assert.equal(store.getThread("t1")?.id, "t1");
+    store.append({ type: "turn.started", threadId: "t1", data: { turn: makeTurn("u1", "t1") } });
+    assert.deepEqual(store.listUnfinishedTurns().map((t) => t.id), ["u1"]);
+    assert.equal(store.eventsAfter("t1", 0).length, 2);
+  });
+});
+
+test("the scheduled flush writes without an explicit flush", async () => {
+  const dir = tempDir();
+  try {
+    const store = openStore(dir);
+    store.append({ type: "thread.created", threadId: "t1", data: { thread: makeThread("t1") } });
+    await new Promise((resolve) => setImmediate(resolve));
+    const other = openStore(dir); // a second connection sees only committed data
+    assert.equal(other.getThread("t1")?.id, "t1");
+    other.close();
+    store.close();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("seq is strictly increasing across reopen", () => {
+  const dir = tempDir();
+  try {
+    let store = openStore(dir);
+    const a = store.append({ type: "thread.created", threadId: "t1", data: { thread: makeThread("t1") } });
+    const b = store.append({ type: "thread.renamed", threadId: "t1", data: { displayName: "x" } });
+    store.close();
+    store = openStore(dir);
+    assert.equal(store.lastSeq(), b.seq);
+    const c = store.append({ type: "thread.renamed", threadId: "t1", data: { displayName: "y" } });
+    assert.ok(a.seq < b.seq && b.seq < c.seq);
+    assert.deepEqual(store.eventsAfter("t1", 0).map((e) => e.seq), [a.seq, b.seq, c.seq]);
+    store.close();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("crash: a process that exits without close keeps what it flushed", () => {
+  const dir = tempDir();
+  try {
+    const moduleUrl = new URL("../../src/store/sqlite-store.js", import.meta.url).href;
+    const script = `
+      import { openStore } from ${JSON.stringify(moduleUrl)};
+      const store = openStore(${JSON.stringify(dir)});
+      const thread = ${JSON.stringify(makeThread("t1"))};
+      store.append({ type: "thread.created", threadId: "t1", data: { thread } });
+      for (let i = 0; i < 100; i++) store.append({ type: "item.delta", threadId: "t1", data: { turnId: "u", itemId: "i", kind: "agentMessage", delta: "x" } });
+      store.flush();
+      store.append({ type: "thread.renamed", threadId: "t1", data: { displayName: "lost" } });
+      process.exit(0); // no close(), and the last append is never flushed
+    `;
+    const child = spawnSync(process.execPath, ["--input-type=module", "-e", script], { encoding: "utf8" });
+    assert.equal(child.status, 0, child.stderr);
+    const store = openStore(dir);
+    assert.equal(store.lastSeq(), 101);
+    assert.equal(store.getThread("t1")?.displayName, undefined);
+    assert.equal(store.eventsAfter("t1", 0).length, 101);
+    // New appends continue after the durable log.
+    assert.equal(store.append({ type: "thread.renamed", threadId: "t1", data: { displayName: "ok" } }).seq, 102);
+    store.close();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("crash in-process: reopen without closing the first store", () => {
+  const dir = tempDir();
+  try {
+    const first = openStore(dir);
+    populate(first);
+    first.flush();
+    const before = first.listTurns("t1", { withItems: true });
+    // `first` is simply dropped, as after a crash.
+    const second = openStore(dir);
+    assert.deepEqual(second.listTurns("t1", { withItems: true }), before);
+    second.close();
+    first.close();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("rebuild reproduces the same derived state", () => {
+  withStore((store) => {
+    populate(store, "t1");
+    populate(store, "t2");
+    store.append({ type: "thread.created", threadId: "t3", data: { thread: makeThread("t3") } });
+    store.append({ type: "turn.started", threadId: "t3", data: { turn: makeTurn("u9", "t3") } });
+    store.append({ type: "item.started", threadId: "t3", data: { item: agentItem("i9", "t3", "u9", "") } });
+    store.append({ type: "thread.deleted", threadId: "t2", data: {} });
+    const snapshot = () => ({
+      threads: store.listThreads({}, { limit: 100 }),
+      t1: store.getThread("t1"),
+      t2: store.getThread("t2"),
+      turns1: store.listTurns("t1", { withItems: true }),
+      turns3: store.listTurns("t3", { withItems: true }),
+      unfinished: store.listUnfinishedTurns(),
+      rule: store.hasApprovalRule("/ws/a", "shell:ls"),
+    });
+    const before = snapshot();
+    store.rebuild();
+    assert.deepEqual(snapshot(), before);
+    assert.equal(before.t2, undefined);
+    assert.deepEqual(before.unfinished.map((t) => t.id), ["u9"]);
+  });
+});
+
+test("thread deletion removes derived rows but keeps the log", () => {
+  withStore((store) => {
+    populate(store, "t1");
+    populate(store, "t2");
+    store.append({ type: "thread.deleted", threadId: "t1", data: {} });
+    assert.equal(store.getThread("t1"), undefined);
+    assert.deepEqual(store.listTurns("t1", { withItems: true }), []);
+    assert.equal(store.getTurn("u1"), undefined);
+    assert.deepEqual(store.listItems("u1"), []);
+    assert.deepEqual(store.listThreads({}, { limit: 10 }).threads.map((t) => t.id), ["t2"]);
+    assert.ok(store.eventsAfter("t1", 0).length > 0);
+    // Late events of the deleted thread create no orphan rows.
+    store.append({ type: "item.completed", threadId: "t1", data: { item: agentItem("late", "t1", "u1", "x", true) } });
+    store.append({ type: "turn.started", threadId: "t1", data: { turn: makeTurn("late-turn", "t1") } });
+    assert.deepEqual(store.listItems("u1"), []);
+    assert.deepEqual(store.listUnfinishedTurns(), []);
+  });
+});
+
+test("pagination with filters returns each thread once, in order", () => {
+  withStore((store) => {
+    const ids: string[] = [];
+    for (let i = 0; i < 57; i++) {
+      const id = `th${String(i).padStart(3, "0")}`;
+      ids.push(id);
+      // Repeated timestamps force ties broken by id.
+      const at = `2026-02-01T00:00:${String(Math.floor(i / 3) % 60).padStart(2, "0")}.000Z`;
+      store.append({
+        type: "thread.created",
+        threadId: id,
+        data: {
+          thread: makeThread(id, {
+            lastActiveAt: at,
+            userId: i % 2 === 0 ? "alice" : "bob",
+            workspacePath: i % 3 === 0 ? "/ws/x" : "/ws/y",
+            status: i % 5 === 0 ? "archived" : "active",
+            channelContext: i % 7 === 0 ? "room1" : undefined,
+          }),
+        },
+      });
+    }
+    const all = (filter: Parameters<SqliteStore["listThreads"]>[0], limit: number): Thread[] => {
+      const out: Thread[] = [];
+      let cursor: string | undefined;
+      let pages = 0;
+      do {
+        const page = store.listThreads(filter, cursor === undefined ? { limit } : { limit, cursor });
+        assert.ok(page.threads.length <= limit);
+        out.push(...page.threads);
+        cursor = page.nextCursor;
+        pages++;
+      } while (cursor !== undefined && pages < 100);
+      return out;
+    };
+    const expected = (pred: (t: Thread) => boolean): string[] =>
+      ids
+        .map((id) => store.getThread(id)!)
+        .filter(pred)
+        .sort((a, b) => (a.lastActiveAt === b.lastActiveAt ? (a.id < b.id ? 1 : -1) : a.lastActiveAt < b.lastActiveAt ? 1 : -1))
+        .map((t) => t.id);
+
+    assert.deepEqual(all({}, 10).map((t) => t.id), expected(() => true));
+    assert.deepEqual(all({ userId: "alice" }, 4).map((t) => t.id), expected((t) => t.userId === "alice"));
+    assert.deepEqual(
+      all({ userId: "bob", workspacePath: "/ws/y", status: "active" }, 3).map((t) => t.id),
+      expected((t) => t.userId === "bob" && t.workspacePath === "/ws/y" && t.status === "active"),
+    );
+    assert.deepEqual(all({ channelContext: "room1", originChannel: "cli" }, 2).map((t) => t.id), expected((t) => t.channelContext === "room1"));
+    assert.deepEqual(all({ originChannel: "nope" }, 5), []);
+    const exact = store.listThreads({}, { limit: 57 });
+    assert.equal(exact.threads.length, 57);
+    assert.equal(exact.nextCursor, undefined, "no cursor on the last page");
+    assert.throws(() => store.listThreads({}, { limit: 5, cursor: "garbage" }), /Invalid cursor/);
+  });
+});
+
+test("eventsAfter, lastSeq", () => {
+  withStore((store) => {
+    assert.equal(store.lastSeq(), 0);
+    assert.deepEqual(store.eventsAfter("t1", 0), []);
+    populate(store, "t1");
+    populate(store, "t2");
+    const t1 = store.eventsAfter("t1", 0);
+    assert.ok(t1.every((e) => e.threadId === "t1"));
+    assert.deepEqual(t1.map((e) => e.seq), [...t1.map((e) => e.seq)].sort((a, b) => a - b));
+    assert.equal(t1[0]!.seq, 1);
+    assert.equal(store.eventsAfter("t2", 0)[0]!.seq, t1.at(-1)!.seq + 1);
+    const tail = store.eventsAfter("t1", t1[5]!.seq, 3);
+    assert.deepEqual(tail, t1.slice(6, 9));
+    const delta = t1.find((e) => e.type === "item.delta");
+    assert.deepEqual(delta?.data, { turnId: "u1", itemId: "i1", kind: "agentMessage", delta: "Hel" });
+    assert.equal(store.lastSeq(), store.eventsAfter("t2", 0).at(-1)!.seq);
+  });
+});
+
+test("deltasOf concatenates an item's deltas", () => {
+  withStore((store) => {
+    populate(store, "t1");
+    assert.equal(store.deltasOf("i1"), "Hello");
+    store.append({ type: "turn.started", threadId: "t1", data: { turn: makeTurn("u4", "t1") } });
+    store.append({ type: "item.started", threadId: "t1", data: { item: agentItem("i4", "t1", "u4", "") } });
+    store.append({ type: "item.started", threadId: "t1", data: { item: agentItem("i5", "t1", "u4", "") } });
+    for (const [item, delta] of [["i4", "a"], ["i5", "Z"], ["i4", "b"], ["i4", "c"]] as const) {
+      store.append({ type: "item.delta", threadId: "t1", data: { turnId: "u4", itemId: item, kind: "agentMessage", delta } });
+    }
+    store.append({ type: "item.delta", threadId: "t1", data: { turnId: "u4", itemId: "i4", kind: "commandOutput", delta: "$", stream: "stdout" } });
+    assert.equal(store.deltasOf("i4"), "abc$");
+    assert.equal(store.deltasOf("i4", "agentMessage"), "abc");
+    assert.equal(store.deltasOf("i5"), "Z");
+    assert.equal(store.deltasOf("missing"), "");
+    // An item never started (no row) falls back to scanning the log.
+    store.append({ type: "item.delta", threadId: "t1", data: { turnId: "u4", itemId: "ghost", kind: "reasoning", delta: "boo" } });
+    assert.equal(store.deltasOf("ghost"), "boo");
+  });
+});
+
+test("listTurns with items on a large thread is fast", () => {
+  withStore((store) => {
+    store.append({ type: "thread.created", threadId: "big", data: { thread: makeThread("big") } });
+    for (let t = 0; t < 100; t++) {
+      store.append({ type: "turn.started", threadId: "big", data: { turn: makeTurn(`bt${t}`, "big") } });
+      for (let i = 0; i < 200; i++) {
+        store.append({ type: "item.completed", threadId: "big", data: { item: agentItem(`bi${t}_${i}`, "big", `bt${t}`, "some text of an item", true) } });
+      }
+    }
+    store.flush();
+    const start = performance.now();
+    const turns = store.listTurns("big", { withItems: true });
+    const ms = performance.now() - start;
+    assert.equal(turns.length, 100);
+    assert.equal(turns.reduce((n, t) => n + (t.items?.length ?? 0), 0), 20_000);
+    assert.equal(turns[3]!.items![7]!.id, "bi3_7");
+    assert.ok(ms < 300, `took ${ms.toFixed(1)} ms`); // generous for loaded CI machines; typically 20-50 ms
+  });
+});
+
+test("schema version is set and reopening does not migrate again", () => {
+  const dir = tempDir();
+  try {
+    openStore(dir).close();
+    const store = openStore(dir);
+    store.close();
+    // user_version lives at offset 60 of the database header.
+    const header = readFileSync(path.join(dir, "switchyard.db")).subarray(60, 64);
+    assert.equal(header.readUInt32BE(0), 3);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+// ---------------------------------------------------------------------------------------------
+// Data directory lock
+
+test("lock: acquire, conflict, release", () => {
+  const dir = tempDir();
+  try {
+    const lock = acquireDataDirLock(dir);
+    const file = path.join(dir, LOCK_FILE);
+    const content = JSON.parse(readFileSync(file, "utf8")) as { pid: number; startedAt: string };
+    assert.equal(content.pid, process.pid);
+    assert.throws(() => acquireDataDirLock(dir), new RegExp(`Another Switchyard server \\(pid ${process.pid}\\)`));
+    lock.release();
+    assert.equal(existsSync(file), false);
+    lock.release(); // idempotent
+    acquireDataDirLock(dir).release();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("lock: a live process holding it is a conflict", async () => {
+  const dir = tempDir();
+  const child = spawn(process.execPath, ["-e", "setTimeout(() => {}, 30000)"], { stdio: "ignore" });
+  try {
+    writeFileSync(path.join(dir, LOCK_FILE), JSON.stringify({ pid: child.pid, startedAt: new Date().toISOString() }));
+    assert.throws(() => acquireDataDirLock(dir), (err: Error) => err.message.includes(`pid ${child.pid}`) && err.message.includes(dir));
+  } finally {
+    child.kill();
+    await new Promise((resolve) => child.once("exit", resolve));
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("lock: stale locks (dead pid, our own pid from a previous run, garbage) are replaced", () => {
+  const dir = tempDir();
+  try {
+    const file = path.join(dir, LOCK_FILE);
+    const dead = spawnSync(process.execPath, ["-e", "0"]).pid;
+    for (const stale of [JSON.stringify({ pid: dead, startedAt: "x" }), JSON.stringify({ pid: process.pid, startedAt: "x" }), "garbage"]) {
+      writeFileSync(file, stale);
+      const lock = acquireDataDirLock(dir);
+      assert.equal((JSON.parse(readFileSync(file, "utf8")) as { pid: number }).pid, process.pid);
+      lock.release();
+    }
+    // Release leaves a lock that is no longer ours alone.
+    const lock = acquireDataDirLock(dir);
+    writeFileSync(file, JSON.stringify({ pid: 1, startedAt: "someone else" }));
+    lock.release();
+    assert.ok(existsSync(file));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("a failing projection is reported but the event is still logged", () => {
+  const dir = tempDir();
+  const errors: unknown[] = [];
+  const store = openStore(dir, { onError: (err) => errors.push(err) });
+  try {
+    // A malformed event (no workspacePath: NOT NULL fails) must not roll back the batch.
+    const bad = { ...makeThread("bad"), workspacePath: undefined } as unknown as Thread;
+    store.append({ type: "thread.created", threadId: "bad", data: { thread: bad } });
+    store.append({ type: "thread.created", threadId: "t1", data: { thread: makeThread("t1") } });
+    store.flush();
+    assert.equal(errors.length, 1);
+    assert.equal(store.getThread("bad"), undefined);
+    assert.equal(store.getThread("t1")?.id, "t1");
+    assert.equal(store.eventsAfter("bad", 0).length, 1);
+  } finally {
+    store.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("turnUsages: every turn's latest usage, by thread, rebuilt from the log", () => {
+  withStore((store) => {
+    const usage = (n: number) => ({ inputTokens: n, outputTokens: 1, totalTokens: n + 1, costUsd: n / 1000 });
+    store.append({ type: "thread.created", threadId: "tu1", data: { thread: makeThread("tu1") } });
+    store.append({ type: "thread.created", threadId: "tu2", data: { thread: makeThread("tu2") } });
+    store.append({ type: "turn.started", threadId: "tu1", data: { turn: makeTurn("tu1-a", "tu1") } });
+    store.append({ type: "usage.updated", threadId: "tu1", data: { turnId: "tu1-a", usage: usage(1), delta: usage(1) } });
+    store.append({ type: "usage.updated", threadId: "tu1", data: { turnId: "tu1-a", usage: usage(3), delta: usage(2) } });
+    store.append({ type: "turn.completed", threadId: "tu1", data: { turnId: "tu1-a", completedAt: "2026-01-01T00:02:00.000Z" } });
+    store.append({ type: "turn.started", threadId: "tu1", data: { turn: makeTurn("tu1-b", "tu1") } }); // no usage yet
+    store.append({ type: "turn.started", threadId: "tu2", data: { turn: makeTurn("tu2-a", "tu2") } });
+    store.append({ type: "usage.updated", threadId: "tu2", data: { turnId: "tu2-a", usage: usage(5) } });
+    const expected = [
+      { threadId: "tu1", usage: usage(3) },
+      { threadId: "tu2", usage: usage(5) },
+    ];
+    assert.deepEqual(store.turnUsages(["tu1", "tu2", "missing"]), expected);
+    assert.deepEqual(store.turnUsages([]), []);
+    store.rebuild();
+    assert.deepEqual(store.turnUsages(["tu2", "tu1"]), expected);
+  });
+});
+
+test("listItemsJson returns stored items with their type, also after migrating a version 1 database", () => {
+  const dir = tempDir();
+  try {
+    const store = openStore(dir);
+    populate(store);
+    const items = store.listTurns("t1", { withItems: true }).flatMap((t) => t.items ?? []);
+    const expected = items.map((i) => ({ turnId: i.turnId, type: i.type, item: i }));
+    const read = () => {
+      const s = openStore(dir);
+      try {
+        return s.listItemsJson("t1").map((r) => ({ turnId: r.turnId, type: r.type, item: JSON.parse(r.json) as Item }));
+      } finally {
+        s.close();
+      }
+    };
+    store.close();
+    assert.deepEqual(read(), expected);
+    // Turn the file back into a version 1 database (no type column); opening migrates it.
+    const db = new Database(path.join(dir, "switchyard.db"));
+    db.exec("ALTER TABLE items DROP COLUMN type; ALTER TABLE threads DROP COLUMN backend_session; PRAGMA user_version = 1;");
+    db.close();
+    assert.deepEqual(read(), expected);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
