@@ -61,7 +61,10 @@ async function turn(kit: BenchKit, conn: BenchConn, fake: FakeModelServer, threa
   const deltas = Array.from({ length: DELTAS }, (_, i) => `${label}d${i} `);
   fake.enqueue({ kind: "response", text: deltas });
   let firstAt = 0;
-  const first = conn.client.waitFor((m) => m.method === "item/agentMessage/delta" && m.params?.threadId === threadId && ((firstAt = conn.lastChunkAt), true), 60_000);
+  const first = conn.client.waitFor(
+    (m) => m.method === "item/agentMessage/delta" && m.params?.threadId === threadId && ((firstAt = conn.lastChunkAt), true),
+    60_000,
+  );
   first.catch(() => {});
   const ended = conn.client.waitFor((m) => isEnd(m) && m.params?.threadId === threadId, 120_000);
   const cpu0 = kit.cpuNs(pid);
@@ -69,7 +72,11 @@ async function turn(kit: BenchKit, conn: BenchConn, fake: FakeModelServer, threa
   await conn.client.call("turn/start", { threadId, input: text(`Stream ${DELTAS} deltas.`) });
   const end = await ended;
   if (end.method !== "turn/completed") throw new Error(`turn ended with ${end.method}: ${JSON.stringify(end.params)}`);
-  const got = conn.client.notifications("item/agentMessage/delta").filter((p) => p["threadId"] === threadId).map((p) => p["delta"]).join("");
+  const got = conn.client
+    .notifications("item/agentMessage/delta")
+    .filter((p) => p["threadId"] === threadId)
+    .map((p) => p["delta"])
+    .join("");
   const ok = got === deltas.join("");
   conn.client.received.splice(0);
   return { cpuMs: (kit.cpuNs(pid) - cpu0) / 1e6, firstDeltaMs: firstAt - t0, ok };
@@ -100,7 +107,12 @@ export async function acpPerDelta(kit: BenchKit): Promise<BenchRow[]> {
         `(medians of ${TURNS} turns × ${kit.fmt(DELTAS, 0)} deltas after a warm-up); the agent process's own CPU is not counted.`,
     );
     return [
-      { name: "acp backend: server CPU per delta over the built-in backend's, same fake model stream", measured: `${kit.fmt(ratio, 2)}×`, target: "< 2×", pass: ratio < 2 },
+      {
+        name: "acp backend: server CPU per delta over the built-in backend's, same fake model stream",
+        measured: `${kit.fmt(ratio, 2)}×`,
+        target: "< 2×",
+        pass: ratio < 2,
+      },
       { name: "acp backend: every delta arrived, in order", measured: ok ? "yes" : "LOST/REORDERED", target: "yes", pass: ok },
     ];
   } finally {
@@ -118,7 +130,9 @@ async function directFirstChunk(fake: FakeModelServer, agent: ReturnType<typeof 
   const app = acp.client({ name: "bench" }).onNotification(acp.methods.client.session.update, ({ params }) => {
     if (params.update.sessionUpdate === "agent_message_chunk") resolveFirst(performance.now());
   });
-  const connection = app.connect(acp.ndJsonStream(Writable.toWeb(child.stdin) as WritableStream<Uint8Array>, Readable.toWeb(child.stdout) as ReadableStream<Uint8Array>));
+  const connection = app.connect(
+    acp.ndJsonStream(Writable.toWeb(child.stdin) as WritableStream<Uint8Array>, Readable.toWeb(child.stdout) as ReadableStream<Uint8Array>),
+  );
   try {
     await connection.agent.request(acp.methods.agent.initialize, { protocolVersion: acp.PROTOCOL_VERSION, clientCapabilities: {} });
     const { sessionId } = await connection.agent.request(acp.methods.agent.session.new, { cwd, mcpServers: [] });
@@ -147,7 +161,10 @@ export async function acpFirstDelta(kit: BenchKit): Promise<BenchRow[]> {
         const t0 = performance.now();
         const thread = await conn.client.call("thread/start", threadStartParams(ws, { configuration: { backend: agent } }));
         const threadId = (thread["thread"] as { id: string }).id;
-        const first = conn.client.waitFor((m) => m.method === "item/agentMessage/delta" && m.params?.threadId === threadId && ((firstAt = conn.lastChunkAt), true), 60_000);
+        const first = conn.client.waitFor(
+          (m) => m.method === "item/agentMessage/delta" && m.params?.threadId === threadId && ((firstAt = conn.lastChunkAt), true),
+          60_000,
+        );
         const ended = conn.client.waitFor((m) => isEnd(m) && m.params?.threadId === threadId, 60_000);
         await conn.client.call("turn/start", { threadId, input: text("hi") });
         await first;
@@ -162,7 +179,14 @@ export async function acpFirstDelta(kit: BenchKit): Promise<BenchRow[]> {
       `acp backend, first delta: thread/start → first delta ${kit.fmt(kit.median(via))} ms through Switchyard (a new agent process per thread); ` +
         `the same agent driven directly by an ACP client, spawn → first chunk: ${kit.fmt(kit.median(direct))} ms (medians of 5).`,
     );
-    return [{ name: "acp backend: thread/start → first delta, Switchyard's overhead beyond the agent's own", measured: `${kit.fmt(overhead)} ms`, target: "< 50 ms", pass: overhead < 50 }];
+    return [
+      {
+        name: "acp backend: thread/start → first delta, Switchyard's overhead beyond the agent's own",
+        measured: `${kit.fmt(overhead)} ms`,
+        target: "< 50 ms",
+        pass: overhead < 50,
+      },
+    ];
   } finally {
     await fake.close();
   }

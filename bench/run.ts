@@ -160,7 +160,14 @@ async function coldStart(): Promise<Row[]> {
     await stop(conn);
     if (i > 0) runs.push(ms); // the first run warms the OS file cache
   }
-  return [{ name: `Cold start: spawn → \`initialize\` response (median of ${runs.length}, fresh data dir each)`, measured: `${fmt(median(runs))} ms`, target: "< 150 ms", pass: median(runs) < 150 }];
+  return [
+    {
+      name: `Cold start: spawn → \`initialize\` response (median of ${runs.length}, fresh data dir each)`,
+      measured: `${fmt(median(runs))} ms`,
+      target: "< 150 ms",
+      pass: median(runs) < 150,
+    },
+  ];
 }
 
 async function streaming(): Promise<Row[]> {
@@ -182,8 +189,13 @@ async function streaming(): Promise<Row[]> {
         let endedAt = 0;
         // Both waiters note the arrival time when they match; a waiter left pending must not
         // become an unhandled rejection when it times out.
-        conn.client.waitFor((m) => isDelta(m) && m.params?.threadId === threadId && ((firstDeltaAt = conn.lastChunkAt), true), 60_000).catch(() => {});
-        const ended = conn.client.waitFor((m) => isEnd(m) && m.params?.threadId === threadId && ((endedAt = conn.lastChunkAt), true), 60_000);
+        conn.client
+          .waitFor((m) => isDelta(m) && m.params?.threadId === threadId && ((firstDeltaAt = conn.lastChunkAt), true), 60_000)
+          .catch(() => {});
+        const ended = conn.client.waitFor(
+          (m) => isEnd(m) && m.params?.threadId === threadId && ((endedAt = conn.lastChunkAt), true),
+          60_000,
+        );
         ended.catch(() => {});
         const t0 = performance.now();
         await unlessDied(conn, conn.client.call("turn/start", { threadId, input: text(`Stream ${DELTAS} deltas.`) }));
@@ -196,11 +208,15 @@ async function streaming(): Promise<Row[]> {
           firstDeltaMs: firstDeltaAt - t0, // notifications arrive in order: the first delta came before the end
         };
         if (end.method !== "turn/completed") throw new Error(`turn ended with ${end.method}: ${JSON.stringify(end.params)}`);
-        const received = conn.client.notifications("item/agentMessage/delta").filter((p) => p.threadId === threadId).map((p) => p.delta);
+        const received = conn.client
+          .notifications("item/agentMessage/delta")
+          .filter((p) => p.threadId === threadId)
+          .map((p) => p.delta);
         const sent = fake.stats.deltasSent - before.deltasSent;
         const inOrder = received.every((d, i) => d === deltas[i]);
         const ok = sent === DELTAS && received.length === DELTAS && inOrder;
-        if (!ok) notes.push(`Turn ${turn}: ${sent} deltas sent, ${received.length} received; ${inOrder ? "in order" : "NOT the scripted list"}.`);
+        if (!ok)
+          notes.push(`Turn ${turn}: ${sent} deltas sent, ${received.length} received; ${inOrder ? "in order" : "NOT the scripted list"}.`);
         conn.client.received.splice(0);
         gc();
         return { ...sample, ok };
@@ -220,8 +236,18 @@ async function streaming(): Promise<Row[]> {
           `the server process used ${fmt(med((t) => t.serverCpuMs))} ms of CPU (all its threads) = ${fmt(med((t) => (t.serverCpuMs * 1000) / DELTAS))} µs per delta.`,
       );
       return [
-        { name: `Streaming: server overhead per delta, (wall − fake busy) / ${fmt(DELTAS, 0)} (median of ${turns.length} turns, after a warm-up)`, measured: `${fmt(perDeltaUs)} µs`, target: "< 15 µs", pass: perDeltaUs < 15 },
-        { name: `Streaming: no delta lost or reordered (${turns.length + 1} turns × ${fmt(DELTAS, 0)})`, measured: allOk ? "none" : "LOST/REORDERED", target: "none", pass: allOk },
+        {
+          name: `Streaming: server overhead per delta, (wall − fake busy) / ${fmt(DELTAS, 0)} (median of ${turns.length} turns, after a warm-up)`,
+          measured: `${fmt(perDeltaUs)} µs`,
+          target: "< 15 µs",
+          pass: perDeltaUs < 15,
+        },
+        {
+          name: `Streaming: no delta lost or reordered (${turns.length + 1} turns × ${fmt(DELTAS, 0)})`,
+          measured: allOk ? "none" : "LOST/REORDERED",
+          target: "none",
+          pass: allOk,
+        },
       ];
     });
   } finally {
@@ -235,7 +261,8 @@ async function idleMemory(): Promise<Row[]> {
     const pid = conn.server.child.pid!;
     await sleep(1_000);
     const baseline = rssMb(pid);
-    for (let i = 0; i < 100; i++) await unlessDied(conn, conn.client.call("thread/start", threadStartParams(ws, { displayName: `Thread ${i}` })));
+    for (let i = 0; i < 100; i++)
+      await unlessDied(conn, conn.client.call("thread/start", threadStartParams(ws, { displayName: `Thread ${i}` })));
     await sleep(1_000);
     const rss = rssMb(pid);
     notes.push(`Memory: RSS ${fmt(baseline)} MB right after initialize (idle 1 s), ${fmt(rss)} MB after 100 thread/start.`);
@@ -253,7 +280,14 @@ async function threadList(): Promise<Row[]> {
       if ((result.data as unknown[]).length !== 50) throw new Error(`thread/list returned ${(result.data as unknown[]).length} threads`);
       if (i >= 2) runs.push(ms); // two warm-up calls
     }
-    return [{ name: `\`thread/list {}\` (default page of 50) with 10,000 threads (median of ${runs.length})`, measured: `${fmt(median(runs), 2)} ms`, target: "< 30 ms", pass: median(runs) < 30 }];
+    return [
+      {
+        name: `\`thread/list {}\` (default page of 50) with 10,000 threads (median of ${runs.length})`,
+        measured: `${fmt(median(runs), 2)} ms`,
+        target: "< 30 ms",
+        pass: median(runs) < 30,
+      },
+    ];
   });
 }
 
@@ -287,7 +321,9 @@ async function threadRead(): Promise<Row[]> {
         ...(isTarget ? { pass: ms < 150 } : {}),
       });
       const cpu = median(runs.map((r) => r.serverCpuMs));
-      detail.push(`${fmt(items, 0)} items: ${fmt(bytes / 1e6)} MB response, server CPU ${fmt(cpu)} ms, ${fmt(withParse)} ms including the client's JSON.parse`);
+      detail.push(
+        `${fmt(items, 0)} items: ${fmt(bytes / 1e6)} MB response, server CPU ${fmt(cpu)} ms, ${fmt(withParse)} ms including the client's JSON.parse`,
+      );
     }
     notes.push(`thread/read is timed to the response's last byte arriving at the client; ${detail.join("; ")}.`);
     return rows;
@@ -306,8 +342,15 @@ async function main(): Promise<void> {
   watchdog.unref();
 
   const cpus = os.cpus();
-  console.log(`Machine: ${cpus[0]?.model ?? "unknown CPU"}, ${cpus.length} cores, Node ${process.version}, ${os.platform()} ${os.release()}`);
-  console.log(`Load average at start (1/5/15 min): ${os.loadavg().map((l) => l.toFixed(2)).join(" / ")}\n`);
+  console.log(
+    `Machine: ${cpus[0]?.model ?? "unknown CPU"}, ${cpus.length} cores, Node ${process.version}, ${os.platform()} ${os.release()}`,
+  );
+  console.log(
+    `Load average at start (1/5/15 min): ${os
+      .loadavg()
+      .map((l) => l.toFixed(2))
+      .join(" / ")}\n`,
+  );
 
   const benches: Array<[string, () => Promise<Row[]>]> = [
     ["Cold start", coldStart],
@@ -331,7 +374,8 @@ async function main(): Promise<void> {
 
   console.log("| Benchmark | Measured | Target | Result |");
   console.log("|---|---:|---|---|");
-  for (const r of rows) console.log(`| ${r.name} | ${r.measured} | ${r.target} | ${r.pass === undefined ? "info" : r.pass ? "pass" : "**FAIL**"} |`);
+  for (const r of rows)
+    console.log(`| ${r.name} | ${r.measured} | ${r.target} | ${r.pass === undefined ? "info" : r.pass ? "pass" : "**FAIL**"} |`);
   console.log("");
   for (const note of notes) console.log(`- ${note.trimEnd().replaceAll("\n", "\n  ")}`);
   process.exit(broken ? 1 : 0);

@@ -36,14 +36,22 @@ const FILLER = "The quick brown fox jumps over the lazy dog. ";
 
 /** One item of a turn: a user message first, then tool call / tool result / agent message. */
 function makeItem(i: number, turn: Turn, at: string): Item {
-  const base = { id: newId("item"), threadId: turn.threadId, turnId: turn.id, status: "completed" as const, createdAt: at, completedAt: at };
+  const base = {
+    id: newId("item"),
+    threadId: turn.threadId,
+    turnId: turn.id,
+    status: "completed" as const,
+    createdAt: at,
+    completedAt: at,
+  };
   const callId = `call_${turn.id}_${Math.floor(i / 3)}`;
   if (i === 0) return { ...base, type: "userMessage", payload: { text: (turn.input[0] as { text: string }).text, input: turn.input } };
   if (i % 3 === 1) {
     const args = { path: `src/module-${i}.ts`, offset: i * 10, limit: 200 };
     return { ...base, type: "toolCall", payload: { callId, toolName: "read_file", argumentsText: JSON.stringify(args), arguments: args } };
   }
-  if (i % 3 === 2) return { ...base, type: "toolResult", payload: { callId, toolName: "read_file", success: true, output: FILLER.repeat(9) } };
+  if (i % 3 === 2)
+    return { ...base, type: "toolResult", payload: { callId, toolName: "read_file", success: true, output: FILLER.repeat(9) } };
   return { ...base, type: "agentMessage", payload: { text: FILLER.repeat(5) } };
 }
 

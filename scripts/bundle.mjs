@@ -32,7 +32,9 @@ await build({
   external: ["better-sqlite3", "openai", "@anthropic-ai/sdk", "@agentclientprotocol/sdk"],
   plugins: [englishOnlyZod],
   // Bundled CommonJS dependencies call require(); give the ES modules one.
-  banner: { js: "import { createRequire as __switchyardRequire } from 'node:module'; const require = __switchyardRequire(import.meta.url);" },
+  banner: {
+    js: "import { createRequire as __switchyardRequire } from 'node:module'; const require = __switchyardRequire(import.meta.url);",
+  },
   minify: process.env.SWITCHYARD_BUNDLE_MINIFY !== "0",
   sourcemap: "linked",
   logLevel: "warning",

@@ -75,7 +75,12 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
   const store = openStore(config.dataDir);
   const tools = createDefaultRegistry();
   const backends = new Backends(
-    { tools, resolveProvider: providers.resolveProvider, models: providers.catalog, defaults: { ...providers.defaults, commandTimeoutMs: config.commandTimeoutMs } },
+    {
+      tools,
+      resolveProvider: providers.resolveProvider,
+      models: providers.catalog,
+      defaults: { ...providers.defaults, commandTimeoutMs: config.commandTimeoutMs },
+    },
     {
       log,
       env: config.env,

@@ -19,10 +19,7 @@ import type { TurnRecorder } from "../domain/turn-recorder.js";
 import type { ApprovalAsk, ToolEnvironment } from "../tools/tool.js";
 import type { ThinkingMode } from "../providers/provider.js";
 
-export type TurnOutcome =
-  | { status: "completed" }
-  | { status: "cancelled"; reason: string }
-  | { status: "failed"; error: TurnError };
+export type TurnOutcome = { status: "completed" } | { status: "cancelled"; reason: string } | { status: "failed"; error: TurnError };
 
 /** What the runtime gives a backend for one turn. */
 export interface TurnContext {

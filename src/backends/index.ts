@@ -24,7 +24,11 @@ export const DEFAULT_AGENT_IDLE_TIMEOUT_MS = 10 * 60_000;
 
 /** Each backend type's availability; the default backend is probed with its own spec. */
 export async function probeBackends(defaultSpec: BackendSpec, deps: BackendDeps): Promise<BackendAvailability[]> {
-  const builtin: BackendAvailability = { type: "builtin", available: true, features: ["approvals", "reasoning", "plan", "usage", "cost", "resume", "steer"] };
+  const builtin: BackendAvailability = {
+    type: "builtin",
+    available: true,
+    features: ["approvals", "reasoning", "plan", "usage", "cost", "resume", "steer"],
+  };
   const external = await Promise.all(
     (Object.keys(EXTERNAL) as ExternalType[]).map(async (type): Promise<BackendAvailability> => {
       const spec = defaultSpec.type === type ? defaultSpec : PROBE_SPECS[type];

@@ -97,10 +97,16 @@ export class AgentProcess {
   /** Why the agent is gone, as a turn error: not found, or exited with its code and stderr. */
   failure(): TurnError {
     if (this.startError?.code === "ENOENT") {
-      return { code: BACKEND_ERRORS.notFound, message: `The agent command "${this.spec.command}" was not found. Install it or set the backend's command.` };
+      return {
+        code: BACKEND_ERRORS.notFound,
+        message: `The agent command "${this.spec.command}" was not found. Install it or set the backend's command.`,
+      };
     }
     if (this.startError) {
-      return { code: BACKEND_ERRORS.exited, message: `The agent command "${this.spec.command}" could not start: ${this.startError.message}` };
+      return {
+        code: BACKEND_ERRORS.exited,
+        message: `The agent command "${this.spec.command}" could not start: ${this.startError.message}`,
+      };
     }
     const status = this.exitStatus;
     const how = status?.signal ? `was killed by ${status.signal}` : `exited with code ${status?.code ?? "unknown"}`;

@@ -119,13 +119,18 @@ export type AcpFlags = Omit<AppServerFlags, "transport" | "port" | "dialect">;
 export function resolveAcpConfig(flags: AcpFlags, env: NodeJS.ProcessEnv): ServerConfig {
   const extra = flags.listen.filter((url) => url !== "stdio://" && url !== "stdio");
   for (const url of extra) {
-    if (!url.startsWith("ws://")) throw new ConfigError(`switchyard acp serves ACP on stdio; --listen only adds ws://HOST:PORT listeners (got "${url}").`);
+    if (!url.startsWith("ws://"))
+      throw new ConfigError(`switchyard acp serves ACP on stdio; --listen only adds ws://HOST:PORT listeners (got "${url}").`);
   }
   return { ...resolveServerConfig({ ...flags, listen: ["stdio://", ...extra] }, env), stdioProtocol: "acp" };
 }
 
 /** The default backend: --backend, then SWITCHYARD_BACKEND, then the config file. */
-function withBackend(flags: AppServerFlags, env: NodeJS.ProcessEnv, file: LoadedConfigFile): Pick<ServerConfig, "backend" | "agentIdleTimeoutMs"> {
+function withBackend(
+  flags: AppServerFlags,
+  env: NodeJS.ProcessEnv,
+  file: LoadedConfigFile,
+): Pick<ServerConfig, "backend" | "agentIdleTimeoutMs"> {
   const flag = flags.backend ?? env.SWITCHYARD_BACKEND;
   let backend: BackendSpec | undefined;
   try {

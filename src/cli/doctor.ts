@@ -54,7 +54,11 @@ export async function runDoctor(flags: DoctorFlags, env: NodeJS.ProcessEnv, out:
       if (!model && detected.model) [model, modelWhy] = [detected.model, "auto-detected with the provider"];
     }
   }
-  const built = createProvider({ ...(provider ? { provider } : {}), ...(model ? { model } : {}), env: providerEnv(env, settings, provider) });
+  const built = createProvider({
+    ...(provider ? { provider } : {}),
+    ...(model ? { model } : {}),
+    env: providerEnv(env, settings, provider),
+  });
   if ("problem" in built) {
     report("provider", "problem", built.problem);
     report("live check", "info", "skipped: there is no usable provider");
@@ -68,14 +72,24 @@ export async function runDoctor(flags: DoctorFlags, env: NodeJS.ProcessEnv, out:
   if (!listing) report("live check", "info", `the ${built.name} provider has no models endpoint to ask`);
   else if (!listing.ok) report("live check", "problem", listing.problem);
   else if (!offersModel(listing.models, model)) {
-    const available = listing.models.map((m) => m.id).slice(0, 20).join(", ") || "none";
+    const available =
+      listing.models
+        .map((m) => m.id)
+        .slice(0, 20)
+        .join(", ") || "none";
     report("live check", "problem", `model ${model} is not offered by this provider; available: ${available}`);
   } else report("live check", "ok", `${listing.url} answered and offers ${model}`);
   return finish(problems, out);
 }
 
 /** The default backend must be available; the others are listed for information. */
-async function checkBackends(flags: DoctorFlags, env: NodeJS.ProcessEnv, file: LoadedConfigFile, dataDir: string, report: Report): Promise<void> {
+async function checkBackends(
+  flags: DoctorFlags,
+  env: NodeJS.ProcessEnv,
+  file: LoadedConfigFile,
+  dataDir: string,
+  report: Report,
+): Promise<void> {
   let spec: BackendSpec;
   try {
     const flag = flags.backend ?? env.SWITCHYARD_BACKEND;

@@ -24,8 +24,15 @@ function addRuntimeOptions(command: Command): Command {
       // No commander defaults here: an unset flag falls back to config.json, then to the built-in default.
       .option("--approval-timeout-ms <n>", "how long an approval waits for a client (default 300000)", positiveInt)
       .option("--command-timeout-ms <n>", "default shell command timeout (default 600000)", positiveInt)
-      .option("--backend <backend>", "who runs threads that name no backend: builtin | claude-code | codex | acp:<command line> (env SWITCHYARD_BACKEND)")
-      .option("--agent-idle-timeout-ms <n>", "stop an external agent's process after its thread is idle this long (default 600000)", positiveInt)
+      .option(
+        "--backend <backend>",
+        "who runs threads that name no backend: builtin | claude-code | codex | acp:<command line> (env SWITCHYARD_BACKEND)",
+      )
+      .option(
+        "--agent-idle-timeout-ms <n>",
+        "stop an external agent's process after its thread is idle this long (default 600000)",
+        positiveInt,
+      )
       .addOption(new Option("--log-level <level>", "log level (env SWITCHYARD_LOG_LEVEL)").choices([...LOG_LEVELS]))
   );
 }

@@ -120,7 +120,11 @@ export class SwitchyardClient {
    * with ConnectionClosedError and is not retried: it may or may not have taken effect.
    * Server errors reject with RpcError (code, message, data).
    */
-  async request<M extends AppServerRequestMethod>(method: M, params: RequestParams<M>, opts: RequestOptions = {}): Promise<RequestResult<M>> {
+  async request<M extends AppServerRequestMethod>(
+    method: M,
+    params: RequestParams<M>,
+    opts: RequestOptions = {},
+  ): Promise<RequestResult<M>> {
     const timeoutMs = opts.timeoutMs ?? this.timeoutMs;
     const deadline = Date.now() + timeoutMs;
     const conn = await this.connected(method, timeoutMs);
@@ -136,7 +140,11 @@ export class SwitchyardClient {
   }
 
   /** Starts a turn; `input` is plain text or input parts. Wait for its end with turnEnd(turn.id). */
-  startTurn(threadId: string, input: string | Input, extra: Omit<RequestParams<"turn/start">, "threadId" | "input"> = {}): Promise<RequestResult<"turn/start">> {
+  startTurn(
+    threadId: string,
+    input: string | Input,
+    extra: Omit<RequestParams<"turn/start">, "threadId" | "input"> = {},
+  ): Promise<RequestResult<"turn/start">> {
     return this.request("turn/start", { ...extra, threadId, input: typeof input === "string" ? [{ type: "text", text: input }] : input });
   }
 
@@ -183,7 +191,11 @@ export class SwitchyardClient {
    * The next such event (from now on) that matches. Create the promise before causing the
    * event, e.g. before the request that triggers it. Rejects on timeout and when the client closes.
    */
-  waitFor<K extends ClientEventName>(event: K, predicate: (params: ClientEventMap[K]) => boolean = () => true, timeoutMs = this.timeoutMs): Promise<ClientEventMap[K]> {
+  waitFor<K extends ClientEventName>(
+    event: K,
+    predicate: (params: ClientEventMap[K]) => boolean = () => true,
+    timeoutMs = this.timeoutMs,
+  ): Promise<ClientEventMap[K]> {
     return new Promise((resolve, reject) => {
       const finish = (): void => {
         clearTimeout(timer);

@@ -10,7 +10,13 @@ import type {
   RequestResult,
 } from "../faces/appserver/protocol.js";
 
-export type { AppServerNotificationMethod, AppServerRequestMethod, NotificationParams, RequestParams, RequestResult } from "../faces/appserver/protocol.js";
+export type {
+  AppServerNotificationMethod,
+  AppServerRequestMethod,
+  NotificationParams,
+  RequestParams,
+  RequestResult,
+} from "../faces/appserver/protocol.js";
 export type { WireItem, WireThread, WireTurn } from "../faces/appserver/protocol.js";
 export type { Logger };
 

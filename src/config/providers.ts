@@ -14,7 +14,11 @@ import type { ProviderSettings } from "./file.js";
  */
 const ENV_NAMES = {
   openai: { apiKey: "OPENAI_API_KEY", baseURL: "OPENAI_BASE_URL" },
-  anthropic: { apiKey: "ANTHROPIC_API_KEY", baseURL: "ANTHROPIC_BASE_URL", thinkingBudgetTokens: "SWITCHYARD_ANTHROPIC_THINKING_BUDGET_TOKENS" },
+  anthropic: {
+    apiKey: "ANTHROPIC_API_KEY",
+    baseURL: "ANTHROPIC_BASE_URL",
+    thinkingBudgetTokens: "SWITCHYARD_ANTHROPIC_THINKING_BUDGET_TOKENS",
+  },
   ollama: { host: "OLLAMA_HOST" },
   scripted: { script: "SWITCHYARD_SCRIPT" },
 } as const;
@@ -109,7 +113,10 @@ export function setUpProviders(
       ? Promise.resolve(defaults)
       : detectDefault(env, settings).then((found) => {
           if (!found) return defaults;
-          log.info({ provider: found.provider, model: defaults.model ?? found.model }, "no provider configured; using the auto-detected default");
+          log.info(
+            { provider: found.provider, model: defaults.model ?? found.model },
+            "no provider configured; using the auto-detected default",
+          );
           return { provider: found.provider, ...((defaults.model ?? found.model) ? { model: defaults.model ?? found.model } : {}) };
         }));
 

@@ -1,13 +1,7 @@
 // Errors the runtime raises for bad requests. Faces map `code` to their wire error codes.
 
 export type RuntimeErrorCode =
-  | "threadNotFound"
-  | "threadNotActive"
-  | "turnInProgress"
-  | "turnNotFound"
-  | "turnNotRunning"
-  | "invalidInput"
-  | "replayGap";
+  "threadNotFound" | "threadNotActive" | "turnInProgress" | "turnNotFound" | "turnNotRunning" | "invalidInput" | "replayGap";
 
 export class RuntimeError extends Error {
   constructor(

@@ -13,12 +13,7 @@ import type {
   UsageReport,
 } from "./provider.js";
 import { OPENAI_REASONING_PREFIX, ProviderError } from "./provider.js";
-import {
-  describeCause,
-  isConnectionFailure,
-  messageFromBody,
-  retryAfterFromHeaders,
-} from "./sdk-errors.js";
+import { describeCause, isConnectionFailure, messageFromBody, retryAfterFromHeaders } from "./sdk-errors.js";
 import { streamFromSdk } from "./sdk-stream.js";
 
 type AnthropicModule = typeof import("@anthropic-ai/sdk");
@@ -219,7 +214,8 @@ class EventMapper {
         const block = event.content_block;
         if (block.type === "tool_use") {
           const ordinal = this.toolBlocks.size;
-          const input = block.input && typeof block.input === "object" && Object.keys(block.input).length > 0 ? JSON.stringify(block.input) : undefined;
+          const input =
+            block.input && typeof block.input === "object" && Object.keys(block.input).length > 0 ? JSON.stringify(block.input) : undefined;
           this.toolBlocks.set(event.index, { ordinal, ...(input ? { input } : {}), streamed: false });
           return [{ type: "toolCallStart", index: ordinal, id: block.id, name: block.name }];
         }
@@ -319,7 +315,9 @@ function describeFailure(error: unknown, mod: AnthropicModule | undefined) {
     };
   }
   if (error instanceof SyntaxError) return { invalidResponse: true, detail: error.message };
-  return isConnectionFailure(error) ? { connection: true, detail: describeCause(error) } : { unexpected: true, detail: describeCause(error) };
+  return isConnectionFailure(error)
+    ? { connection: true, detail: describeCause(error) }
+    : { unexpected: true, detail: describeCause(error) };
 }
 
 function stripStatus(message: string, status: number | undefined): string {

@@ -8,9 +8,7 @@ export interface LiveModel {
   displayName?: string;
 }
 
-export type ModelListing =
-  | { ok: true; url: string; models: LiveModel[] }
-  | { ok: false; url?: string; problem: string };
+export type ModelListing = { ok: true; url: string; models: LiveModel[] } | { ok: false; url?: string; problem: string };
 
 interface Endpoint {
   url: string;
@@ -65,7 +63,8 @@ function endpointOf(provider: string, env: NodeJS.ProcessEnv): Endpoint | { prob
       const base = env["OPENAI_BASE_URL"] || "https://api.openai.com/v1";
       const key = env["OPENAI_API_KEY"];
       // A compatible local server (a custom base URL) may need no key at all.
-      if (!key && !env["OPENAI_BASE_URL"]) return { problem: "no API key is set (OPENAI_API_KEY, or providers.openai.apiKey in config.json)" };
+      if (!key && !env["OPENAI_BASE_URL"])
+        return { problem: "no API key is set (OPENAI_API_KEY, or providers.openai.apiKey in config.json)" };
       return {
         url: `${trimSlash(base)}/models`,
         headers: key ? { authorization: `Bearer ${key}` } : {},
@@ -75,7 +74,8 @@ function endpointOf(provider: string, env: NodeJS.ProcessEnv): Endpoint | { prob
     case "anthropic": {
       const base = env["ANTHROPIC_BASE_URL"] || "https://api.anthropic.com";
       const key = env["ANTHROPIC_API_KEY"];
-      if (!key && !env["ANTHROPIC_BASE_URL"]) return { problem: "no API key is set (ANTHROPIC_API_KEY, or providers.anthropic.apiKey in config.json)" };
+      if (!key && !env["ANTHROPIC_BASE_URL"])
+        return { problem: "no API key is set (ANTHROPIC_API_KEY, or providers.anthropic.apiKey in config.json)" };
       return {
         url: `${trimSlash(base)}/v1/models?limit=1000`,
         headers: { "anthropic-version": "2023-06-01", ...(key ? { "x-api-key": key } : {}) },

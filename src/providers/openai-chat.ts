@@ -57,7 +57,8 @@ export class OpenAIChatProvider implements ModelProvider {
       service: describeOpenAIService(this.options.baseURL ?? process.env["OPENAI_BASE_URL"], label),
       load: () => this.client.load(),
       describeService: (sdk) => describeOpenAIService(sdk.client.baseURL, label),
-      open: (sdk) => sdk.client.chat.completions.create(buildRequest(request, this.defaultModel, !isOfficialOpenAI(sdk.client.baseURL)), { signal }),
+      open: (sdk) =>
+        sdk.client.chat.completions.create(buildRequest(request, this.defaultModel, !isOfficialOpenAI(sdk.client.baseURL)), { signal }),
       map: (chunk) => mapper.push(chunk),
       complete: () => mapper.finishReason !== undefined,
       missingEnd: "without a finish reason",
@@ -98,7 +99,9 @@ function toChatMessage(message: ConversationMessage): ChatMessage {
       return {
         role: "user",
         content: message.parts.map((part) =>
-          part.type === "text" ? { type: "text" as const, text: part.text } : { type: "image_url" as const, image_url: { url: imageUrl(part.source) } },
+          part.type === "text"
+            ? { type: "text" as const, text: part.text }
+            : { type: "image_url" as const, image_url: { url: imageUrl(part.source) } },
         ),
       };
     case "tool":

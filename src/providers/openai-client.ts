@@ -78,7 +78,9 @@ export function describeOpenAIFailure(error: unknown, mod: OpenAIModule | undefi
     };
   }
   if (error instanceof SyntaxError) return { invalidResponse: true, detail: error.message };
-  return isConnectionFailure(error) ? { connection: true, detail: describeCause(error) } : { unexpected: true, detail: describeCause(error) };
+  return isConnectionFailure(error)
+    ? { connection: true, detail: describeCause(error) }
+    : { unexpected: true, detail: describeCause(error) };
 }
 
 function stripStatus(message: string, status: number | undefined): string {

@@ -7,15 +7,7 @@
 // across tool calls without the server storing anything.
 import type OpenAI from "openai";
 import { lookupModel } from "./catalog.js";
-import type {
-  ConversationMessage,
-  ModelProvider,
-  ModelRequest,
-  ModelStreamEvent,
-  StopReason,
-  ToolSpec,
-  UsageReport,
-} from "./provider.js";
+import type { ConversationMessage, ModelProvider, ModelRequest, ModelStreamEvent, StopReason, ToolSpec, UsageReport } from "./provider.js";
 import { OPENAI_REASONING_PREFIX } from "./provider.js";
 import { imageUrl } from "./openai-chat.js";
 import { LazyOpenAIClient, describeOpenAIFailure, describeOpenAIService, type OpenAIClientOptions } from "./openai-client.js";
@@ -132,7 +124,13 @@ function decodeReasoning(signature: string | undefined): InputItem[] {
     return kept.flatMap((item: Partial<KeptReasoning>) =>
       typeof item?.encrypted_content === "string"
         ? // The SDK's type insists on an id, which the API must not get here (see KeptReasoning).
-          [{ type: "reasoning", summary: Array.isArray(item.summary) ? item.summary : [], encrypted_content: item.encrypted_content } as ReasoningItem]
+          [
+            {
+              type: "reasoning",
+              summary: Array.isArray(item.summary) ? item.summary : [],
+              encrypted_content: item.encrypted_content,
+            } as ReasoningItem,
+          ]
         : [],
     );
   } catch {

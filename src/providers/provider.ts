@@ -84,13 +84,7 @@ export type ModelStreamEvent =
 
 /** Why a model call failed, in words a client can act on. */
 export type ProviderErrorCode =
-  | "noProvider"
-  | "authentication"
-  | "rateLimited"
-  | "contextWindowExceeded"
-  | "connection"
-  | "providerError"
-  | "invalidResponse";
+  "noProvider" | "authentication" | "rateLimited" | "contextWindowExceeded" | "connection" | "providerError" | "invalidResponse";
 
 export interface ProviderErrorOptions {
   /** How long the provider asked us to wait before trying again (retry-after headers). */

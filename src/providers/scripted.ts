@@ -160,7 +160,11 @@ export class ScriptedProvider implements ModelProvider {
         afterOutput: output,
       });
     }
-    const outputChars = [...deltas(response.reasoning), ...deltas(response.text), ...calls.map((c) => JSON.stringify(c.arguments ?? {}))].join("").length;
+    const outputChars = [
+      ...deltas(response.reasoning),
+      ...deltas(response.text),
+      ...calls.map((c) => JSON.stringify(c.arguments ?? {})),
+    ].join("").length;
     const usage = response.usage ?? { input: Math.ceil(JSON.stringify(request.messages).length / 4), output: Math.ceil(outputChars / 4) };
     yield { type: "usage", usage: { inputTokens: usage.input, outputTokens: usage.output } };
     yield { type: "stop", reason: response.stopReason ?? (calls.length > 0 ? "toolCalls" : "end") };

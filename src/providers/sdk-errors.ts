@@ -56,7 +56,11 @@ export function toProviderError(f: FailureFacts): ProviderError {
   }
   // A spent quota also answers 429, but waiting does not help: not a (retryable) rate limit.
   if (/insufficient_quota/.test(kind)) {
-    return make("providerError", `${cap(f.service)} reports the account's quota is used up${http}${said}. Check the plan and billing details.`, status);
+    return make(
+      "providerError",
+      `${cap(f.service)} reports the account's quota is used up${http}${said}. Check the plan and billing details.`,
+      status,
+    );
   }
   if (status === 429 || /rate_limit_error|rate_limit_exceeded/.test(kind)) {
     return make("rateLimited", `${cap(f.service)} is rate limiting requests${http}${said}. Wait a moment and try again.`, status);
@@ -68,9 +72,10 @@ export function toProviderError(f: FailureFacts): ProviderError {
   }
   if (f.connection) {
     const detail = f.detail ? ` (${f.detail})` : "";
-    const message = f.afterOutput || f.midResponse
-      ? `The connection to ${f.service} was lost in the middle of the response${detail}.`
-      : `Could not reach ${f.service}${detail}.`;
+    const message =
+      f.afterOutput || f.midResponse
+        ? `The connection to ${f.service} was lost in the middle of the response${detail}.`
+        : `Could not reach ${f.service}${detail}.`;
     return make("connection", message);
   }
   if (f.invalidResponse) {

@@ -91,7 +91,10 @@ export interface DetectedProvider {
  * local Ollama if GET <OLLAMA_HOST>/api/tags answers within `timeoutMs` (default 300), with
  * its first installed model. Undefined when there is neither.
  */
-export async function detectDefaultProvider(env: NodeJS.ProcessEnv, options: { timeoutMs?: number } = {}): Promise<DetectedProvider | undefined> {
+export async function detectDefaultProvider(
+  env: NodeJS.ProcessEnv,
+  options: { timeoutMs?: number } = {},
+): Promise<DetectedProvider | undefined> {
   const fromEnv = envDefaultProvider(env);
   if (fromEnv) return { provider: fromEnv };
   const models = await listOllamaModels(env, options.timeoutMs ?? 300);
@@ -115,7 +118,10 @@ function openAIChat(config: ProviderSelection): ModelProvider | ProviderConfigPr
   const baseURL = config.env["OPENAI_BASE_URL"] || undefined;
   const apiKey = config.env["OPENAI_API_KEY"] || (baseURL ? NO_KEY_NEEDED : undefined);
   if (!apiKey) {
-    return { problem: "The openai-chat provider needs OPENAI_API_KEY, or OPENAI_BASE_URL pointing at a compatible server (e.g. http://localhost:11434/v1 for Ollama)." };
+    return {
+      problem:
+        "The openai-chat provider needs OPENAI_API_KEY, or OPENAI_BASE_URL pointing at a compatible server (e.g. http://localhost:11434/v1 for Ollama).",
+    };
   }
   return new OpenAIChatProvider({ apiKey, ...(baseURL ? { baseURL } : {}), ...(config.model ? { defaultModel: config.model } : {}) });
 }
@@ -141,7 +147,10 @@ function anthropic(config: ProviderSelection): ModelProvider | ProviderConfigPro
 function scripted(config: ProviderSelection): ModelProvider | ProviderConfigProblem {
   const file = config.model || config.env["SWITCHYARD_SCRIPT"];
   if (!file) {
-    return { problem: "The scripted provider needs a script: start with --provider scripted --model ./path/to/script.json (or set SWITCHYARD_SCRIPT)." };
+    return {
+      problem:
+        "The scripted provider needs a script: start with --provider scripted --model ./path/to/script.json (or set SWITCHYARD_SCRIPT).",
+    };
   }
   try {
     loadScript(file);

@@ -23,7 +23,8 @@ export function callUsage(report: UsageReport, model: ModelInfo | undefined): To
  */
 export function addUsage(a: TokenUsage | undefined, b: TokenUsage): TokenUsage {
   if (!a) return b;
-  const sum = (x: number | undefined, y: number | undefined): number | undefined => (x === undefined && y === undefined ? undefined : (x ?? 0) + (y ?? 0));
+  const sum = (x: number | undefined, y: number | undefined): number | undefined =>
+    x === undefined && y === undefined ? undefined : (x ?? 0) + (y ?? 0);
   const cachedInputTokens = sum(a.cachedInputTokens, b.cachedInputTokens);
   const reasoningTokens = sum(a.reasoningTokens, b.reasoningTokens);
   return {

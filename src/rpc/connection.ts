@@ -376,9 +376,7 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 
 function isPromiseLike(value: unknown): value is PromiseLike<unknown> {
   return (
-    (typeof value === "object" || typeof value === "function") &&
-    value !== null &&
-    typeof (value as { then?: unknown }).then === "function"
+    (typeof value === "object" || typeof value === "function") && value !== null && typeof (value as { then?: unknown }).then === "function"
   );
 }
 

@@ -15,9 +15,7 @@ export function method<S extends z.ZodType, R>(params: S, handler: MethodDef<S, 
 
 export type MethodTable = Record<string, MethodDef<z.ZodType, unknown>>;
 
-export function dispatchTable(
-  table: MethodTable,
-): (method: string, params: unknown, ctx: RequestContext) => Promise<unknown> {
+export function dispatchTable(table: MethodTable): (method: string, params: unknown, ctx: RequestContext) => Promise<unknown> {
   return async (name, params, ctx) => {
     // Own properties only, so "toString" or "__proto__" are not methods.
     const def = Object.hasOwn(table, name) ? table[name] : undefined;

@@ -9,7 +9,12 @@ export class RawJson {
 
 // A per-process marker: no string a client or model wrote can collide with it.
 const MARK = `\u0000raw-${randomUUID()}:`;
-const PLACEHOLDER = new RegExp(`"${JSON.stringify(MARK).slice(1, -1).replace(/[\\^$.*+?()[\]{}|]/g, "\\$&")}(\\d+)"`, "g");
+const PLACEHOLDER = new RegExp(
+  `"${JSON.stringify(MARK)
+    .slice(1, -1)
+    .replace(/[\\^$.*+?()[\]{}|]/g, "\\$&")}(\\d+)"`,
+  "g",
+);
 
 /** JSON.stringify that writes every RawJson it meets as its text, unchanged. */
 export function stringifyWithRaw(value: unknown): string {

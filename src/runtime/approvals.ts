@@ -4,12 +4,7 @@
 import { newId } from "../ids.js";
 import type { ApprovalAsk } from "../tools/tool.js";
 import { setBoundedTimeout } from "../timers.js";
-import type {
-  ApprovalDecision,
-  ApprovalPolicy,
-  ApprovalSource,
-  ApprovalType,
-} from "../domain/model.js";
+import type { ApprovalDecision, ApprovalPolicy, ApprovalSource, ApprovalType } from "../domain/model.js";
 
 export const ALL_DECISIONS: ApprovalDecision[] = ["accept", "acceptForSession", "acceptAlways", "decline", "cancel"];
 

@@ -222,7 +222,8 @@ export class Runtime {
     const source = this.getThread(threadId);
     const turns = this.store.listTurns(threadId, { withItems: true });
     const cut = atTurnId === undefined ? turns.length : turns.findIndex((t) => t.id === atTurnId) + 1;
-    if (atTurnId !== undefined && cut === 0) throw new RuntimeError("turnNotFound", `Turn ${atTurnId} is not part of thread ${threadId}.`, { threadId, turnId: atTurnId });
+    if (atTurnId !== undefined && cut === 0)
+      throw new RuntimeError("turnNotFound", `Turn ${atTurnId} is not part of thread ${threadId}.`, { threadId, turnId: atTurnId });
     const now = new Date().toISOString();
     // Items get new ids; a compaction notice names items by id, so those references follow.
     const newIds = new Map<string, string>();
@@ -253,9 +254,17 @@ export class Runtime {
       if (turn.status === "running" || turn.status === "waitingApproval") continue;
       const { items = [], ...copy } = turn;
       const turnId = newId("turn");
-      this.emit({ type: "turn.started", threadId: thread.id, data: { turn: { ...copy, id: turnId, threadId: thread.id, status: "running" } } });
+      this.emit({
+        type: "turn.started",
+        threadId: thread.id,
+        data: { turn: { ...copy, id: turnId, threadId: thread.id, status: "running" } },
+      });
       for (const item of items) {
-        this.emit({ type: "item.completed", threadId: thread.id, data: { item: remapIds({ ...item, id: newId("item"), threadId: thread.id, turnId }, item.id) } });
+        this.emit({
+          type: "item.completed",
+          threadId: thread.id,
+          data: { item: remapIds({ ...item, id: newId("item"), threadId: thread.id, turnId }, item.id) },
+        });
       }
       const outcome: TurnOutcome =
         turn.status === "completed"
@@ -410,7 +419,9 @@ export class Runtime {
   listTools(): Array<{ name: string; description: string; kind: AnyTool["kind"]; parameters: Record<string, unknown> }> {
     const tools = this.options.tools;
     const specs = new Map(tools.specs().map((spec) => [spec.name, spec.parameters]));
-    return tools.list().map(({ name, description, kind }) => ({ name, description, kind, parameters: specs.get(name) ?? { type: "object" } }));
+    return tools
+      .list()
+      .map(({ name, description, kind }) => ({ name, description, kind, parameters: specs.get(name) ?? { type: "object" } }));
   }
 
   runtimeState(threadId: string): ThreadRuntimeState {
@@ -464,16 +475,27 @@ export class Runtime {
 
   startTurn(threadId: string, params: StartTurnParams): Turn {
     const thread = this.getThread(threadId);
-    if (thread.status !== "active") throw notActive(thread, thread.status === "paused" ? "unpause it, or queue the input with turn/enqueue" : "unarchive it first");
+    if (thread.status !== "active")
+      throw notActive(thread, thread.status === "paused" ? "unpause it, or queue the input with turn/enqueue" : "unarchive it first");
     const running = this.active.get(threadId);
     if (running) {
-      throw new RuntimeError("turnInProgress", `A turn is already running on thread ${threadId}: queue the input, steer the running turn, or interrupt it.`, { threadId, turnId: running.turn.id });
+      throw new RuntimeError(
+        "turnInProgress",
+        `A turn is already running on thread ${threadId}: queue the input, steer the running turn, or interrupt it.`,
+        { threadId, turnId: running.turn.id },
+      );
     }
     if (thread.historyMode === "client" && !params.messages) {
-      throw new RuntimeError("invalidInput", "This thread keeps its history on the client (historyMode \"client\"): every turn must carry the conversation's messages.");
+      throw new RuntimeError(
+        "invalidInput",
+        'This thread keeps its history on the client (historyMode "client"): every turn must carry the conversation\'s messages.',
+      );
     }
     if (thread.historyMode === "server" && params.messages) {
-      throw new RuntimeError("invalidInput", "This thread keeps its history on the server (historyMode \"server\"): a turn must not carry messages.");
+      throw new RuntimeError(
+        "invalidInput",
+        'This thread keeps its history on the server (historyMode "server"): a turn must not carry messages.',
+      );
     }
     if (params.input.length === 0) throw new RuntimeError("invalidInput", "input must contain at least one item.");
     return this.launch(thread, params);
@@ -483,7 +505,10 @@ export class Runtime {
   enqueue(threadId: string, input: InputPart[]): { turn?: Turn; queuedInput?: QueuedInput; queuedInputs: QueuedInput[] } {
     const thread = this.getThread(threadId);
     if (thread.historyMode === "client") {
-      throw new RuntimeError("invalidInput", "This thread keeps its history on the client: inputs cannot be queued, since every turn must carry the conversation's messages.");
+      throw new RuntimeError(
+        "invalidInput",
+        "This thread keeps its history on the client: inputs cannot be queued, since every turn must carry the conversation's messages.",
+      );
     }
     if (thread.status === "archived") throw notActive(thread, "unarchive it first");
     // A paused thread keeps inputs queued until it is unpaused.
@@ -516,7 +541,10 @@ export class Runtime {
     const active = this.active.get(threadId);
     if (!active) throw new RuntimeError("turnNotRunning", `No turn is running on thread ${threadId}.`, { threadId });
     if (expectedTurnId && expectedTurnId !== active.turn.id) {
-      throw new RuntimeError("turnNotRunning", `Turn ${expectedTurnId} is not the running turn (${active.turn.id}).`, { threadId, turnId: expectedTurnId });
+      throw new RuntimeError("turnNotRunning", `Turn ${expectedTurnId} is not the running turn (${active.turn.id}).`, {
+        threadId,
+        turnId: expectedTurnId,
+      });
     }
     active.steering.push(input);
     return active.turn;
@@ -660,7 +688,13 @@ export class Runtime {
 
   // ---- approvals -------------------------------------------------------------------------
 
-  private async gate(thread: Thread, active: ActiveTurn, recorder: TurnRecorder, ask: ApprovalAsk, callId: string): Promise<ApprovalDecision> {
+  private async gate(
+    thread: Thread,
+    active: ActiveTurn,
+    recorder: TurnRecorder,
+    ask: ApprovalAsk,
+    callId: string,
+  ): Promise<ApprovalDecision> {
     const config = thread.configuration ?? {};
     const settings: GateSettings = {
       policy: config.approvalPolicy ?? "default",
@@ -670,14 +704,21 @@ export class Runtime {
     if (!needsAsking(ask, settings)) return "accept";
     const requestId = newApprovalRequestId();
     // A remembered grant or rule answers without asking; every subscriber still hears of it.
-    const remembered: { decision: ApprovalDecision; source: ApprovalSource } | undefined = this.approvals.hasSessionGrant(thread.id, ask.scopeKey)
+    const remembered: { decision: ApprovalDecision; source: ApprovalSource } | undefined = this.approvals.hasSessionGrant(
+      thread.id,
+      ask.scopeKey,
+    )
       ? { decision: "acceptForSession", source: "sessionGrant" }
       : this.store.hasApprovalRule(thread.workspacePath, ask.scopeKey)
         ? { decision: "acceptAlways", source: "rule" }
         : undefined;
     if (remembered) {
       const response = recorder.record("approvalResponse", { requestId, ...remembered });
-      this.emit({ type: "approval.resolved", threadId: thread.id, data: { turnId: active.turn.id, itemId: response.id, requestId, ...remembered } });
+      this.emit({
+        type: "approval.resolved",
+        threadId: thread.id,
+        data: { turnId: active.turn.id, itemId: response.id, requestId, ...remembered },
+      });
       return remembered.decision;
     }
 
@@ -696,7 +737,11 @@ export class Runtime {
     if (active.waitingApprovals === 0) active.turn.status = "running";
     recorder.complete(item, { decision });
     recorder.record("approvalResponse", { requestId, decision, source });
-    this.emit({ type: "approval.resolved", threadId: thread.id, data: { turnId: active.turn.id, itemId: item.id, requestId, decision, source } });
+    this.emit({
+      type: "approval.resolved",
+      threadId: thread.id,
+      data: { turnId: active.turn.id, itemId: item.id, requestId, decision, source },
+    });
     this.emitRuntimeChanged(thread.id);
 
     if (decision === "acceptForSession") this.approvals.grantForSession(thread.id, ask.scopeKey);
@@ -708,7 +753,10 @@ export class Runtime {
 }
 
 function notActive(thread: Thread, hint: string): RuntimeError {
-  return new RuntimeError("threadNotActive", `Thread ${thread.id} is ${thread.status}: ${hint}.`, { threadId: thread.id, status: thread.status });
+  return new RuntimeError("threadNotActive", `Thread ${thread.id} is ${thread.status}: ${hint}.`, {
+    threadId: thread.id,
+    status: thread.status,
+  });
 }
 
 function isDirectory(p: string): boolean {

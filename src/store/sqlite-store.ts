@@ -6,17 +6,7 @@ import { mkdirSync } from "node:fs";
 import path from "node:path";
 import { RuntimeError } from "../domain/errors.js";
 import type { DeltaKind, EventType, NewEvent, RuntimeEvent } from "../domain/events.js";
-import type {
-  ItemType,
-  AgentMode,
-  HistoryMode,
-  Item,
-  Thread,
-  ThreadStatus,
-  TokenUsage,
-  Turn,
-  TurnStatus,
-} from "../domain/model.js";
+import type { ItemType, AgentMode, HistoryMode, Item, Thread, ThreadStatus, TokenUsage, Turn, TurnStatus } from "../domain/model.js";
 import type { Store, StoredItemJson, ThreadFilter, ThreadPage } from "./store.js";
 
 export const DB_FILE = "switchyard.db";
@@ -115,9 +105,7 @@ const MIGRATIONS: ReadonlyArray<(db: Database.Database) => void> = [
 function migrate(db: Database.Database): void {
   const current = db.pragma("user_version", { simple: true }) as number;
   if (current > MIGRATIONS.length) {
-    throw new Error(
-      `${DB_FILE} has schema version ${current}, newer than this Switchyard supports (${MIGRATIONS.length})`,
-    );
+    throw new Error(`${DB_FILE} has schema version ${current}, newer than this Switchyard supports (${MIGRATIONS.length})`);
   }
   for (let version = current; version < MIGRATIONS.length; version++) {
     const step = MIGRATIONS[version]!;
@@ -293,9 +281,7 @@ function prepareStatements(db: Database.Database) {
        @configuration, @metadata, @queued_inputs, @plan, @forked_from, @backend_session)`,
     ),
     setLastActive: db.prepare<[string, string]>("UPDATE threads SET last_active_at = ? WHERE id = ?"),
-    bumpLastActive: db.prepare<[string, string]>(
-      "UPDATE threads SET last_active_at = max(last_active_at, ?) WHERE id = ?",
-    ),
+    bumpLastActive: db.prepare<[string, string]>("UPDATE threads SET last_active_at = max(last_active_at, ?) WHERE id = ?"),
     setDisplayName: db.prepare<[string, string]>("UPDATE threads SET display_name = ? WHERE id = ?"),
     setConfiguration: db.prepare<[string | null, string]>("UPDATE threads SET configuration = ? WHERE id = ?"),
     setMode: db.prepare<[string, string]>("UPDATE threads SET mode = ? WHERE id = ?"),
@@ -327,19 +313,13 @@ function prepareStatements(db: Database.Database) {
        SELECT @id, @thread_id, @turn_id, @ord, @type, @data ${existsThread}
        ON CONFLICT(id) DO UPDATE SET data = excluded.data`,
     ),
-    insertRule: db.prepare<[string, string]>(
-      "INSERT OR IGNORE INTO approval_rules (workspace_path, scope_key) VALUES (?, ?)",
-    ),
+    insertRule: db.prepare<[string, string]>("INSERT OR IGNORE INTO approval_rules (workspace_path, scope_key) VALUES (?, ?)"),
 
     // Reads.
     getThread: db.prepare<[string], ThreadRow>(`SELECT ${THREAD_COLS} FROM threads WHERE id = ?`),
-    turnsOfThread: db.prepare<[string], TurnRow>(
-      `SELECT ${TURN_COLS} FROM turns WHERE thread_id = ? ORDER BY seq`,
-    ),
+    turnsOfThread: db.prepare<[string], TurnRow>(`SELECT ${TURN_COLS} FROM turns WHERE thread_id = ? ORDER BY seq`),
     getTurn: db.prepare<[string], TurnRow>(`SELECT ${TURN_COLS} FROM turns WHERE id = ?`),
-    unfinishedTurns: db.prepare<[], TurnRow>(
-      `SELECT ${TURN_COLS} FROM turns WHERE status IN ('running', 'waitingApproval') ORDER BY seq`,
-    ),
+    unfinishedTurns: db.prepare<[], TurnRow>(`SELECT ${TURN_COLS} FROM turns WHERE status IN ('running', 'waitingApproval') ORDER BY seq`),
     // One JSON array parameter for any number of threads; the IN list still uses turns_thread.
     turnUsages: db.prepare<[string], { thread_id: string; token_usage: string }>(
       `SELECT thread_id, token_usage FROM turns WHERE thread_id IN (SELECT value FROM json_each(?))
@@ -353,9 +333,7 @@ function prepareStatements(db: Database.Database) {
     eventsAfter: db.prepare<[string, number, number], EventRow>(
       "SELECT seq, thread_id, type, ts, data FROM events WHERE thread_id = ? AND seq > ? ORDER BY seq LIMIT ?",
     ),
-    hasRule: db.prepare<[string, string], number>(
-      "SELECT 1 FROM approval_rules WHERE workspace_path = ? AND scope_key = ?",
-    ).pluck(),
+    hasRule: db.prepare<[string, string], number>("SELECT 1 FROM approval_rules WHERE workspace_path = ? AND scope_key = ?").pluck(),
     replayPage: db.prepare<[number, number], EventRow>(
       `SELECT seq, thread_id, type, ts, data FROM events WHERE seq > ? AND type <> 'item.delta'
        ORDER BY seq LIMIT ?`,
@@ -366,13 +344,15 @@ function prepareStatements(db: Database.Database) {
       `SELECT i.thread_id, coalesce(t.seq, i.ord) AS seq FROM items i LEFT JOIN turns t ON t.id = i.turn_id
        WHERE i.id = ?`,
     ),
-    deltasInThread: db.prepare<[string, number, string], string>(
-      `SELECT data FROM events WHERE thread_id = ? AND seq >= ? AND type = 'item.delta'
+    deltasInThread: db
+      .prepare<[string, number, string], string>(
+        `SELECT data FROM events WHERE thread_id = ? AND seq >= ? AND type = 'item.delta'
        AND json_extract(data, '$.itemId') = ? ORDER BY seq`,
-    ).pluck(),
-    deltasAnywhere: db.prepare<[string], string>(
-      `SELECT data FROM events WHERE type = 'item.delta' AND json_extract(data, '$.itemId') = ? ORDER BY seq`,
-    ).pluck(),
+      )
+      .pluck(),
+    deltasAnywhere: db
+      .prepare<[string], string>(`SELECT data FROM events WHERE type = 'item.delta' AND json_extract(data, '$.itemId') = ? ORDER BY seq`)
+      .pluck(),
   };
 }
 
@@ -417,7 +397,10 @@ export class SqliteStore implements Store {
         this.stmts.insertEvent.run(e.seq, e.threadId, e.type, e.ts, e.data);
         // Deltas (~2,000 per turn) only go to the log; items get their text from item.completed.
         if (e.type !== "item.delta") {
-          this.applySafely({ seq: e.seq, threadId: e.threadId, type: e.type, ts: e.ts, data: parse<unknown>(e.data) } as RuntimeEvent, errors);
+          this.applySafely(
+            { seq: e.seq, threadId: e.threadId, type: e.type, ts: e.ts, data: parse<unknown>(e.data) } as RuntimeEvent,
+            errors,
+          );
         }
       }
       return errors;
@@ -431,7 +414,14 @@ export class SqliteStore implements Store {
     if (this.closed) throw new Error("Store is closed");
     const data = JSON.stringify(event.data); // first: if it throws, no seq is consumed
     const stored = { type: event.type, threadId: event.threadId, data: event.data, seq: ++this.seq, ts: new Date().toISOString() };
-    this.pending.push({ seq: stored.seq, threadId: stored.threadId, type: stored.type, ts: stored.ts, data, event: stored as RuntimeEvent });
+    this.pending.push({
+      seq: stored.seq,
+      threadId: stored.threadId,
+      type: stored.type,
+      ts: stored.ts,
+      data,
+      event: stored as RuntimeEvent,
+    });
     this.scheduled ??= setImmediate(() => {
       this.scheduled = undefined;
       try {
@@ -682,7 +672,9 @@ export class SqliteStore implements Store {
   turnUsages(threadIds: string[]): Array<{ threadId: string; usage: TokenUsage }> {
     if (threadIds.length === 0) return [];
     this.flush();
-    return this.stmts.turnUsages.all(JSON.stringify(threadIds)).map((r) => ({ threadId: r.thread_id, usage: parse<TokenUsage>(r.token_usage) }));
+    return this.stmts.turnUsages
+      .all(JSON.stringify(threadIds))
+      .map((r) => ({ threadId: r.thread_id, usage: parse<TokenUsage>(r.token_usage) }));
   }
 
   eventsAfter(threadId: string, afterSeq: number, limit = 10_000): RuntimeEvent[] {
@@ -706,9 +698,7 @@ export class SqliteStore implements Store {
   deltasOf(itemId: string, kind?: DeltaKind): string {
     this.flush();
     const anchor = this.stmts.deltaAnchor.get(itemId);
-    const rows = anchor
-      ? this.stmts.deltasInThread.all(anchor.thread_id, anchor.seq, itemId)
-      : this.stmts.deltasAnywhere.all(itemId);
+    const rows = anchor ? this.stmts.deltasInThread.all(anchor.thread_id, anchor.seq, itemId) : this.stmts.deltasAnywhere.all(itemId);
     let text = "";
     for (const row of rows) {
       const d = parse<{ kind: DeltaKind; delta: string }>(row);
@@ -725,7 +715,7 @@ export class SqliteStore implements Store {
         this.db.exec("DELETE FROM items; DELETE FROM turns; DELETE FROM threads; DELETE FROM approval_rules;");
         // Keyset pages rather than one iterator: better-sqlite3 forbids writes while a statement
         // iterates. Either way only one page of events is in memory at a time.
-        for (let after = 0; ; ) {
+        for (let after = 0; ;) {
           const rows = this.stmts.replayPage.all(after, REPLAY_PAGE);
           if (rows.length === 0) break;
           for (const row of rows) this.applySafely(toEvent(row), errors);

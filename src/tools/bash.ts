@@ -50,7 +50,11 @@ export const bashTool = defineTool({
           const signal = (result.signal ?? null) as NodeJS.Signals | null;
           return buildResult(result.output, { code: result.exitCode, signal }, stopReason, timeoutMs);
         },
-        (error: unknown) => ({ output: `Failed to run the command: ${error instanceof Error ? error.message : String(error)}`, isError: true, exitCode: null }),
+        (error: unknown) => ({
+          output: `Failed to run the command: ${error instanceof Error ? error.message : String(error)}`,
+          isError: true,
+          exitCode: null,
+        }),
       );
     }
 

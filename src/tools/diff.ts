@@ -38,12 +38,7 @@ export class TurnChanges {
 
 /** A git-style unified diff of one file; `before` null means the file is new. */
 export function fileDiff(relPath: string, before: string | null, after: string): string {
-  const patch = createTwoFilesPatch(
-    before === null ? "/dev/null" : `a/${relPath}`,
-    `b/${relPath}`,
-    before ?? "",
-    after,
-  );
+  const patch = createTwoFilesPatch(before === null ? "/dev/null" : `a/${relPath}`, `b/${relPath}`, before ?? "", after);
   // Swap jsdiff's "=====" separator line for a git header so tools like `git apply` accept it.
   const header = `diff --git a/${relPath} b/${relPath}\n${before === null ? "new file mode 100644\n" : ""}`;
   return header + patch.replace(/^=+\n/, "");

@@ -9,7 +9,7 @@ export const globTool = defineTool({
   name: "glob",
   description:
     "Find files whose path matches a glob pattern, relative to `path` (default: the workspace root). " +
-    "Supports ** (any directories), *, ?, {a,b} and [abc]; e.g. \"**/*.ts\" or \"src/{lib,test}/*.js\". " +
+    'Supports ** (any directories), *, ?, {a,b} and [abc]; e.g. "**/*.ts" or "src/{lib,test}/*.js". ' +
     "A pattern without ** only matches at its own depth. Skips .git and node_modules. Returns sorted paths relative to the workspace root.",
   kind: "readOnly",
   input: z.object({

@@ -63,5 +63,8 @@ export const listFilesTool = defineTool({
 async function isDirectory(dir: string, entry: { name: string; isDirectory(): boolean; isSymbolicLink(): boolean }) {
   if (entry.isDirectory()) return true;
   if (!entry.isSymbolicLink()) return false;
-  return fs.stat(path.join(dir, entry.name)).then((s) => s.isDirectory(), () => false);
+  return fs.stat(path.join(dir, entry.name)).then(
+    (s) => s.isDirectory(),
+    () => false,
+  );
 }

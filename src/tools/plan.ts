@@ -4,8 +4,7 @@ import { defineTool } from "./tool.js";
 
 export const updatePlanTool = defineTool({
   name: "update_plan",
-  description:
-    "Replace the current task plan. Send the full list of steps each time, with at most one step in_progress.",
+  description: "Replace the current task plan. Send the full list of steps each time, with at most one step in_progress.",
   kind: "plan",
   input: z.object({
     explanation: z.string().optional().describe("Why the plan is being created or changed."),

@@ -51,16 +51,7 @@ function parametersSchema(tool: AnyTool): Record<string, unknown> {
 }
 
 export function builtinTools(): AnyTool[] {
-  return [
-    readFileTool,
-    listFilesTool,
-    globTool,
-    searchFilesTool,
-    writeFileTool,
-    editTool,
-    bashTool,
-    updatePlanTool,
-  ];
+  return [readFileTool, listFilesTool, globTool, searchFilesTool, writeFileTool, editTool, bashTool, updatePlanTool];
 }
 
 export function createDefaultRegistry(): ToolRegistry {

@@ -13,7 +13,7 @@ export const searchFilesTool = defineTool({
     "(paths relative to the workspace root). Skips binary files, .git and node_modules.",
   kind: "readOnly",
   input: z.object({
-    pattern: z.string().min(1).describe("JavaScript regular expression (without slashes), e.g. \"function\\\\s+main\"."),
+    pattern: z.string().min(1).describe('JavaScript regular expression (without slashes), e.g. "function\\\\s+main".'),
     path: z.string().optional().describe("File or directory to search; defaults to the workspace root."),
     glob: z
       .string()
@@ -62,7 +62,11 @@ export const SEARCH_TIMEOUT_MS = 20_000;
  * backtracking) then blocks the worker, which is terminated at the time limit or on interrupt,
  * instead of the server's event loop.
  */
-export function searchInWorker(job: SearchJob, signal: AbortSignal, timeoutMs = SEARCH_TIMEOUT_MS): Promise<SearchResult | { error: string }> {
+export function searchInWorker(
+  job: SearchJob,
+  signal: AbortSignal,
+  timeoutMs = SEARCH_TIMEOUT_MS,
+): Promise<SearchResult | { error: string }> {
   return new Promise((resolve) => {
     // Next to this module both when compiled (dist/src/tools) and when bundled (dist).
     const worker = new Worker(new URL("./search-worker.js", import.meta.url), { workerData: job });
@@ -73,7 +77,10 @@ export function searchInWorker(job: SearchJob, signal: AbortSignal, timeoutMs = 
       resolve(outcome);
     };
     const timer = setTimeout(
-      () => finish({ error: `The search took longer than ${Math.round(timeoutMs / 1000)} s and was stopped. Use a simpler pattern, or narrow the path or glob.` }),
+      () =>
+        finish({
+          error: `The search took longer than ${Math.round(timeoutMs / 1000)} s and was stopped. Use a simpler pattern, or narrow the path or glob.`,
+        }),
       timeoutMs,
     );
     const onAbort = (): void => finish({ error: "The search was interrupted." });

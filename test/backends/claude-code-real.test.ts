@@ -37,7 +37,12 @@ describe("claude-code backend (real Claude Code, offline)", { skip: missing }, (
   it("runs a turn with reasoning, an approved Bash call and usage with cost", async () => {
     const command = "echo real-claude > real.txt && cat real.txt";
     h.model.enqueue(
-      { kind: "response", reasoning: "I should run it.", text: "Running it.", toolCalls: [{ id: "toolu_real_1", name: "Bash", arguments: { command, description: "Write a file" } }] },
+      {
+        kind: "response",
+        reasoning: "I should run it.",
+        text: "Running it.",
+        toolCalls: [{ id: "toolu_real_1", name: "Bash", arguments: { command, description: "Write a file" } }],
+      },
       { kind: "response", text: ["All ", "done."] },
     );
     const threadId = await h.startThread({ configuration: { backend: backend() } });
@@ -52,8 +57,17 @@ describe("claude-code backend (real Claude Code, offline)", { skip: missing }, (
 
     const items = h.completedItems(threadId);
     assert.equal(itemsOf(items, "reasoningContent")[0]?.payload.text, "I should run it.");
-    assert.deepEqual(itemsOf(items, "agentMessage").map((i) => i.payload.text), ["Running it.", "All done."]);
-    assert.equal(h.notifications("item/agentMessage/delta", threadId).map((d) => d.delta).join(""), "Running it.All done.");
+    assert.deepEqual(
+      itemsOf(items, "agentMessage").map((i) => i.payload.text),
+      ["Running it.", "All done."],
+    );
+    assert.equal(
+      h
+        .notifications("item/agentMessage/delta", threadId)
+        .map((d) => d.delta)
+        .join(""),
+      "Running it.All done.",
+    );
     const command_ = itemsOf(items, "commandExecution")[0]!;
     assert.equal(command_.payload.command, command);
     assert.match(String(command_.payload.output), /real-claude/);
@@ -68,7 +82,10 @@ describe("claude-code backend (real Claude Code, offline)", { skip: missing }, (
     const thread = (await h.client.readThread(threadId, false)).thread as { backendSession?: { backend: string; sessionId: string } };
     assert.equal(thread.backendSession?.backend, "claude-code");
     // Offline, with non-essential traffic off, Claude Code calls nothing but the streaming Messages API.
-    assert.deepEqual([...new Set(h.fake.requests.map((r) => `${r.method} ${r.path} stream=${String(r.body?.stream)}`))], ["POST /v1/messages stream=true"]);
+    assert.deepEqual(
+      [...new Set(h.fake.requests.map((r) => `${r.method} ${r.path} stream=${String(r.body?.stream)}`))],
+      ["POST /v1/messages stream=true"],
+    );
   });
 
   it("interrupt cancels a streaming turn promptly and the same process serves the next turn", async () => {
@@ -86,7 +103,6 @@ describe("claude-code backend (real Claude Code, offline)", { skip: missing }, (
     h.model.assertConsumed();
     assert.equal(itemsOf(h.completedItems(threadId), "agentMessage").at(-1)?.payload.text, "after the interrupt");
   });
-
 });
 
 describe("claude-code backend across restarts (real Claude Code, offline)", { skip: missing }, () => {

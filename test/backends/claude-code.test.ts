@@ -15,7 +15,10 @@ import { itemsOf, startTypedHarness, type TypedHarness } from "../support/typed-
 const FAKE_CLI = fileURLToPath(new URL("../support/fake-claude-cli.js", import.meta.url));
 
 /** A directory scripting one fake agent (shared by every process a thread starts). */
-function fakeAgent(script: FakeScript): { dir: string; backend: { type: "claude-code"; command: string; args: string[]; env: Record<string, string> } } {
+function fakeAgent(script: FakeScript): {
+  dir: string;
+  backend: { type: "claude-code"; command: string; args: string[]; env: Record<string, string> };
+} {
   const dir = tempDir("fake-claude");
   fs.writeFileSync(path.join(dir, "script.json"), JSON.stringify(script));
   return { dir, backend: { type: "claude-code", command: process.execPath, args: [FAKE_CLI], env: { FAKE_CLAUDE_DIR: dir } } };
@@ -24,7 +27,12 @@ function fakeAgent(script: FakeScript): { dir: string; backend: { type: "claude-
 function records(dir: string): FakeRecord[] {
   const file = path.join(dir, "record.jsonl");
   if (!fs.existsSync(file)) return [];
-  return fs.readFileSync(file, "utf8").trim().split("\n").filter(Boolean).map((line) => JSON.parse(line) as FakeRecord);
+  return fs
+    .readFileSync(file, "utf8")
+    .trim()
+    .split("\n")
+    .filter(Boolean)
+    .map((line) => JSON.parse(line) as FakeRecord);
 }
 
 function starts(dir: string): Array<Extract<FakeRecord, { event: "start" }>> {
@@ -48,26 +56,57 @@ describe("claude-code backend (fake CLI)", () => {
   it("streams text and reasoning, records the session, reports usage with cost per turn, and reuses the process", async () => {
     const agent = fakeAgent({
       turns: [
-        { steps: [{ thinking: ["Let me ", "think."] }, { text: ["Hello ", "from ", "Claude"] }], usage: { input: 100, output: 20, cacheRead: 50, cacheWrite: 5 }, cost: 0.25 },
+        {
+          steps: [{ thinking: ["Let me ", "think."] }, { text: ["Hello ", "from ", "Claude"] }],
+          usage: { input: 100, output: 20, cacheRead: 50, cacheWrite: 5 },
+          cost: 0.25,
+        },
         { steps: [{ text: "Second" }], usage: { input: 10, output: 2 }, cost: 0.5 },
       ],
     });
     const threadId = await h.startThread({ configuration: { backend: agent.backend } });
     const end = await h.runTurn(threadId, "hi");
     assert.equal(end.method, "turn/completed");
-    assert.equal(h.notifications("item/agentMessage/delta", threadId).map((d) => d.delta).join(""), "Hello from Claude");
-    assert.equal(h.notifications("item/reasoning/delta", threadId).map((d) => d.delta).join(""), "Let me think.");
+    assert.equal(
+      h
+        .notifications("item/agentMessage/delta", threadId)
+        .map((d) => d.delta)
+        .join(""),
+      "Hello from Claude",
+    );
+    assert.equal(
+      h
+        .notifications("item/reasoning/delta", threadId)
+        .map((d) => d.delta)
+        .join(""),
+      "Let me think.",
+    );
     const items = h.completedItems(threadId);
-    assert.deepEqual(itemsOf(items, "userMessage").map((i) => i.payload.text), ["hi"]);
-    assert.deepEqual(itemsOf(items, "agentMessage").map((i) => i.payload.text), ["Hello from Claude"]);
+    assert.deepEqual(
+      itemsOf(items, "userMessage").map((i) => i.payload.text),
+      ["hi"],
+    );
+    assert.deepEqual(
+      itemsOf(items, "agentMessage").map((i) => i.payload.text),
+      ["Hello from Claude"],
+    );
     const reasoning = itemsOf(items, "reasoningContent");
     assert.equal(reasoning.length, 1);
     assert.equal(reasoning[0]!.payload.text, "Let me think.");
     assert.equal(reasoning[0]!.payload.signature, "sig-fake");
-    assert.deepEqual(end.params.turn.tokenUsage, { inputTokens: 155, outputTokens: 20, totalTokens: 175, cachedInputTokens: 50, costUsd: 0.25 });
+    assert.deepEqual(end.params.turn.tokenUsage, {
+      inputTokens: 155,
+      outputTokens: 20,
+      totalTokens: 175,
+      cachedInputTokens: 50,
+      costUsd: 0.25,
+    });
     // The fake got the user message as stream-json content.
     const users = records(agent.dir).filter((r) => r.event === "user");
-    assert.deepEqual((users[0] as { message: { message: unknown } }).message.message, { role: "user", content: [{ type: "text", text: "hi" }] });
+    assert.deepEqual((users[0] as { message: { message: unknown } }).message.message, {
+      role: "user",
+      content: [{ type: "text", text: "hi" }],
+    });
 
     const second = await h.runTurn(threadId, "again");
     assert.equal(second.method, "turn/completed");
@@ -100,12 +139,24 @@ describe("claude-code backend (fake CLI)", () => {
     assert.equal(call.payload.callId, "toolu_bash");
     assert.equal(call.payload.toolName, "Bash");
     assert.deepEqual(call.payload.arguments, input);
-    assert.equal(h.notifications("item/toolCall/argumentsDelta", threadId).map((d) => d.delta).join(""), JSON.stringify(input));
+    assert.equal(
+      h
+        .notifications("item/toolCall/argumentsDelta", threadId)
+        .map((d) => d.delta)
+        .join(""),
+      JSON.stringify(input),
+    );
     const command = itemsOf(items, "commandExecution")[0]!;
     assert.equal(command.payload.command, input.command);
     assert.equal(command.payload.exitCode, 0);
     assert.match(String(command.payload.output), /hello-from-fake/);
-    assert.match(h.notifications("item/commandExecution/outputDelta", threadId).map((d) => d.delta).join(""), /hello-from-fake/);
+    assert.match(
+      h
+        .notifications("item/commandExecution/outputDelta", threadId)
+        .map((d) => d.delta)
+        .join(""),
+      /hello-from-fake/,
+    );
     const result = itemsOf(items, "toolResult")[0]!;
     assert.equal(result.payload.success, true);
     assert.match(String(result.payload.output), /hello-from-fake/);
@@ -117,7 +168,16 @@ describe("claude-code backend (fake CLI)", () => {
 
   it("a declined approval: the agent is told, nothing runs, the turn goes on", async () => {
     decision = "decline";
-    const agent = fakeAgent({ turns: [{ steps: [{ tool: { id: "toolu_no", name: "Bash", input: { command: "touch declined.txt" }, ask: true } }, { text: "ok, not doing it" }] }] });
+    const agent = fakeAgent({
+      turns: [
+        {
+          steps: [
+            { tool: { id: "toolu_no", name: "Bash", input: { command: "touch declined.txt" }, ask: true } },
+            { text: "ok, not doing it" },
+          ],
+        },
+      ],
+    });
     const threadId = await h.startThread({ configuration: { backend: agent.backend } });
     assert.equal((await h.runTurn(threadId, "run it")).method, "turn/completed");
     const [answer] = permissionAnswers(agent.dir);
@@ -133,7 +193,11 @@ describe("claude-code backend (fake CLI)", () => {
 
   it("a cancelled approval denies with interrupt and cancels the turn", async () => {
     decision = "cancel";
-    const agent = fakeAgent({ turns: [{ steps: [{ tool: { id: "toolu_c", name: "Bash", input: { command: "touch cancelled.txt" }, ask: true } }, { text: "never" }] }] });
+    const agent = fakeAgent({
+      turns: [
+        { steps: [{ tool: { id: "toolu_c", name: "Bash", input: { command: "touch cancelled.txt" }, ask: true } }, { text: "never" }] },
+      ],
+    });
     const threadId = await h.startThread({ configuration: { backend: agent.backend } });
     const end = await h.runTurn(threadId, "run it");
     assert.equal(end.method, "turn/cancelled");
@@ -154,7 +218,18 @@ describe("claude-code backend (fake CLI)", () => {
           steps: [
             { tool: { id: "toolu_w", name: "Write", input: { file_path: file, content: "hello\nworld\n" }, ask: true } },
             { tool: { id: "toolu_e", name: "Edit", input: { file_path: file, old_string: "world", new_string: "there" }, ask: true } },
-            { tool: { id: "toolu_t", name: "TodoWrite", input: { todos: [{ content: "write notes", status: "completed", activeForm: "Writing" }, { content: "review", status: "pending", activeForm: "Reviewing" }] } } },
+            {
+              tool: {
+                id: "toolu_t",
+                name: "TodoWrite",
+                input: {
+                  todos: [
+                    { content: "write notes", status: "completed", activeForm: "Writing" },
+                    { content: "review", status: "pending", activeForm: "Reviewing" },
+                  ],
+                },
+              },
+            },
           ],
         },
       ],
@@ -162,12 +237,21 @@ describe("claude-code backend (fake CLI)", () => {
     const threadId = await h.startThread({ configuration: { backend: agent.backend } });
     assert.equal((await h.runTurn(threadId, "write notes")).method, "turn/completed");
     const requests = h.approvals.filter((r) => r.threadId === threadId);
-    assert.deepEqual(requests.map((r) => [r.approvalType, r.operation, r.target]), [
-      ["file", "write notes.txt", file],
-      ["file", "edit notes.txt", file],
-    ]);
+    assert.deepEqual(
+      requests.map((r) => [r.approvalType, r.operation, r.target]),
+      [
+        ["file", "write notes.txt", file],
+        ["file", "edit notes.txt", file],
+      ],
+    );
     const changes = itemsOf(h.completedItems(threadId), "fileChange");
-    assert.deepEqual(changes.map((c) => [c.payload.path, c.payload.kind]), [["notes.txt", "add"], ["notes.txt", "update"]]);
+    assert.deepEqual(
+      changes.map((c) => [c.payload.path, c.payload.kind]),
+      [
+        ["notes.txt", "add"],
+        ["notes.txt", "update"],
+      ],
+    );
     assert.match(String(changes[0]!.payload.diff), /^\+hello$/m);
     assert.match(String(changes[1]!.payload.diff), /^-world$\n^\+there$/m);
     const diff = h.notifications("turn/diff/updated", threadId).at(-1)!.diff;
@@ -175,7 +259,10 @@ describe("claude-code backend (fake CLI)", () => {
     assert.match(diff, /^\+there$/m);
     assert.doesNotMatch(diff, /^\+world$/m);
     const plan = h.notifications("plan/updated", threadId).at(-1)!.plan;
-    assert.deepEqual(plan.steps, [{ step: "write notes", status: "completed" }, { step: "review", status: "pending" }]);
+    assert.deepEqual(plan.steps, [
+      { step: "write notes", status: "completed" },
+      { step: "review", status: "pending" },
+    ]);
   });
 
   it("an agent error result fails the turn with backendError", async () => {
@@ -204,7 +291,9 @@ describe("claude-code backend (fake CLI)", () => {
   });
 
   it("an agent that ignores the interrupt is killed after the grace period; the next turn resumes its session", async () => {
-    const agent = fakeAgent({ turns: [{ steps: [{ text: "stuck" }, { hang: { ignoreInterrupt: true } }] }, { steps: [{ text: "resumed" }] }] });
+    const agent = fakeAgent({
+      turns: [{ steps: [{ text: "stuck" }, { hang: { ignoreInterrupt: true } }] }, { steps: [{ text: "resumed" }] }],
+    });
     const threadId = await h.startThread({ configuration: { backend: agent.backend } });
     const turnId = await h.startTurn(threadId, "hang");
     await h.notification("item/completed", (p) => p.threadId === threadId && p.item.type === "agentMessage");
@@ -236,7 +325,9 @@ describe("claude-code backend (fake CLI)", () => {
   });
 
   it("a missing binary fails the turn with backendNotFound", async () => {
-    const threadId = await h.startThread({ configuration: { backend: { type: "claude-code", command: path.join(h.workspace, "no-such-claude") } } });
+    const threadId = await h.startThread({
+      configuration: { backend: { type: "claude-code", command: path.join(h.workspace, "no-such-claude") } },
+    });
     const end = await h.runTurn(threadId, "hi");
     assert.equal(end.method, "turn/failed");
     const { error } = end.params as { error: { code: string; message: string } };
@@ -254,7 +345,8 @@ describe("claude-code backend across restarts", () => {
     try {
       threadId = await first.startThread({ configuration: { backend: agent.backend } });
       assert.equal((await first.runTurn(threadId, "first")).method, "turn/completed");
-      sessionId = ((await first.client.readThread(threadId, false)).thread as { backendSession?: { sessionId: string } }).backendSession!.sessionId;
+      sessionId = ((await first.client.readThread(threadId, false)).thread as { backendSession?: { sessionId: string } }).backendSession!
+        .sessionId;
     } finally {
       await first.close();
     }
@@ -262,7 +354,10 @@ describe("claude-code backend across restarts", () => {
     try {
       await second.client.request("thread/resume", { threadId });
       assert.equal((await second.runTurn(threadId, "second")).method, "turn/completed");
-      assert.deepEqual(starts(agent.dir).map((s) => s.resume), [null, sessionId]);
+      assert.deepEqual(
+        starts(agent.dir).map((s) => s.resume),
+        [null, sessionId],
+      );
       assert.equal(itemsOf(second.completedItems(threadId), "agentMessage")[0]!.payload.text, "two");
       assert.equal(itemsOf(second.completedItems(threadId), "systemNotice").length, 0);
     } finally {
@@ -281,7 +376,8 @@ describe("claude-code backend across restarts", () => {
       assert.equal(itemsOf(items, "agentMessage")[0]!.payload.text, "three");
       const resumes = starts(agent.dir).map((s) => s.resume);
       assert.deepEqual(resumes, [null, sessionId, sessionId, null]);
-      const newSession = ((await third.client.readThread(threadId, false)).thread as { backendSession?: { sessionId: string } }).backendSession!.sessionId;
+      const newSession = ((await third.client.readThread(threadId, false)).thread as { backendSession?: { sessionId: string } })
+        .backendSession!.sessionId;
       assert.notEqual(newSession, sessionId);
     } finally {
       await third.close();

@@ -44,7 +44,10 @@ describe("CodexTurnMapper", () => {
     t.mapper.handle("item/agentMessage/delta", { ...base, itemId: "m1", delta: "Hi " });
     t.mapper.handle("item/agentMessage/delta", { ...base, itemId: "m1", delta: "there" });
     t.mapper.handle("item/completed", { ...base, item: { type: "agentMessage", id: "m1", text: "Hi there" } });
-    assert.deepEqual(t.started().map((i) => i.type), ["agentMessage"]);
+    assert.deepEqual(
+      t.started().map((i) => i.type),
+      ["agentMessage"],
+    );
     assert.deepEqual(t.deltas(), ["Hi ", "there"]);
     const [message] = t.completed();
     assert.equal(message!.type, "agentMessage");
@@ -71,7 +74,15 @@ describe("CodexTurnMapper", () => {
 
   it("maps a command execution with streamed output, and gives its command to approvals", () => {
     const t = setup();
-    const item = { type: "commandExecution", id: "c1", command: "ls -la", cwd: WS, status: "inProgress", aggregatedOutput: null, exitCode: null };
+    const item = {
+      type: "commandExecution",
+      id: "c1",
+      command: "ls -la",
+      cwd: WS,
+      status: "inProgress",
+      aggregatedOutput: null,
+      exitCode: null,
+    };
     t.mapper.handle("item/started", { ...base, item });
     assert.deepEqual(t.mapper.command("c1"), { command: "ls -la", cwd: WS });
     t.mapper.handle("item/commandExecution/outputDelta", { ...base, itemId: "c1", delta: "a\n" });
@@ -88,14 +99,23 @@ describe("CodexTurnMapper", () => {
       { path: `${WS}/b.txt`, kind: { type: "add" }, diff: "fresh\n" },
     ];
     t.mapper.handle("item/started", { ...base, item: { type: "fileChange", id: "f1", changes, status: "inProgress" } });
-    assert.deepEqual(t.mapper.fileChanges("f1")?.map((c) => c.path), [`${WS}/src/a.ts`, `${WS}/b.txt`]);
+    assert.deepEqual(
+      t.mapper.fileChanges("f1")?.map((c) => c.path),
+      [`${WS}/src/a.ts`, `${WS}/b.txt`],
+    );
     t.mapper.handle("item/completed", { ...base, item: { type: "fileChange", id: "f1", changes, status: "completed" } });
     const items = t.completed();
-    assert.deepEqual(items.map((i) => [i.type, (i.payload as { path: string }).path, (i.payload as { kind: string }).kind]), [
-      ["fileChange", "src/a.ts", "update"],
-      ["fileChange", "b.txt", "add"],
-    ]);
-    assert.equal((items[0]!.payload as { diff: string }).diff, "diff --git a/src/a.ts b/src/a.ts\n--- a/src/a.ts\n+++ b/src/a.ts\n@@ -1 +1 @@\n-old\n+new\n");
+    assert.deepEqual(
+      items.map((i) => [i.type, (i.payload as { path: string }).path, (i.payload as { kind: string }).kind]),
+      [
+        ["fileChange", "src/a.ts", "update"],
+        ["fileChange", "b.txt", "add"],
+      ],
+    );
+    assert.equal(
+      (items[0]!.payload as { diff: string }).diff,
+      "diff --git a/src/a.ts b/src/a.ts\n--- a/src/a.ts\n+++ b/src/a.ts\n@@ -1 +1 @@\n-old\n+new\n",
+    );
     assert.match((items[1]!.payload as { diff: string }).diff, /new file mode[\s\S]*\+fresh/);
     assert.equal(t.diffs.length, 1);
     assert.ok(t.diffs[0]!.indexOf("b.txt") < t.diffs[0]!.indexOf("src/a.ts"), "sorted by path");
@@ -117,7 +137,10 @@ describe("CodexTurnMapper", () => {
     const t = setup();
     const item = { type: "mcpToolCall", id: "mcp1", server: "docs", tool: "search", status: "inProgress", arguments: { q: "zod" } };
     t.mapper.handle("item/started", { ...base, item });
-    t.mapper.handle("item/completed", { ...base, item: { ...item, status: "completed", result: { content: [{ type: "text", text: "found it" }] } } });
+    t.mapper.handle("item/completed", {
+      ...base,
+      item: { ...item, status: "completed", result: { content: [{ type: "text", text: "found it" }] } },
+    });
     const [call, result] = t.completed();
     assert.deepEqual(call!.payload, { callId: "mcp1", toolName: "docs/search", argumentsText: '{"q":"zod"}', arguments: { q: "zod" } });
     assert.deepEqual(result!.payload, { callId: "mcp1", toolName: "docs/search", success: true, output: "found it" });
@@ -125,8 +148,14 @@ describe("CodexTurnMapper", () => {
 
   it("turns codex's running token totals into per-call deltas, skipping repeats", () => {
     const t = setup(breakdown(1000, 100));
-    t.mapper.handle("thread/tokenUsage/updated", { ...base, tokenUsage: { total: breakdown(1300, 150, 200), last: breakdown(300, 50, 200) } });
-    t.mapper.handle("thread/tokenUsage/updated", { ...base, tokenUsage: { total: breakdown(1300, 150, 200), last: breakdown(300, 50, 200) } });
+    t.mapper.handle("thread/tokenUsage/updated", {
+      ...base,
+      tokenUsage: { total: breakdown(1300, 150, 200), last: breakdown(300, 50, 200) },
+    });
+    t.mapper.handle("thread/tokenUsage/updated", {
+      ...base,
+      tokenUsage: { total: breakdown(1300, 150, 200), last: breakdown(300, 50, 200) },
+    });
     t.mapper.handle("thread/tokenUsage/updated", { ...base, tokenUsage: { total: breakdown(1700, 160, 200), last: breakdown(400, 10) } });
     assert.deepEqual(t.usage, [
       { inputTokens: 300, outputTokens: 50, totalTokens: 350, cachedInputTokens: 200 },
@@ -136,13 +165,31 @@ describe("CodexTurnMapper", () => {
     const fresh = setup();
     fresh.mapper.handle("thread/tokenUsage/updated", { ...base, tokenUsage: { total: breakdown(5000, 500), last: breakdown(70, 7) } });
     assert.deepEqual(fresh.usage, [{ inputTokens: 70, outputTokens: 7, totalTokens: 77 }]);
-    assert.deepEqual([fresh.mapper.usageTotal?.inputTokens, fresh.mapper.usageTotal?.outputTokens], [5000, 500], "the baseline for the next update");
+    assert.deepEqual(
+      [fresh.mapper.usageTotal?.inputTokens, fresh.mapper.usageTotal?.outputTokens],
+      [5000, 500],
+      "the baseline for the next update",
+    );
   });
 
   it("maps plan updates and the turn's end", () => {
     const t = setup();
-    t.mapper.handle("turn/plan/updated", { ...base, explanation: null, plan: [{ step: "a", status: "inProgress" }, { step: "b", status: "pending" }] });
-    assert.deepEqual(t.plans, [{ steps: [{ step: "a", status: "in_progress" }, { step: "b", status: "pending" }] }]);
+    t.mapper.handle("turn/plan/updated", {
+      ...base,
+      explanation: null,
+      plan: [
+        { step: "a", status: "inProgress" },
+        { step: "b", status: "pending" },
+      ],
+    });
+    assert.deepEqual(t.plans, [
+      {
+        steps: [
+          { step: "a", status: "in_progress" },
+          { step: "b", status: "pending" },
+        ],
+      },
+    ]);
     const turn = (status: string, error: unknown = null) => ({ threadId: "thr", turn: { id: "turn1", status, error } });
     assert.deepEqual(t.mapper.handle("turn/completed", turn("completed")), { status: "completed" });
     assert.deepEqual(t.mapper.handle("turn/completed", turn("interrupted")), { status: "interrupted" });

@@ -48,7 +48,11 @@ describe("codex backend with the real Codex, offline", { skip: missing }, () => 
     const home = offlineCodexHome(model.fake.openaiBaseURL);
     const command = "echo real-codex > proof.txt; cat proof.txt";
     // Codex's shell tool (0.169.0, fallback model metadata) is exec_command {cmd}.
-    model.enqueue({ kind: "response", reasoning: "I will run it.", toolCalls: [{ id: "call_real_1", name: "exec_command", arguments: { cmd: command } }] });
+    model.enqueue({
+      kind: "response",
+      reasoning: "I will run it.",
+      toolCalls: [{ id: "call_real_1", name: "exec_command", arguments: { cmd: command } }],
+    });
     model.enqueue({ kind: "response", text: "All done." });
     const threadId = await h.startThread({
       configuration: { backend: { type: "codex", command: CODEX, env: { CODEX_HOME: home, SWITCHYARD_FAKE_MODEL_KEY: "dummy-key" } } },
@@ -69,7 +73,10 @@ describe("codex backend with the real Codex, offline", { skip: missing }, () => 
     assert.ok(commandItem);
     assert.match(String(commandItem.payload.output), /real-codex/);
     assert.equal(commandItem.payload.exitCode, 0);
-    assert.deepEqual(itemsOf(items, "agentMessage").map((i) => i.payload.text), ["All done."]);
+    assert.deepEqual(
+      itemsOf(items, "agentMessage").map((i) => i.payload.text),
+      ["All done."],
+    );
     assert.ok(itemsOf(items, "reasoningContent").some((i) => i.payload.text === "I will run it."));
     assert.ok(h.notifications("item/usage/delta", threadId).length >= 1, "usage reported");
 

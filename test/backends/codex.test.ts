@@ -37,7 +37,12 @@ class FakeCodex {
 
   log(): FakeCodexLogEntry[] {
     if (!fs.existsSync(this.logFile)) return [];
-    return fs.readFileSync(this.logFile, "utf8").trim().split("\n").filter(Boolean).map((l) => JSON.parse(l) as FakeCodexLogEntry);
+    return fs
+      .readFileSync(this.logFile, "utf8")
+      .trim()
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as FakeCodexLogEntry);
   }
 
   /** Requests and notifications the fake received, by method. */
@@ -47,7 +52,9 @@ class FakeCodex {
 
   /** The client's answers to the fake's requests (approval decisions). */
   answers(): any[] {
-    return this.log().flatMap((e) => (e.event === "received" && e.message.method === undefined ? [e.message.result ?? e.message.error] : []));
+    return this.log().flatMap((e) =>
+      e.event === "received" && e.message.method === undefined ? [e.message.result ?? e.message.error] : [],
+    );
   }
 
   starts(): number {
@@ -80,7 +87,13 @@ describe("codex backend (fake codex app-server)", () => {
       turns: {
         hello: [
           { reasoning: ["Let me ", "think."] },
-          { plan: [{ step: "Look around", status: "completed" }, { step: "Answer", status: "inProgress" }], explanation: "Two steps" },
+          {
+            plan: [
+              { step: "Look around", status: "completed" },
+              { step: "Answer", status: "inProgress" },
+            ],
+            explanation: "Two steps",
+          },
           { usage: { input: 100, output: 20, cached: 10, reasoning: 5 } },
           { message: ["Hel", "lo ", "world"] },
           { usage: { input: 150, output: 30 } },
@@ -94,12 +107,27 @@ describe("codex backend (fake codex app-server)", () => {
     assert.equal(joined(h.notifications("item/reasoning/delta", threadId)), "Let me think.");
     assert.equal(joined(h.notifications("item/agentMessage/delta", threadId)), "Hello world");
     const items = h.completedItems(threadId);
-    assert.deepEqual(itemsOf(items, "agentMessage").map((i) => i.payload.text), ["Hello world"]);
-    assert.deepEqual(itemsOf(items, "reasoningContent").map((i) => i.payload.text), ["Let me think."]);
-    assert.deepEqual(itemsOf(items, "userMessage").map((i) => i.payload.text), ["hello"]);
+    assert.deepEqual(
+      itemsOf(items, "agentMessage").map((i) => i.payload.text),
+      ["Hello world"],
+    );
+    assert.deepEqual(
+      itemsOf(items, "reasoningContent").map((i) => i.payload.text),
+      ["Let me think."],
+    );
+    assert.deepEqual(
+      itemsOf(items, "userMessage").map((i) => i.payload.text),
+      ["hello"],
+    );
 
     const usage = h.notifications("item/usage/delta", threadId);
-    assert.deepEqual(usage.map((u) => [u.usage.inputTokens, u.usage.outputTokens]), [[100, 20], [150, 30]]);
+    assert.deepEqual(
+      usage.map((u) => [u.usage.inputTokens, u.usage.outputTokens]),
+      [
+        [100, 20],
+        [150, 30],
+      ],
+    );
     assert.equal(usage[0]!.usage.cachedInputTokens, 10);
     assert.equal(usage[0]!.usage.reasoningTokens, 5);
     assert.equal(usage[0]!.usage.costUsd, undefined, "no cost unless codex gives one");
@@ -107,7 +135,10 @@ describe("codex backend (fake codex app-server)", () => {
 
     const plan = h.notifications("plan/updated", threadId).at(-1)!.plan;
     assert.equal(plan.explanation, "Two steps");
-    assert.deepEqual(plan.steps, [{ step: "Look around", status: "completed" }, { step: "Answer", status: "in_progress" }]);
+    assert.deepEqual(plan.steps, [
+      { step: "Look around", status: "completed" },
+      { step: "Answer", status: "in_progress" },
+    ]);
 
     const [init] = codex.received("initialize");
     assert.equal(init!.params.clientInfo.name, "switchyard");
@@ -127,12 +158,17 @@ describe("codex backend (fake codex app-server)", () => {
     assert.equal((await h.runTurn(threadId, "two")).method, "turn/completed");
     assert.equal(codex.starts(), 1);
     assert.equal(codex.received("thread/start").length, 1);
-    assert.deepEqual(itemsOf(h.completedItems(threadId), "agentMessage").map((i) => i.payload.text), ["first", "second"]);
+    assert.deepEqual(
+      itemsOf(h.completedItems(threadId), "agentMessage").map((i) => i.payload.text),
+      ["first", "second"],
+    );
   });
 
   it("an accepted command runs and streams its output; codex gets accept", async () => {
     decision = "accept";
-    const codex = new FakeCodex({ turns: { run: [{ command: "echo hi-there", output: "hi-there\n", approval: true }, { message: ["done"] }] } });
+    const codex = new FakeCodex({
+      turns: { run: [{ command: "echo hi-there", output: "hi-there\n", approval: true }, { message: ["done"] }] },
+    });
     const threadId = await h.startThread({ configuration: { backend: codex.backend } });
     assert.equal((await h.runTurn(threadId, "run")).method, "turn/completed");
 
@@ -151,7 +187,9 @@ describe("codex backend (fake codex app-server)", () => {
 
   it("a declined command does not run; codex gets decline and the turn goes on", async () => {
     decision = "decline";
-    const codex = new FakeCodex({ turns: { run: [{ command: "rm -rf stuff", output: "gone\n", approval: true }, { message: ["ok, not doing it"] }] } });
+    const codex = new FakeCodex({
+      turns: { run: [{ command: "rm -rf stuff", output: "gone\n", approval: true }, { message: ["ok, not doing it"] }] },
+    });
     const threadId = await h.startThread({ configuration: { backend: codex.backend } });
     assert.equal((await h.runTurn(threadId, "run")).method, "turn/completed");
     assert.deepEqual(codex.answers(), [{ decision: "decline" }]);
@@ -175,13 +213,18 @@ describe("codex backend (fake codex app-server)", () => {
     const end = await h.runTurn(threadId, "cancel");
     assert.equal(end.method, "turn/cancelled");
     if (end.method === "turn/cancelled") assert.equal(end.params.reason, "approvalCancelled");
-    assert.deepEqual(codex.answers().filter((a) => a.decision), [{ decision: "acceptForSession" }, { decision: "cancel" }]);
+    assert.deepEqual(
+      codex.answers().filter((a) => a.decision),
+      [{ decision: "acceptForSession" }, { decision: "cancel" }],
+    );
   });
 
   it("a file change asks with the file's path, and becomes a fileChange item and the turn's diff", async () => {
     decision = "accept";
     const codex = new FakeCodex({
-      turns: { write: [{ fileChange: { path: "notes.txt", kind: "add", content: "hello notes\n", diff: "hello notes\n" }, approval: true }] },
+      turns: {
+        write: [{ fileChange: { path: "notes.txt", kind: "add", content: "hello notes\n", diff: "hello notes\n" }, approval: true }],
+      },
     });
     const threadId = await h.startThread({ configuration: { backend: codex.backend } });
     const end = await h.runTurn(threadId, "write");
@@ -229,7 +272,10 @@ describe("codex backend (fake codex app-server)", () => {
     assert.ok(took >= 4_000 && took < 10_000, `stopped after the grace period (took ${took} ms)`);
     assert.equal((await h.runTurn(threadId, "after")).method, "turn/completed");
     assert.equal(codex.starts(), 2);
-    assert.deepEqual(codex.received("thread/resume").map((m) => m.params.threadId), codex.threadsStarted());
+    assert.deepEqual(
+      codex.received("thread/resume").map((m) => m.params.threadId),
+      codex.threadsStarted(),
+    );
   });
 
   it("a codex that crashes mid-turn fails the turn with backendExited and its stderr; the next turn resumes", async () => {
@@ -249,7 +295,10 @@ describe("codex backend (fake codex app-server)", () => {
     // Items left open by the crash are closed.
     const started = h.notifications("item/started", threadId).map((p) => p.item.id);
     const completed = new Set(h.completedItems(threadId).map((i) => i.id));
-    assert.deepEqual(started.filter((id) => !completed.has(id)), []);
+    assert.deepEqual(
+      started.filter((id) => !completed.has(id)),
+      [],
+    );
 
     assert.equal((await h.runTurn(threadId, "again")).method, "turn/completed");
     assert.equal(codex.starts(), 2);
@@ -268,7 +317,9 @@ describe("codex backend (fake codex app-server)", () => {
   });
 
   it("a missing binary fails the turn with backendNotFound", async () => {
-    const threadId = await h.startThread({ configuration: { backend: { type: "codex", command: path.join(tempDir("nocodex"), "codex") } } });
+    const threadId = await h.startThread({
+      configuration: { backend: { type: "codex", command: path.join(tempDir("nocodex"), "codex") } },
+    });
     const end = await h.runTurn(threadId, "hello");
     assert.equal(end.method, "turn/failed");
     if (end.method !== "turn/failed") return;

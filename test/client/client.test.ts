@@ -43,7 +43,10 @@ const isNotification = (e: ClientEvent): e is ServerNotification => e.method !==
 
 /** "method#seq" of every notification of the thread, in delivery order. */
 function logOf(events: ClientEvent[], threadId: string): string[] {
-  return events.filter(isNotification).filter((e) => e.params.threadId === threadId).map((e) => `${e.method}#${e.params.seq}`);
+  return events
+    .filter(isNotification)
+    .filter((e) => e.params.threadId === threadId)
+    .map((e) => `${e.method}#${e.params.seq}`);
 }
 
 /** The thread's whole event log as a fresh raw connection gets it: thread/subscribe from seq 0. */
@@ -53,7 +56,9 @@ async function replayedLog(url: string, threadId: string): Promise<string[]> {
     await raw.initialize(FULL_CAPABILITIES);
     // The replay is sent before the subscribe's answer, so it has all arrived by now.
     await raw.call("thread/subscribe", { threadId, afterSeq: 0 });
-    return raw.received.filter((m) => m.id === undefined && m.params?.threadId === threadId).map((m) => `${m.method}#${String(m.params!.seq)}`);
+    return raw.received
+      .filter((m) => m.id === undefined && m.params?.threadId === threadId)
+      .map((m) => `${m.method}#${String(m.params!.seq)}`);
   } finally {
     raw.close();
   }
@@ -69,7 +74,10 @@ async function until(condition: () => boolean, what: string, timeoutMs = 5_000):
 
 function assertSameLog(delivered: string[], replayed: string[]): void {
   const seqs = delivered.map((entry) => Number(entry.split("#")[1]));
-  assert.ok(seqs.every((s, i) => i === 0 || s > seqs[i - 1]!), `seqs not strictly increasing: ${seqs.join(",")}`);
+  assert.ok(
+    seqs.every((s, i) => i === 0 || s > seqs[i - 1]!),
+    `seqs not strictly increasing: ${seqs.join(",")}`,
+  );
   assert.equal(new Set(seqs).size, seqs.length, "duplicated seqs");
   assert.deepEqual(delivered, replayed);
 }
@@ -142,7 +150,10 @@ describe("switchyard/client", () => {
         const workspace = makeWorkspace();
         const { thread } = await client.request("thread/start", startParams(workspace));
         const list = await client.request("thread/list", { identity: { workspacePath: workspace } });
-        assert.deepEqual(list.data.map((t) => t.id), [thread.id]);
+        assert.deepEqual(
+          list.data.map((t) => t.id),
+          [thread.id],
+        );
         const renamed = await client.request("thread/rename", { threadId: thread.id, displayName: "Renamed" });
         assert.equal(renamed.thread.displayName, "Renamed");
       } finally {
@@ -234,7 +245,10 @@ describe("switchyard/client", () => {
       assert.ok(Array.isArray((await client.request("thread/list", {})).data), "the connection still works");
 
       server.child.kill("SIGSTOP");
-      const pending = assert.rejects(client.request("thread/list", {}), (error: unknown) => error instanceof ConnectionClosedError && /thread\/list/.test(error.message));
+      const pending = assert.rejects(
+        client.request("thread/list", {}),
+        (error: unknown) => error instanceof ConnectionClosedError && /thread\/list/.test(error.message),
+      );
       const closed = client.waitFor("closed");
       await server.kill("SIGKILL");
       await pending;
@@ -256,7 +270,11 @@ describe("switchyard/client", () => {
         url: "",
         server: undefined as ServerProcess | undefined,
         async start(otherDataDir?: string): Promise<ServerProcess> {
-          self.server = ServerProcess.spawn({ dataDir: otherDataDir ?? dataDir, args: ["--listen", `ws://127.0.0.1:${port}`], env: modelEnv(fake) });
+          self.server = ServerProcess.spawn({
+            dataDir: otherDataDir ?? dataDir,
+            args: ["--listen", `ws://127.0.0.1:${port}`],
+            env: modelEnv(fake),
+          });
           self.url = await self.server.websocketUrl();
           return self.server;
         },
@@ -325,7 +343,10 @@ describe("switchyard/client", () => {
         const { turn: second } = await client.startTurn(thread.id, "second");
         assert.equal((await client.turnEnd(second.id)).method, "turn/completed");
         const read = await client.readThread(thread.id);
-        assert.deepEqual(read.thread.turns?.map((t) => t.status), ["completed", "completed"]);
+        assert.deepEqual(
+          read.thread.turns?.map((t) => t.status),
+          ["completed", "completed"],
+        );
 
         // Asking for the whole log again replays it, but the client delivers nothing twice.
         const again = await client.request("thread/subscribe", { threadId: thread.id, afterSeq: 0 });

@@ -49,12 +49,21 @@ describe("config file", () => {
   it("sits under flags and environment variables, above built-in defaults", () => {
     const dir = withConfig({ provider: "anthropic", model: "m-file", approvalTimeoutMs: 1234, allowedOrigins: ["https://app"] });
     const fromFile = resolveServerConfig({ ...FLAGS, dataDir: dir }, {});
-    assert.deepEqual([fromFile.provider, fromFile.model, fromFile.approvalTimeoutMs, fromFile.commandTimeoutMs], ["anthropic", "m-file", 1234, 600_000]);
+    assert.deepEqual(
+      [fromFile.provider, fromFile.model, fromFile.approvalTimeoutMs, fromFile.commandTimeoutMs],
+      ["anthropic", "m-file", 1234, 600_000],
+    );
     assert.deepEqual(fromFile.allowedOrigins, ["https://app"]);
     const fromEnv = resolveServerConfig({ ...FLAGS, dataDir: dir }, { SWITCHYARD_PROVIDER: "openai", SWITCHYARD_MODEL: "m-env" });
     assert.deepEqual([fromEnv.provider, fromEnv.model], ["openai", "m-env"]);
-    const fromFlags = resolveServerConfig({ ...FLAGS, dataDir: dir, provider: "ollama", approvalTimeoutMs: 99, allowOrigin: [] }, { SWITCHYARD_PROVIDER: "openai" });
-    assert.deepEqual([fromFlags.provider, fromFlags.model, fromFlags.approvalTimeoutMs, fromFlags.allowedOrigins], ["ollama", "m-file", 99, []]);
+    const fromFlags = resolveServerConfig(
+      { ...FLAGS, dataDir: dir, provider: "ollama", approvalTimeoutMs: 99, allowOrigin: [] },
+      { SWITCHYARD_PROVIDER: "openai" },
+    );
+    assert.deepEqual(
+      [fromFlags.provider, fromFlags.model, fromFlags.approvalTimeoutMs, fromFlags.allowedOrigins],
+      ["ollama", "m-file", 99, []],
+    );
 
     const chosen = chooseProviderAndModel({ model: "m-flag" }, { SWITCHYARD_PROVIDER: "openai" }, loadConfigFile(dir));
     assert.deepEqual(chosen.provider, { value: "openai", source: "environment", origin: "SWITCHYARD_PROVIDER" });
@@ -114,9 +123,21 @@ describe("model catalog", () => {
     const list = await models.list();
     const snapshot = list.find((m) => m.id === "claude-sonnet-4-5-20250929");
     assert.equal(snapshot?.pricing?.inputPerMTok, 3, "a dated snapshot inherits its alias's facts");
-    assert.deepEqual(list.find((m) => m.id === "claude-new"), { id: "claude-new", provider: "anthropic", reasoning: false, isDefault: false });
-    assert.ok(list.some((m) => m.id === "claude-opus-4-6"), "built-in entries stay");
-    assert.deepEqual(list.filter((m) => m.provider === "ollama").map((m) => [m.id, m.isDefault]), [["llama3.2:latest", false], ["qwen3:8b", true]]);
+    assert.deepEqual(
+      list.find((m) => m.id === "claude-new"),
+      { id: "claude-new", provider: "anthropic", reasoning: false, isDefault: false },
+    );
+    assert.ok(
+      list.some((m) => m.id === "claude-opus-4-6"),
+      "built-in entries stay",
+    );
+    assert.deepEqual(
+      list.filter((m) => m.provider === "ollama").map((m) => [m.id, m.isDefault]),
+      [
+        ["llama3.2:latest", false],
+        ["qwen3:8b", true],
+      ],
+    );
   });
 
   it("falls back to the built-in entries when a listing fails, and caches", async () => {
@@ -142,6 +163,12 @@ describe("usage", () => {
     const b = callUsage({ inputTokens: 100, outputTokens: 10 }, gpt);
     assert.equal(addUsage(a, b).costUsd, 0.00328); // 0.003 + (100x2 + 10x8) / 1e6
     const unpriced = callUsage({ inputTokens: 5, outputTokens: 5, reasoningTokens: 2 }, undefined);
-    assert.deepEqual(addUsage(a, unpriced), { inputTokens: 1005, outputTokens: 205, totalTokens: 1210, cachedInputTokens: 400, reasoningTokens: 2 });
+    assert.deepEqual(addUsage(a, unpriced), {
+      inputTokens: 1005,
+      outputTokens: 205,
+      totalTokens: 1210,
+      cachedInputTokens: 400,
+      reasoningTokens: 2,
+    });
   });
 });

@@ -70,7 +70,11 @@ class AcpHarness {
           return { terminalId: `term_${nextTerminal++}` };
         })
         .onRequest(acp.methods.client.terminal.waitForExit, () => ({ exitCode: 0 }))
-        .onRequest(acp.methods.client.terminal.output, () => ({ output: "output from the editor's terminal\n", truncated: false, exitStatus: { exitCode: 0 } }))
+        .onRequest(acp.methods.client.terminal.output, () => ({
+          output: "output from the editor's terminal\n",
+          truncated: false,
+          exitStatus: { exitCode: 0 },
+        }))
         .onRequest(acp.methods.client.terminal.release, () => ({}))
         .onRequest(acp.methods.client.terminal.kill, () => ({}));
     }
@@ -100,7 +104,10 @@ class AcpHarness {
   }
 
   updates(sessionId: string, from = 0): acp.SessionUpdate[] {
-    return this.notifications.slice(from).filter((n) => n.sessionId === sessionId).map((n) => n.update);
+    return this.notifications
+      .slice(from)
+      .filter((n) => n.sessionId === sessionId)
+      .map((n) => n.update);
   }
 
   /** Resolves with the first update (from index `from`) that matches. */
@@ -133,7 +140,10 @@ function textOf(updates: acp.SessionUpdate[], kind: "agent_message_chunk" | "age
 }
 
 function toolUpdates(updates: acp.SessionUpdate[], toolCallId: string): Array<acp.SessionUpdate & { toolCallId: string }> {
-  return updates.filter((u): u is acp.SessionUpdate & { toolCallId: string } => (u.sessionUpdate === "tool_call" || u.sessionUpdate === "tool_call_update") && u.toolCallId === toolCallId);
+  return updates.filter(
+    (u): u is acp.SessionUpdate & { toolCallId: string } =>
+      (u.sessionUpdate === "tool_call" || u.sessionUpdate === "tool_call_update") && u.toolCallId === toolCallId,
+  );
 }
 
 const allow: PermissionHandler = () => ({ outcome: { outcome: "selected", optionId: "allow_once" } });
@@ -173,7 +183,10 @@ describe("switchyard acp", () => {
     sessionId = created.sessionId;
     assert.match(sessionId, /./);
     assert.equal(created.modes?.currentModeId, "default");
-    assert.deepEqual(created.modes?.availableModes.map((m) => m.id), ["default", "acceptEdits", "bypassPermissions", "plan"]);
+    assert.deepEqual(
+      created.modes?.availableModes.map((m) => m.id),
+      ["default", "acceptEdits", "bypassPermissions", "plan"],
+    );
     await assert.rejects(h.newSession(path.join(workspace, "missing")), (e: unknown) => (e as acp.RequestError).code === -32602);
   });
 
@@ -187,7 +200,13 @@ describe("switchyard acp", () => {
     assert.equal(textOf(updates, "agent_thought_chunk"), "Let me think");
     assert.equal(textOf(updates, "agent_message_chunk"), "Hello there");
     const kinds = updates.map((u) => u.sessionUpdate).filter((k) => k.endsWith("_chunk"));
-    assert.deepEqual(kinds, ["agent_thought_chunk", "agent_thought_chunk", "agent_message_chunk", "agent_message_chunk", "agent_message_chunk"]);
+    assert.deepEqual(kinds, [
+      "agent_thought_chunk",
+      "agent_thought_chunk",
+      "agent_message_chunk",
+      "agent_message_chunk",
+      "agent_message_chunk",
+    ]);
     assert.equal(textOf(updates, "user_message_chunk"), "", "the client's own prompt is not echoed");
     const usage = updates.find((u) => u.sessionUpdate === "usage_update");
     assert.ok(usage && usage.sessionUpdate === "usage_update");
@@ -197,7 +216,10 @@ describe("switchyard acp", () => {
 
   it("a shell tool call asks permission: allow runs it and streams the tool call", async () => {
     h.onPermission = allow;
-    fake.enqueue({ kind: "response", toolCalls: [{ id: "call_allow", name: "bash", arguments: { command: "echo hi-from-bash > out.txt; cat out.txt" } }] });
+    fake.enqueue({
+      kind: "response",
+      toolCalls: [{ id: "call_allow", name: "bash", arguments: { command: "echo hi-from-bash > out.txt; cat out.txt" } }],
+    });
     fake.enqueue({ kind: "response", text: "ran it" });
     const from = h.notifications.length;
     assert.equal((await h.prompt(sessionId, "run it")).stopReason, "end_turn");
@@ -206,7 +228,10 @@ describe("switchyard acp", () => {
     assert.equal(request.sessionId, sessionId);
     assert.equal(request.toolCall.toolCallId, "call_allow");
     assert.equal(request.toolCall.kind, "execute");
-    assert.deepEqual(request.options.map((o) => o.kind), ["allow_once", "allow_always", "reject_once", "reject_always"]);
+    assert.deepEqual(
+      request.options.map((o) => o.kind),
+      ["allow_once", "allow_always", "reject_once", "reject_always"],
+    );
 
     const calls = toolUpdates(h.updates(sessionId, from), "call_allow");
     assert.equal(calls[0]!.sessionUpdate, "tool_call", "first mention is a tool_call");
@@ -256,7 +281,10 @@ describe("switchyard acp", () => {
     await h.agent.request(acp.methods.agent.session.setMode, { sessionId, modeId: "acceptEdits" });
     await h.waitForUpdate(sessionId, (u) => u.sessionUpdate === "current_mode_update" && u.currentModeId === "acceptEdits", from);
     const asked = h.permissionRequests.length;
-    fake.enqueue({ kind: "response", toolCalls: [{ id: "call_edit", name: "edit", arguments: { path: "notes.txt", oldString: "two", newString: "TWO" } }] });
+    fake.enqueue({
+      kind: "response",
+      toolCalls: [{ id: "call_edit", name: "edit", arguments: { path: "notes.txt", oldString: "two", newString: "TWO" } }],
+    });
     fake.enqueue({ kind: "response", text: "edited" });
     assert.equal((await h.prompt(sessionId, "shout two")).stopReason, "end_turn");
     assert.equal(h.permissionRequests.length, asked, "no permission asked in acceptEdits");
@@ -324,7 +352,10 @@ describe("switchyard acp", () => {
       assert.equal((await ended).method, "turn/completed");
 
       // ... and a thread it starts is an ACP session too.
-      const started = await appServer.call("thread/start", { identity: { channelName: "test", userId: "u", channelContext: "c", workspacePath: workspace }, historyMode: "server" });
+      const started = await appServer.call("thread/start", {
+        identity: { channelName: "test", userId: "u", channelContext: "c", workspacePath: workspace },
+        historyMode: "server",
+      });
       const otherId = (started.thread as { id: string }).id;
       const again = await h.agent.request(acp.methods.agent.session.list, { cwd: workspace });
       assert.ok(again.sessions.some((s) => s.sessionId === otherId));
@@ -368,7 +399,9 @@ describe("switchyard acp with a client that offers its file system and terminal"
     assert.equal((await h.prompt(sessionId, "go")).stopReason, "end_turn");
 
     // The model saw the editor's buffer, not the disk.
-    const toolMessages = (fake.requests.at(-1)!.body as { messages: Array<{ role: string; content: string }> }).messages.filter((m) => m.role === "tool");
+    const toolMessages = (fake.requests.at(-1)!.body as { messages: Array<{ role: string; content: string }> }).messages.filter(
+      (m) => m.role === "tool",
+    );
     assert.match(toolMessages[0]!.content, /unsaved buffer text/);
     // The write went to the editor, not the disk.
     assert.deepEqual(clientFs.writes, [{ path: path.join(workspace, "b.txt"), content: "written by the agent\n" }]);

@@ -41,7 +41,10 @@ describe("shell approval", () => {
     assert.ok(request.scopeKey.startsWith("shell:"));
     assert.ok(request.requestId && request.itemId);
 
-    const output = h.notifications("item/commandExecution/outputDelta", threadId).map((p) => p.delta).join("");
+    const output = h
+      .notifications("item/commandExecution/outputDelta", threadId)
+      .map((p) => p.delta)
+      .join("");
     assert.match(output, /hello-from-bash/);
     const resolved = await h.notification("item/approval/resolved", (p) => p.threadId === threadId);
     assert.equal(resolved.decision, "accept");
@@ -94,7 +97,10 @@ describe("shell approval", () => {
     // Subscribers still hear how it was decided.
     const resolved = h.notifications("item/approval/resolved").slice(resolvedBefore);
     assert.equal(resolved.length, 1);
-    assert.deepEqual([resolved[0]!.turnId, resolved[0]!.itemId, resolved[0]!.requestId, resolved[0]!.decision, resolved[0]!.source], [turn2, response.id, response.payload.requestId, "acceptForSession", "sessionGrant"]);
+    assert.deepEqual(
+      [resolved[0]!.turnId, resolved[0]!.itemId, resolved[0]!.requestId, resolved[0]!.decision, resolved[0]!.source],
+      [turn2, response.id, response.payload.requestId, "acceptForSession", "sessionGrant"],
+    );
     // The grant is for that exact command: another one is asked again (and declined).
     scriptShell(h.model, "echo one; touch other.txt", "call_s3");
     await h.runTurn(threadId, "third");

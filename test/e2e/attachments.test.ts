@@ -106,7 +106,10 @@ describe("attachments", () => {
   it("fileRef attaches the file's contents; binary, missing and outside files fail the turn clearly", async () => {
     const threadId = await h.startThread();
     fake.enqueue({ kind: "response", text: "read it" });
-    await runTurn(h, threadId, [{ type: "text", text: "Summarize:" }, { type: "fileRef", path: "notes.txt" }]);
+    await runTurn(h, threadId, [
+      { type: "text", text: "Summarize:" },
+      { type: "fileRef", path: "notes.txt" },
+    ]);
     const user = (lastBody(fake).messages as Array<{ role: string; content: unknown }>).find((m) => m.role === "user")!.content;
     assert.deepEqual(user, [
       { type: "text", text: "Summarize:" },
@@ -153,7 +156,10 @@ describe("attachments", () => {
 
     fake.enqueue({ kind: "response", text: "text only" });
     assert.equal((await runTurn(h, threadId, text("go on"))).method, "turn/completed");
-    const first = (lastBody(fake).messages as Array<{ role: string; content: unknown }>).find((m) => m.role === "user")!.content as Array<{ type: string; text: string }>;
+    const first = (lastBody(fake).messages as Array<{ role: string; content: unknown }>).find((m) => m.role === "user")!.content as Array<{
+      type: string;
+      text: string;
+    }>;
     assert.ok(first.every((p) => p.type === "text"));
     assert.match(first[1]!.text, /image: https:\/\/example.com\/cat.png — not sent: The model o3-mini does not take images/);
   });

@@ -81,25 +81,29 @@ describe("choosing a backend", () => {
   });
 
   for (const type of ["claude-code", "codex", "acp"] as const) {
-    it(`${type}: a missing agent binary fails the turn with backendNotFound, and the server keeps serving`, { skip: type === "acp" ? "until the backend lands" : false }, async () => {
-      const h = await startHarness({ fake });
-      try {
-        const threadId = await h.startThread({ configuration: { backend: { type, command: MISSING } } });
-        const started = await h.client.call("turn/start", { threadId, input: text("hello") });
-        const end = await h.client.turnEnd(threadId, (started.turn as { id: string }).id);
-        assert.equal(end.method, "turn/failed");
-        const error = (end.params as { error: { code: string; message: string } }).error;
-        assert.equal(error.code, "backendNotFound");
-        assert.match(error.message, /not found/);
-        // The same server still runs built-in turns.
-        fake.enqueue({ kind: "response", text: "still here" });
-        const builtin = await h.startThread();
-        const next = await h.client.call("turn/start", { threadId: builtin, input: text("hi") });
-        assert.equal((await h.client.turnEnd(builtin, (next.turn as { id: string }).id)).method, "turn/completed");
-      } finally {
-        await h.close();
-      }
-    });
+    it(
+      `${type}: a missing agent binary fails the turn with backendNotFound, and the server keeps serving`,
+      { skip: type === "acp" ? "until the backend lands" : false },
+      async () => {
+        const h = await startHarness({ fake });
+        try {
+          const threadId = await h.startThread({ configuration: { backend: { type, command: MISSING } } });
+          const started = await h.client.call("turn/start", { threadId, input: text("hello") });
+          const end = await h.client.turnEnd(threadId, (started.turn as { id: string }).id);
+          assert.equal(end.method, "turn/failed");
+          const error = (end.params as { error: { code: string; message: string } }).error;
+          assert.equal(error.code, "backendNotFound");
+          assert.match(error.message, /not found/);
+          // The same server still runs built-in turns.
+          fake.enqueue({ kind: "response", text: "still here" });
+          const builtin = await h.startThread();
+          const next = await h.client.call("turn/start", { threadId: builtin, input: text("hi") });
+          assert.equal((await h.client.turnEnd(builtin, (next.turn as { id: string }).id)).method, "turn/completed");
+        } finally {
+          await h.close();
+        }
+      },
+    );
   }
 
   it("a thread's backend survives a restart and shows in thread/read", async () => {
@@ -129,9 +133,15 @@ describe("agent processes left by a killed server", () => {
     const deadOwner = spawn(process.execPath, ["-e", ""]);
     await new Promise((resolve) => deadOwner.once("exit", resolve));
     try {
-      fs.writeFileSync(path.join(agents, `${orphan.pid}.json`), JSON.stringify({ pid: orphan.pid, ownerPid: deadOwner.pid, command: "sleep" }));
+      fs.writeFileSync(
+        path.join(agents, `${orphan.pid}.json`),
+        JSON.stringify({ pid: orphan.pid, ownerPid: deadOwner.pid, command: "sleep" }),
+      );
       // A registration whose pid now runs something else is only forgotten.
-      fs.writeFileSync(path.join(agents, `${unrelated.pid}.json`), JSON.stringify({ pid: unrelated.pid, ownerPid: deadOwner.pid, command: "claude" }));
+      fs.writeFileSync(
+        path.join(agents, `${unrelated.pid}.json`),
+        JSON.stringify({ pid: unrelated.pid, ownerPid: deadOwner.pid, command: "claude" }),
+      );
       const orphanExit = new Promise((resolve) => orphan.once("exit", resolve));
       const server = ServerProcess.spawn({ dataDir });
       try {

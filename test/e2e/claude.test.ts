@@ -37,7 +37,10 @@ function turnCompleted(client: TestClient, threadId: string, turnId?: string): P
 
 /** The items item/created announced on a thread, as sent: `{id, created_at, item}`. */
 function storedItems(client: TestClient, threadId: string): StoredItem[] {
-  return client.notifications("item/created").filter((p) => p.thread_id === threadId).map((p) => p.item as StoredItem);
+  return client
+    .notifications("item/created")
+    .filter((p) => p.thread_id === threadId)
+    .map((p) => p.item as StoredItem);
 }
 
 /** Their content (`item.item`), which is what most assertions look at. */
@@ -73,13 +76,27 @@ async function replayExample(client: TestClient, fake: FakeModelServer): Promise
   assert.deepEqual((init.server as Params).name, "claude-app-server");
   assert.equal(typeof (init.server as Params).version, "string");
   const caps = init.capabilities as { methods: string[]; notifications: string[]; permission_modes: string[]; content_blocks: string[] };
-  for (const m of ["thread/start", "thread/resume", "thread/fork", "turn/start", "turn/steer", "turn/interrupt", "model/list", "skills/list", "app/list", "approval/respond"]) {
+  for (const m of [
+    "thread/start",
+    "thread/resume",
+    "thread/fork",
+    "turn/start",
+    "turn/steer",
+    "turn/interrupt",
+    "model/list",
+    "skills/list",
+    "app/list",
+    "approval/respond",
+  ]) {
     assert.ok(caps.methods.includes(m), m);
   }
   assert.deepEqual(caps.permission_modes, ["default", "acceptEdits", "bypassPermissions"]);
   assert.deepEqual(caps.content_blocks, ["text", "image"]);
   assert.deepEqual((await initialized).params, { server: "claude-app-server" });
-  assert.ok(indexOf(client, (m) => m.method === "initialized") > indexOf(client, (m) => m.id === 1), "initialized comes after the response");
+  assert.ok(
+    indexOf(client, (m) => m.method === "initialized") > indexOf(client, (m) => m.id === 1),
+    "initialized comes after the response",
+  );
 
   client.sendRaw(fill(EXAMPLE_SESSION[1]!));
   const started = (await client.waitFor((m) => m.id === 2 && m.method === undefined)).result!;
@@ -101,12 +118,21 @@ async function replayExample(client: TestClient, fake: FakeModelServer): Promise
 
   const progress = client.notifications("item/progress").filter((p) => p.turn_id === turnId);
   const deltas = progress.map((p) => p.delta as { type: string; text?: string; thinking?: string });
-  assert.deepEqual(deltas.filter((d) => d.type === "thinking").map((d) => d.thinking), ["Let me ", "look around."]);
-  assert.deepEqual(deltas.filter((d) => d.type === "text").map((d) => d.text), ["This project ", "prints a greeting ", "from index.js."]);
+  assert.deepEqual(
+    deltas.filter((d) => d.type === "thinking").map((d) => d.thinking),
+    ["Let me ", "look around."],
+  );
+  assert.deepEqual(
+    deltas.filter((d) => d.type === "text").map((d) => d.text),
+    ["This project ", "prints a greeting ", "from index.js."],
+  );
 
   // The prompt is not an item: the first one is the model's thinking.
   const items = createdItems(client, threadId);
-  assert.deepEqual(items.map((i) => i.type), ["thinking", "tool_call", "tool_result", "text"]);
+  assert.deepEqual(
+    items.map((i) => i.type),
+    ["thinking", "tool_call", "tool_result", "text"],
+  );
   assert.equal(items[0]!.thinking, "Let me look around.");
   assert.deepEqual([items[1]!.tool_use_id, items[1]!.name, items[1]!.input], ["toolu_list", "list_files", {}]);
   assert.equal(items[2]!.tool_use_id, "toolu_list");
@@ -124,7 +150,10 @@ async function replayExample(client: TestClient, fake: FakeModelServer): Promise
   assert.equal(resumed.cwd, workspace);
   assert.equal(resumed.permission_mode, "acceptEdits");
   const turns = resumed.turns as WireTurn[];
-  assert.deepEqual(turns.map((t) => [t.id, t.status, t.user_content]), [[turnId, "completed", "List the files in this project and summarize what it does."]]);
+  assert.deepEqual(
+    turns.map((t) => [t.id, t.status, t.user_content]),
+    [[turnId, "completed", "List the files in this project and summarize what it does."]],
+  );
   assert.deepEqual(turns[0]!.items, storedItems(client, threadId));
 }
 
@@ -185,7 +214,10 @@ function assertShape(actual: unknown, shape: Shape, where: string): void {
     (actual as unknown[]).forEach((element, i) => assertShape(element, shape.arrayOf as Shape, `${where}[${i}]`));
     return;
   }
-  assert.ok(typeof actual === "object" && actual !== null && !Array.isArray(actual), `${where}: expected an object, got ${JSON.stringify(actual)}`);
+  assert.ok(
+    typeof actual === "object" && actual !== null && !Array.isArray(actual),
+    `${where}: expected an object, got ${JSON.stringify(actual)}`,
+  );
   for (const [key, inner] of Object.entries(shape as Record<string, Shape>)) {
     assert.ok(key in (actual as object), `${where}.${key} is missing (got ${JSON.stringify(actual)})`);
     assertShape((actual as Record<string, unknown>)[key], inner, `${where}.${key}`);
@@ -213,7 +245,12 @@ function assertStoredItem(actual: unknown, where: string): void {
 const ORIGINAL = {
   initialize: {
     server: { name: lit("claude-app-server"), version: "string" },
-    capabilities: { threads: lit(["start", "resume", "fork"]), turns: lit(["start", "steer", "interrupt"]), models: arrayOf("string"), skills: arrayOf("string") },
+    capabilities: {
+      threads: lit(["start", "resume", "fork"]),
+      turns: lit(["start", "steer", "interrupt"]),
+      models: arrayOf("string"),
+      skills: arrayOf("string"),
+    },
   },
   initialized: { server: lit("claude-app-server") },
   modelList: { models: arrayOf({ id: "string", name: "string", aliases: arrayOf("string") }) },
@@ -222,7 +259,15 @@ const ORIGINAL = {
   threadStart: { thread_id: "string", created_at: "number" },
   threadFork: { thread_id: "string", forked_from: "string", created_at: "number" },
   threadResume: { thread_id: "string", created_at: "number", cwd: "string", permission_mode: "string", turns: arrayOf({ id: "string" }) },
-  historyTurn: { id: "string", thread_id: "string", status: "string", user_content: "string", items: arrayOf({ id: "string" }), created_at: "number", completed_at: "number" },
+  historyTurn: {
+    id: "string",
+    thread_id: "string",
+    status: "string",
+    user_content: "string",
+    items: arrayOf({ id: "string" }),
+    created_at: "number",
+    completed_at: "number",
+  },
   turnStart: { turn_id: "string" },
   turnSteer: { turn_id: "string", note: "string" },
   turnInterrupt: { turn_id: "string", status: lit("interrupted") },
@@ -250,10 +295,16 @@ async function replayOriginalSession(client: TestClient, fake: FakeModelServer):
 
   const models = await client.call("model/list");
   assertShape(models, ORIGINAL.modelList, "model/list");
-  assert.deepEqual((init.capabilities as { models: string[] }).models, (models.models as Array<{ id: string }>).map((m) => m.id));
+  assert.deepEqual(
+    (init.capabilities as { models: string[] }).models,
+    (models.models as Array<{ id: string }>).map((m) => m.id),
+  );
   const skills = await client.call("skills/list");
   assertShape(skills, ORIGINAL.skillsList, "skills/list");
-  assert.deepEqual((init.capabilities as { skills: string[] }).skills, (skills.skills as Array<{ name: string }>).map((m) => m.name));
+  assert.deepEqual(
+    (init.capabilities as { skills: string[] }).skills,
+    (skills.skills as Array<{ name: string }>).map((m) => m.name),
+  );
   assertShape(await client.call("app/list"), ORIGINAL.appList, "app/list");
 
   const thread = await client.call("thread/start", { cwd: workspace, permission_mode: "acceptEdits" });
@@ -270,7 +321,11 @@ async function replayOriginalSession(client: TestClient, fake: FakeModelServer):
 
   // A turn with thinking, a tool call and an answer.
   fake.enqueue(
-    { kind: "response", reasoning: ["Reading ", "it."], toolCalls: [{ id: "toolu_read", name: "read_file", arguments: { path: "a.txt" } }] },
+    {
+      kind: "response",
+      reasoning: ["Reading ", "it."],
+      toolCalls: [{ id: "toolu_read", name: "read_file", arguments: { path: "a.txt" } }],
+    },
     { kind: "response", text: ["It says ", "alpha."] },
   );
   const prompt = "What does a.txt say?";
@@ -293,7 +348,10 @@ async function replayOriginalSession(client: TestClient, fake: FakeModelServer):
   });
   const contents = created.map((p) => (p.item as StoredItem).item);
   // The prompt is not an item, and items_count counts exactly what item/created sent.
-  assert.deepEqual(contents.map((c) => c.type), ["thinking", "tool_call", "tool_result", "text"]);
+  assert.deepEqual(
+    contents.map((c) => c.type),
+    ["thinking", "tool_call", "tool_result", "text"],
+  );
   assert.deepEqual([contents[0]!.thinking, contents[1]!.name, contents[3]!.text], ["Reading it.", "read_file", "It says alpha."]);
   assert.equal(end.items_count, created.length);
 
@@ -317,13 +375,22 @@ async function replayOriginalSession(client: TestClient, fake: FakeModelServer):
     assertShape(t, ORIGINAL.historyTurn, `thread/resume.turns[${i}]`);
     t.items.forEach((item, j) => assertStoredItem(item, `thread/resume.turns[${i}].items[${j}]`));
   });
-  assert.deepEqual(turns.map((t) => [t.id, t.thread_id, t.status, t.user_content]), [
-    [turnId, threadId, "completed", prompt],
-    [busy, threadId, "interrupted", "Keep going."],
-  ]);
+  assert.deepEqual(
+    turns.map((t) => [t.id, t.thread_id, t.status, t.user_content]),
+    [
+      [turnId, threadId, "completed", prompt],
+      [busy, threadId, "interrupted", "Keep going."],
+    ],
+  );
   assert.equal("error" in turns[0]!, false, "no error key on a turn that did not fail (the original leaves it undefined)");
-  assert.deepEqual(turns[0]!.items, created.map((p) => p.item));
-  assert.deepEqual(turns[1]!.items.map((i) => i.item), [{ type: "text", text: "partial answer" }]);
+  assert.deepEqual(
+    turns[0]!.items,
+    created.map((p) => p.item),
+  );
+  assert.deepEqual(
+    turns[1]!.items.map((i) => i.item),
+    [{ type: "text", text: "partial answer" }],
+  );
 
   const fork = await client.call("thread/fork", { thread_id: threadId });
   assertShape(fork, ORIGINAL.threadFork, "thread/fork");
@@ -400,7 +467,12 @@ describe("handshake, discovery and errors", () => {
     const opus = models.find((m) => m.id === "claude-opus-4-6")!;
     assert.deepEqual([opus.name, opus.aliases, opus.display_name], ["Claude Opus 4.6", ["opus"], "Claude Opus 4.6"]);
     assert.ok(models.every((m) => typeof m.name === "string" && Array.isArray(m.aliases)));
-    const skills = (await client.call("skills/list")).skills as Array<{ name: string; description: string; parameters: { type: string; properties: Record<string, unknown> }; needs_approval: boolean }>;
+    const skills = (await client.call("skills/list")).skills as Array<{
+      name: string;
+      description: string;
+      parameters: { type: string; properties: Record<string, unknown> };
+      needs_approval: boolean;
+    }>;
     const approval = Object.fromEntries(skills.map((s) => [s.name, s.needs_approval]));
     assert.deepEqual([approval.read_file, approval.write_file, approval.bash], [false, true, true]);
     assert.ok(skills.every((s) => s.description.length > 0 && s.parameters.type === "object"));
@@ -446,10 +518,12 @@ describe("handshake, discovery and errors", () => {
       const c = TestClient.overStdio(capped.child);
       await initialize(c);
       // A batch dispatches both at once: the second finds the first still in flight.
-      c.sendRaw(JSON.stringify([
-        { jsonrpc: "2.0", id: "a", method: "app/list", params: {} },
-        { jsonrpc: "2.0", id: "b", method: "app/list", params: {} },
-      ]));
+      c.sendRaw(
+        JSON.stringify([
+          { jsonrpc: "2.0", id: "a", method: "app/list", params: {} },
+          { jsonrpc: "2.0", id: "b", method: "app/list", params: {} },
+        ]),
+      );
       const [a, b] = await Promise.all([c.waitFor((m) => m.id === "a"), c.waitFor((m) => m.id === "b")]);
       assert.deepEqual(a.result, { apps: [] });
       assert.equal(b.error?.code, -32005);
@@ -470,7 +544,11 @@ describe("handshake, discovery and errors", () => {
       await turnCompleted(c, threadId, (await c.call("turn/start", { thread_id: threadId, content: "one" })).turn_id as string);
       assert.equal(posts().at(-1)!.body.model, "claude-sonnet-4-5");
       assert.equal(posts().at(-1)!.body.thinking, undefined);
-      await turnCompleted(c, threadId, (await c.call("turn/start", { thread_id: threadId, content: "two", model: "sonnet" })).turn_id as string);
+      await turnCompleted(
+        c,
+        threadId,
+        (await c.call("turn/start", { thread_id: threadId, content: "two", model: "sonnet" })).turn_id as string,
+      );
       assert.equal(posts().at(-1)!.body.model, "claude-sonnet-4-6");
       assert.equal(posts().at(-1)!.body.thinking, undefined);
     } finally {
@@ -515,7 +593,10 @@ describe("permissions and approvals", () => {
 
   it("asks before bash in default mode; approved, the command runs", async () => {
     fake.enqueue(
-      { kind: "response", toolCalls: [{ id: "toolu_ok", name: "bash", arguments: { command: "echo approved > approved.txt && echo ran" } }] },
+      {
+        kind: "response",
+        toolCalls: [{ id: "toolu_ok", name: "bash", arguments: { command: "echo approved > approved.txt && echo ran" } }],
+      },
       { kind: "response", text: "done" },
     );
     const threadId = (await client.call("thread/start", {})).thread_id as string;
@@ -526,7 +607,10 @@ describe("permissions and approvals", () => {
     assert.deepEqual(request.input, { command: "echo approved > approved.txt && echo ran" });
     assert.match(String(request.description), /shell command: echo approved/);
     // The tool call the request refers to was announced first.
-    const callIndex = indexOf(client, (m) => m.method === "item/created" && (m.params?.item as StoredItem | undefined)?.item.tool_use_id === "toolu_ok");
+    const callIndex = indexOf(
+      client,
+      (m) => m.method === "item/created" && (m.params?.item as StoredItem | undefined)?.item.tool_use_id === "toolu_ok",
+    );
     assert.ok(callIndex >= 0 && callIndex < indexOf(client, (m) => m.method === "approval/request" && m.params?.thread_id === threadId));
 
     assert.deepEqual(await client.call("approval/respond", { request_id: request.request_id, approved: true }), {
@@ -539,7 +623,10 @@ describe("permissions and approvals", () => {
     assert.equal((await turnCompleted(client, threadId, turnId)).status, "completed");
     assert.ok(fs.existsSync(path.join(workspace, "approved.txt")));
     const output = createdItems(client, threadId).find((i) => i.type === "command_output")!;
-    assert.deepEqual([output.command, output.stdout, output.stderr, output.exit_code], ["echo approved > approved.txt && echo ran", "ran\n", "", 0]);
+    assert.deepEqual(
+      [output.command, output.stdout, output.stderr, output.exit_code],
+      ["echo approved > approved.txt && echo ran", "ran\n", "", 0],
+    );
     // An answered request cannot be answered again.
     assert.equal((await client.request("approval/respond", { request_id: request.request_id, approved: true })).error?.code, -32602);
   });
@@ -559,7 +646,10 @@ describe("permissions and approvals", () => {
     const result = items.find((i) => i.type === "tool_result" && i.tool_use_id === "toolu_no")!;
     assert.equal(result.is_error, true);
     assert.match(String(result.content), /declined/);
-    assert.equal(items.some((i) => i.type === "command_output"), false);
+    assert.equal(
+      items.some((i) => i.type === "command_output"),
+      false,
+    );
     assert.equal(items.at(-1)!.text, "understood");
   });
 
@@ -598,7 +688,10 @@ describe("permissions and approvals", () => {
     const turnId = await startTurn(threadId, "go");
     assert.equal((await turnCompleted(client, threadId, turnId)).status, "completed");
     assert.ok(fs.existsSync(path.join(workspace, "bypass.txt")));
-    assert.equal(client.notifications("approval/request").some((p) => p.thread_id === threadId), false);
+    assert.equal(
+      client.notifications("approval/request").some((p) => p.thread_id === threadId),
+      false,
+    );
     assert.equal((await client.call("thread/resume", { thread_id: threadId })).permission_mode, "bypassPermissions");
   });
 });
@@ -633,7 +726,8 @@ describe("turn control and fork", () => {
       { kind: "response", text: "bananas noted" },
     );
     const threadId = await newThread();
-    const turnId = (await client.call("turn/start", { thread_id: threadId, content: [{ type: "text", text: "run something" }] })).turn_id as string;
+    const turnId = (await client.call("turn/start", { thread_id: threadId, content: [{ type: "text", text: "run something" }] }))
+      .turn_id as string;
     // The approval wait holds the turn open while we steer.
     const request = await client.notification("approval/request", (p) => p.thread_id === threadId);
     const steered = await client.call("turn/steer", { thread_id: threadId, content: "Also mention bananas." });
@@ -645,7 +739,10 @@ describe("turn control and fork", () => {
     assert.equal(fake.requests.length, next + 1);
     assert.match(JSON.stringify(fake.requests[next]!.body.messages), /Also mention bananas\./);
     // Neither the prompt nor the steering is an item; history keeps both as text.
-    assert.equal(createdItems(client, threadId).some((i) => i.type === "user"), false);
+    assert.equal(
+      createdItems(client, threadId).some((i) => i.type === "user"),
+      false,
+    );
     const [turn] = (await client.call("thread/resume", { thread_id: threadId })).turns as WireTurn[];
     assert.deepEqual([turn!.user_content, turn!.steered_content], ["run something", ["Also mention bananas."]]);
     // Nothing runs now.
@@ -676,11 +773,18 @@ describe("turn control and fork", () => {
     assert.equal(error.error_code, "authentication");
     const [turn] = (await client.call("thread/resume", { thread_id: threadId })).turns as WireTurn[];
     assert.deepEqual([turn!.status, turn!.error, turn!.error_code], ["error", error.error, "authentication"]);
-    assert.ok(indexOf(client, (m) => m.method === "turn/error" && m.params?.turn_id === turnId) < indexOf(client, (m) => m.method === "turn/completed" && m.params?.turn_id === turnId));
+    assert.ok(
+      indexOf(client, (m) => m.method === "turn/error" && m.params?.turn_id === turnId) <
+        indexOf(client, (m) => m.method === "turn/completed" && m.params?.turn_id === turnId),
+    );
   });
 
   it("thread/fork at_turn_id copies exactly the turns up to it", async () => {
-    fake.enqueue({ kind: "response", text: "alpha reply" }, { kind: "response", text: "beta reply" }, { kind: "response", text: "gamma reply" });
+    fake.enqueue(
+      { kind: "response", text: "alpha reply" },
+      { kind: "response", text: "beta reply" },
+      { kind: "response", text: "gamma reply" },
+    );
     const source = await newThread();
     await runTurn(source, "alpha");
     const second = await runTurn(source, "beta");
@@ -692,9 +796,13 @@ describe("turn control and fork", () => {
     assert.equal(typeof fork.created_at, "number");
     const forkId = fork.thread_id as string;
     // Following the fork does not replay its copied history as live notifications.
-    assert.equal(client.notifications("turn/completed").some((p) => p.thread_id === forkId), false);
+    assert.equal(
+      client.notifications("turn/completed").some((p) => p.thread_id === forkId),
+      false,
+    );
 
-    const strip = (turns: WireTurn[]) => turns.map((t) => ({ status: t.status, user_content: t.user_content, items: t.items.map((i) => i.item) }));
+    const strip = (turns: WireTurn[]) =>
+      turns.map((t) => ({ status: t.status, user_content: t.user_content, items: t.items.map((i) => i.item) }));
     const sourceTurns = (await client.call("thread/resume", { thread_id: source })).turns as WireTurn[];
     const resumed = await client.call("thread/resume", { thread_id: forkId });
     assert.equal(resumed.forked_from, source);
@@ -755,7 +863,10 @@ describe("threads crossing dialects", () => {
     const turns = resumed.turns as WireTurn[];
     assert.equal(turns.length, 1);
     assert.equal(turns[0]!.user_content, "hello from appserver");
-    assert.deepEqual(turns[0]!.items.map((i) => [i.item.type, i.item.text]), [["text", "appserver answer"]]);
+    assert.deepEqual(
+      turns[0]!.items.map((i) => [i.item.type, i.item.text]),
+      [["text", "appserver answer"]],
+    );
 
     const turnId = (await claude.call("turn/start", { thread_id: threadId, content: "and from claude" })).turn_id as string;
     assert.equal((await turnCompleted(claude, threadId, turnId)).status, "completed");
@@ -777,7 +888,9 @@ describe("threads crossing dialects", () => {
     ];
     const turnId = (await claude.call("turn/start", { thread_id: threadId, content })).turn_id as string;
     assert.equal((await turnCompleted(claude, threadId, turnId)).status, "completed");
-    const read = (await appServer.call("thread/read", { threadId })).thread as { turns: Array<{ items: Array<{ type: string; payload: { input?: unknown } }> }> };
+    const read = (await appServer.call("thread/read", { threadId })).thread as {
+      turns: Array<{ items: Array<{ type: string; payload: { input?: unknown } }> }>;
+    };
     const user = read.turns[0]!.items.find((i) => i.type === "userMessage")!;
     assert.deepEqual(user.payload.input, [
       { type: "text", text: "What is in these?" },
@@ -807,7 +920,16 @@ describe("threads crossing dialects", () => {
     assert.equal(read.originChannel, "claude-app-server");
     assert.equal(read.workspacePath, workspace);
     assert.equal(read.configuration.approvalPolicy, "autoApprove");
-    assert.deepEqual(read.turns.map((t) => [t.id, t.status]), [[turnId, "completed"]]);
-    assert.deepEqual(read.turns[0]!.items.map((i) => [i.type, i.payload.text]), [["userMessage", "start here"], ["agentMessage", "claude first"]]);
+    assert.deepEqual(
+      read.turns.map((t) => [t.id, t.status]),
+      [[turnId, "completed"]],
+    );
+    assert.deepEqual(
+      read.turns[0]!.items.map((i) => [i.type, i.payload.text]),
+      [
+        ["userMessage", "start here"],
+        ["agentMessage", "claude first"],
+      ],
+    );
   });
 });

@@ -39,7 +39,12 @@ describe("configuration precedence", () => {
   ];
   for (const c of cases) {
     it(c.name, async () => {
-      const h = await startHarness({ fake, dataDir: dataDirWith({ model: "file-model" }), ...(c.args ? { args: c.args } : {}), ...(c.env ? { env: c.env } : {}) });
+      const h = await startHarness({
+        fake,
+        dataDir: dataDirWith({ model: "file-model" }),
+        ...(c.args ? { args: c.args } : {}),
+        ...(c.env ? { env: c.env } : {}),
+      });
       try {
         const threadId = await h.startThread();
         assert.equal((await oneTurn(h, threadId)).body.model, c.expected);
@@ -112,9 +117,13 @@ describe("configuration precedence", () => {
 
 describe("an invalid config file", () => {
   const cases: Array<{ name: string; content: unknown; message: RegExp }> = [
-    { name: "a wrong type", content: { providers: { anthropic: { apiKey: 42 } } }, message: /config\.json: providers\.anthropic\.apiKey: expected string/ },
+    {
+      name: "a wrong type",
+      content: { providers: { anthropic: { apiKey: 42 } } },
+      message: /config\.json: providers\.anthropic\.apiKey: expected string/,
+    },
     { name: "an unknown setting", content: { modle: "gpt-4.1" }, message: /config\.json: modle: unknown setting/ },
-    { name: "broken JSON", content: "{ \"model\": ", message: /config\.json: not valid JSON/ },
+    { name: "broken JSON", content: '{ "model": ', message: /config\.json: not valid JSON/ },
   ];
   for (const c of cases) {
     it(`stops app-server with a clear message: ${c.name}`, async () => {

@@ -31,7 +31,9 @@ it("responses, notifications and server requests conform to the declared schemas
     await h.client.call("thread/mode/set", { threadId, mode: "agent" });
     await h.client.call("turn/start", { threadId, input: text("do it all") });
     await h.client.call("turn/enqueue", { threadId, input: text("then this") });
-    await h.client.waitFor((m) => m.method === "turn/started" && (m.params?.turn as { input: Array<{ text: string }> }).input[0]!.text === "then this");
+    await h.client.waitFor(
+      (m) => m.method === "turn/started" && (m.params?.turn as { input: Array<{ text: string }> }).input[0]!.text === "then this",
+    );
     await h.client.call("turn/steer", { threadId, input: text("steer") });
     await h.client.call("turn/interrupt", { threadId });
     await h.client.call("thread/list", {});
@@ -65,7 +67,19 @@ it("responses, notifications and server requests conform to the declared schemas
       }
     }
     // The session exercised most of the surface.
-    for (const method of ["item/approval/request", "plan/updated", "turn/diff/updated", "item/reasoning/delta", "item/commandExecution/outputDelta", "item/toolCall/argumentsDelta", "thread/queue/updated", "turn/cancelled", "thread/deleted", "thread/renamed", "thread/resumed"]) {
+    for (const method of [
+      "item/approval/request",
+      "plan/updated",
+      "turn/diff/updated",
+      "item/reasoning/delta",
+      "item/commandExecution/outputDelta",
+      "item/toolCall/argumentsDelta",
+      "thread/queue/updated",
+      "turn/cancelled",
+      "thread/deleted",
+      "thread/renamed",
+      "thread/resumed",
+    ]) {
       assert.ok(seen.has(method), `not exercised: ${method}`);
     }
   } finally {

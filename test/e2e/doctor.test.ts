@@ -64,7 +64,11 @@ describe("switchyard doctor", () => {
     assert.match(run.stdout, /openai-chat \(from the --provider flag\)/);
     assert.match(run.stdout, /gpt-4\.1-mini \(from .*config\.json\)/);
 
-    const anthropic = await doctor([], { ANTHROPIC_BASE_URL: fake.anthropicBaseURL, ANTHROPIC_API_KEY: "k", SWITCHYARD_MODEL: "claude-sonnet-4-5" });
+    const anthropic = await doctor([], {
+      ANTHROPIC_BASE_URL: fake.anthropicBaseURL,
+      ANTHROPIC_API_KEY: "k",
+      SWITCHYARD_MODEL: "claude-sonnet-4-5",
+    });
     assert.equal(anthropic.code, 0, anthropic.stdout);
     assert.match(anthropic.stdout, /claude-sonnet-4-5 \(from the SWITCHYARD_MODEL environment variable\)/);
     assert.match(anthropic.stdout, /OK\s+live check/);

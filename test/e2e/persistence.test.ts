@@ -42,7 +42,10 @@ describe("restart", () => {
       const requestsBefore = model.fake.requests.length;
       await second.runTurn(threadId, "and now?");
       const body = model.fake.requests[requestsBefore]!.body as { messages: Array<{ role: string; content: string }> };
-      assert.deepEqual(body.messages.filter((m) => m.role !== "system").map((m) => m.content), ["remember this", "remembered answer", "and now?"]);
+      assert.deepEqual(
+        body.messages.filter((m) => m.role !== "system").map((m) => m.content),
+        ["remember this", "remembered answer", "and now?"],
+      );
     } finally {
       await second.close();
     }

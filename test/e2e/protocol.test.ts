@@ -103,12 +103,14 @@ describe("bad input", () => {
   });
 
   it("handles a batch per JSON-RPC 2.0", async () => {
-    const reply = client.waitForNext((m) => Array.isArray(m) || (m.id === "b1" || m.id === "b2"));
-    client.sendRaw(JSON.stringify([
-      { jsonrpc: "2.0", id: "b1", method: "thread/list", params: {} },
-      { jsonrpc: "2.0", method: "initialized", params: {} },
-      { jsonrpc: "2.0", id: "b2", method: "nope", params: {} },
-    ]));
+    const reply = client.waitForNext((m) => Array.isArray(m) || m.id === "b1" || m.id === "b2");
+    client.sendRaw(
+      JSON.stringify([
+        { jsonrpc: "2.0", id: "b1", method: "thread/list", params: {} },
+        { jsonrpc: "2.0", method: "initialized", params: {} },
+        { jsonrpc: "2.0", id: "b2", method: "nope", params: {} },
+      ]),
+    );
     await reply;
     const b2 = await client.waitFor((m) => m.id === "b2");
     assert.equal(b2.error?.code, -32601);
@@ -117,7 +119,10 @@ describe("bad input", () => {
   });
 
   it("reports runtime errors with the protocol's codes", async () => {
-    const ahead = await client.request("thread/subscribe", { threadId: ((await client.call("thread/start", threadStartParams(makeWorkspace()))).thread as { id: string }).id, afterSeq: 1_000_000 });
+    const ahead = await client.request("thread/subscribe", {
+      threadId: ((await client.call("thread/start", threadStartParams(makeWorkspace()))).thread as { id: string }).id,
+      afterSeq: 1_000_000,
+    });
     assert.equal(ahead.error?.code, -32600);
     assert.match(ahead.error!.message, /read the whole thread again/i);
     const missing = await client.request("thread/read", { threadId: "thread_missing" });
@@ -130,7 +135,9 @@ describe("bad input", () => {
     assert.equal(noTurn.error?.code, -32013);
     const badWorkspace = await client.request("thread/start", threadStartParams("/definitely/not/here"));
     assert.equal(badWorkspace.error?.code, -32602);
-    const clientHistory = (await client.call("thread/start", threadStartParams(workspace, { historyMode: "client" }))).thread as { id: string };
+    const clientHistory = (await client.call("thread/start", threadStartParams(workspace, { historyMode: "client" }))).thread as {
+      id: string;
+    };
     const noMessages = await client.request("turn/start", { threadId: clientHistory.id, input: [{ type: "text", text: "hi" }] });
     assert.equal(noMessages.error?.code, -32602);
     assert.match(noMessages.error!.message, /messages/);

@@ -38,10 +38,7 @@ describe("exported protocol schemas", () => {
 
   it("schema/ holds exactly the generated files, byte for byte", () => {
     const expected = listFiles(out);
-    assert.deepEqual(
-      expected,
-      FACE_PROTOCOLS.flatMap((p) => [`${p.name}/${p.name}.d.ts`, `${p.name}/${p.name}.schema.json`]).sort(),
-    );
+    assert.deepEqual(expected, FACE_PROTOCOLS.flatMap((p) => [`${p.name}/${p.name}.d.ts`, `${p.name}/${p.name}.schema.json`]).sort());
     assert.deepEqual(listFiles(path.join(ROOT, "schema")), expected, `schema/ ${STALE}`);
     for (const file of expected) {
       const checkedIn = fs.readFileSync(path.join(ROOT, "schema", file), "utf8");
@@ -67,7 +64,9 @@ describe("exported protocol schemas", () => {
 
   it("every $ref of each JSON Schema names one of its $defs", () => {
     for (const protocol of FACE_PROTOCOLS) {
-      const document = JSON.parse(fs.readFileSync(path.join(out, protocol.name, `${protocol.name}.schema.json`), "utf8")) as { $defs: Record<string, unknown> };
+      const document = JSON.parse(fs.readFileSync(path.join(out, protocol.name, `${protocol.name}.schema.json`), "utf8")) as {
+        $defs: Record<string, unknown>;
+      };
       const dangling = [...new Set(refsOf(document))].filter((name) => !(name in document.$defs));
       assert.deepEqual(dangling, [], `${protocol.name}: $refs without a definition`);
     }

@@ -74,7 +74,8 @@ describe("pause and archive", () => {
     const change = await other.notification("thread/statusChanged", (p) => p.threadId === threadId);
     assert.equal(change.status, "archived");
 
-    const ids = async (params: Record<string, unknown>) => ((await h.client.call("thread/list", { limit: 500, ...params })).data as Thread[]).map((t) => t.id);
+    const ids = async (params: Record<string, unknown>) =>
+      ((await h.client.call("thread/list", { limit: 500, ...params })).data as Thread[]).map((t) => t.id);
     const plain = await ids({});
     assert.ok(plain.includes(visible) && !plain.includes(threadId));
     assert.ok((await ids({ includeArchived: true })).includes(threadId));
@@ -134,7 +135,10 @@ describe("pause and archive survive a restart", () => {
       assert.equal(list.find((t) => t.id === paused)?.status, "paused");
       assert.equal(list.find((t) => t.id === archived)?.status, "archived");
       const plain = (await client.call("thread/list", {})).data as Thread[];
-      assert.equal(plain.some((t) => t.id === archived), false);
+      assert.equal(
+        plain.some((t) => t.id === archived),
+        false,
+      );
       assert.equal((await client.request("turn/start", { threadId: paused, input: text("hi") })).error?.code, NOT_ACTIVE);
     } finally {
       client.close();

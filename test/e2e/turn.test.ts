@@ -9,7 +9,10 @@ import type { Message } from "../support/test-client.js";
 
 type Item = { id: string; type: string; status: string; payload: Record<string, unknown> };
 const itemsOf = (h: Harness, type: string, method = "item/completed"): Item[] =>
-  h.client.notifications(method).map((p) => p.item as Item).filter((i) => i.type === type);
+  h.client
+    .notifications(method)
+    .map((p) => p.item as Item)
+    .filter((i) => i.type === type);
 
 describe("a full turn", () => {
   let h: Harness;
@@ -28,7 +31,10 @@ describe("a full turn", () => {
 
     const end = await h.client.turnEnd(threadId, turn.id);
     assert.equal(end.method, "turn/completed");
-    const received = h.client.notifications("item/agentMessage/delta").filter((p) => p.turnId === turn.id).map((p) => p.delta);
+    const received = h.client
+      .notifications("item/agentMessage/delta")
+      .filter((p) => p.turnId === turn.id)
+      .map((p) => p.delta);
     assert.deepEqual(received, deltas);
     const message = itemsOf(h, "agentMessage").at(-1)!;
     assert.equal(message.payload.text, deltas.join(""));
@@ -44,7 +50,10 @@ describe("a full turn", () => {
     const thread = read.thread as { turns: Array<{ status: string; items: Item[] }> };
     assert.equal(thread.turns.length, 1);
     assert.equal(thread.turns[0]!.status, "completed");
-    assert.deepEqual(thread.turns[0]!.items.map((i) => i.type), ["userMessage", "agentMessage"]);
+    assert.deepEqual(
+      thread.turns[0]!.items.map((i) => i.type),
+      ["userMessage", "agentMessage"],
+    );
   });
 
   it("answers turn/start before sending turn/started", async () => {
@@ -74,10 +83,16 @@ describe("a full turn", () => {
     );
     await h.client.turnEnd(threadId);
     const replayed = (await h.client.waitFor((m) => m.id === "sub")).result!.replayed as number;
-    const seqs = h.client.received.slice(from).filter((m) => m.method && m.id === undefined && m.params?.threadId === threadId).map((m) => m.params!.seq as number);
+    const seqs = h.client.received
+      .slice(from)
+      .filter((m) => m.method && m.id === undefined && m.params?.threadId === threadId)
+      .map((m) => m.params!.seq as number);
     assert.ok(replayed > 0);
     assert.equal(seqs[0], seen + 1);
-    assert.ok(seqs.every((seq, i) => i === 0 || seq > seqs[i - 1]!), `seq went backwards or repeated: ${seqs.join(",")}`);
+    assert.ok(
+      seqs.every((seq, i) => i === 0 || seq > seqs[i - 1]!),
+      `seq went backwards or repeated: ${seqs.join(",")}`,
+    );
   });
 
   it("sends the conversation so far with the next turn", async () => {
@@ -123,7 +138,7 @@ describe("a full turn", () => {
     const firstEnd = await h.client.turnEnd(threadId, (first.turn as { id: string }).id);
     assert.equal(firstEnd.method, "turn/cancelled");
     const read = await h.client.call("thread/read", { threadId, includeTurns: false });
-    assert.equal(((read.thread as { queuedInputs: unknown[] }).queuedInputs).length, 1);
+    assert.equal((read.thread as { queuedInputs: unknown[] }).queuedInputs.length, 1);
 
     // Enqueuing on the now idle thread keeps the queue first in, first out: the leftover runs first.
     h.fake.enqueue({ kind: "response", text: "second" }, { kind: "response", text: "third" });
@@ -151,11 +166,17 @@ describe("a full turn", () => {
     assert.equal((removed.queuedInputs as unknown[]).length, 1);
     h.client.send({ id: approval.id, result: { decision: "accept" } });
     const started = await h.client.waitFor(
-      (m) => m.method === "turn/started" && m.params?.threadId === threadId && ((m.params.turn as { input: Array<{ text: string }> }).input[0]!.text === "three"),
+      (m) =>
+        m.method === "turn/started" &&
+        m.params?.threadId === threadId &&
+        (m.params.turn as { input: Array<{ text: string }> }).input[0]!.text === "three",
     );
     const turnId = (started.params!.turn as { id: string }).id;
     assert.equal((await h.client.turnEnd(threadId, turnId)).method, "turn/completed");
-    const emptied = h.client.notifications("thread/queue/updated").filter((p) => p.threadId === threadId).at(-1)!;
+    const emptied = h.client
+      .notifications("thread/queue/updated")
+      .filter((p) => p.threadId === threadId)
+      .at(-1)!;
     assert.deepEqual(emptied.queuedInputs, []);
   });
 
@@ -176,7 +197,10 @@ describe("a full turn", () => {
   });
 
   it("interrupts a running command promptly, killing its process", async () => {
-    h.fake.enqueue({ kind: "response", toolCalls: [{ id: "call_sleep", name: "bash", arguments: { command: "echo started; echo $$ > sleeper.pid; exec sleep 30" } }] });
+    h.fake.enqueue({
+      kind: "response",
+      toolCalls: [{ id: "call_sleep", name: "bash", arguments: { command: "echo started; echo $$ > sleeper.pid; exec sleep 30" } }],
+    });
     const threadId = await h.startThread({ configuration: { approvalPolicy: "autoApprove" } });
     await h.client.call("turn/start", { threadId, input: text("sleep") });
     await h.client.notification("item/commandExecution/outputDelta", (p) => p.threadId === threadId && String(p.delta).includes("started"));
@@ -186,7 +210,10 @@ describe("a full turn", () => {
     assert.equal((result.turn as { status: string }).status, "cancelled");
     const pid = Number(fs.readFileSync(path.join(h.workspace, "sleeper.pid"), "utf8"));
     assert.throws(() => process.kill(pid, 0), /ESRCH/, "the command's process is gone");
-    const completed = await h.client.notification("item/completed", (p) => (p.item as Item).type === "commandExecution" && (p.item as Item).payload.callId === "call_sleep");
+    const completed = await h.client.notification(
+      "item/completed",
+      (p) => (p.item as Item).type === "commandExecution" && (p.item as Item).payload.callId === "call_sleep",
+    );
     assert.equal((completed.item as Item).payload.interrupted, true);
   });
 
@@ -217,7 +244,10 @@ describe("a full turn", () => {
 
   it("searches the workspace (the search worker loads from the shipped bundle)", async () => {
     fs.writeFileSync(path.join(h.workspace, "notes.txt"), "hay\nneedle here\nhay\n");
-    h.fake.enqueue({ kind: "response", toolCalls: [{ id: "c_search", name: "search_files", arguments: { pattern: "needle" } }] }, { kind: "response", text: "found" });
+    h.fake.enqueue(
+      { kind: "response", toolCalls: [{ id: "c_search", name: "search_files", arguments: { pattern: "needle" } }] },
+      { kind: "response", text: "found" },
+    );
     const threadId = await h.startThread();
     await h.client.call("turn/start", { threadId, input: text("find the needle") });
     await h.client.turnEnd(threadId);
@@ -274,18 +304,27 @@ describe("tool-call arguments that arrive only with the finished call", () => {
   for (const provider of ["openai", "anthropic"] as const) {
     it(`${provider}: the tool runs with them`, async () => {
       const fake = await FakeModelServer.start();
-      const env = provider === "openai" ? { SWITCHYARD_PROVIDER: "openai", OPENAI_BASE_URL: fake.openaiBaseURL, OPENAI_API_KEY: "k" } : { SWITCHYARD_PROVIDER: "anthropic", ...modelEnv(fake, "anthropic") };
+      const env =
+        provider === "openai"
+          ? { SWITCHYARD_PROVIDER: "openai", OPENAI_BASE_URL: fake.openaiBaseURL, OPENAI_API_KEY: "k" }
+          : { SWITCHYARD_PROVIDER: "anthropic", ...modelEnv(fake, "anthropic") };
       const h = await startHarness({ fake, env, files: { "notes.txt": "the contents" } });
       try {
         fake.enqueue(
-          { kind: "response", toolCalls: [{ id: "call_whole", name: "read_file", arguments: { path: "notes.txt" }, wholeArguments: true }] },
+          {
+            kind: "response",
+            toolCalls: [{ id: "call_whole", name: "read_file", arguments: { path: "notes.txt" }, wholeArguments: true }],
+          },
           { kind: "response", text: "Read it." },
         );
         const threadId = await h.startThread();
         const started = await h.client.call("turn/start", { threadId, input: text("read notes.txt") });
         const end = await h.client.turnEnd(threadId, (started.turn as { id: string }).id);
         assert.equal(end.method, "turn/completed");
-        const results = h.client.notifications("item/completed").map((p) => p.item as { type: string; payload: { success?: boolean; output?: string } }).filter((i) => i.type === "toolResult");
+        const results = h.client
+          .notifications("item/completed")
+          .map((p) => p.item as { type: string; payload: { success?: boolean; output?: string } })
+          .filter((i) => i.type === "toolResult");
         assert.equal(results.length, 1);
         assert.equal(results[0]!.payload.success, true, results[0]!.payload.output);
         assert.match(results[0]!.payload.output ?? "", /the contents/);

@@ -20,7 +20,11 @@ describe("usage and cost", () => {
 
   it("reports each model call's usage and cost, and the totals of turn and thread", async () => {
     h.fake.enqueue(
-      { kind: "response", toolCalls: [{ id: "call_r", name: "read_file", arguments: { path: "a.txt" } }], usage: { input: 1000, output: 200, cacheRead: 400 } },
+      {
+        kind: "response",
+        toolCalls: [{ id: "call_r", name: "read_file", arguments: { path: "a.txt" } }],
+        usage: { input: 1000, output: 200, cacheRead: 400 },
+      },
       { kind: "response", text: "read it", usage: { input: 1500, output: 100, cacheRead: 1000 } },
       { kind: "response", text: "again", usage: { input: 200, output: 50 } },
     );
@@ -32,8 +36,14 @@ describe("usage and cost", () => {
     assert.deepEqual((endA.params!.turn as { tokenUsage: unknown }).tokenUsage, TURN_A);
 
     const deltas = h.client.notifications("item/usage/delta").filter((p) => p.turnId === turnA);
-    assert.deepEqual(deltas.map((p) => p.usage), [CALL_1, CALL_2]);
-    assert.deepEqual(deltas.map((p) => p.total), [CALL_1, TURN_A]);
+    assert.deepEqual(
+      deltas.map((p) => p.usage),
+      [CALL_1, CALL_2],
+    );
+    assert.deepEqual(
+      deltas.map((p) => p.total),
+      [CALL_1, TURN_A],
+    );
     assert.ok(deltas.every((p) => p.threadId === threadId && typeof p.seq === "number"));
 
     const second = await h.client.call("turn/start", { threadId, input: text("again") });
@@ -55,7 +65,14 @@ describe("usage and cost", () => {
   it("lists the catalog merged with the provider's live listing, cached", async () => {
     const before = h.fake.requests.filter((r) => r.method === "GET" && r.path === "/v1/models").length;
     const result = await h.client.call("model/list", {});
-    const models = result.data as Array<{ id: string; provider: string; isDefault: boolean; reasoning: boolean; pricing?: { inputPerMTok: number }; contextWindow?: number }>;
+    const models = result.data as Array<{
+      id: string;
+      provider: string;
+      isDefault: boolean;
+      reasoning: boolean;
+      pricing?: { inputPerMTok: number };
+      contextWindow?: number;
+    }>;
     const byId = new Map(models.map((m) => [m.id, m]));
     // gpt-4.1 and gpt-4.1-mini come from the live listing, gpt-4o only from the built-in catalog.
     assert.deepEqual(byId.get("gpt-4.1"), {

@@ -11,10 +11,12 @@ import { TestClient } from "../support/test-client.js";
 
 function httpGet(url: string, headers: Record<string, string> = {}): Promise<number> {
   return new Promise((resolve, reject) => {
-    http.get(url, { headers }, (res) => {
-      res.resume();
-      resolve(res.statusCode ?? 0);
-    }).on("error", reject);
+    http
+      .get(url, { headers }, (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      })
+      .on("error", reject);
   });
 }
 
@@ -34,7 +36,9 @@ function record(client: SwitchyardClient): ClientEvent[] {
 
 /** "method#seq" of the thread's notifications, thread/started aside: it is a broadcast, not part of the subscription. */
 function methods(events: ClientEvent[], threadId: string): string[] {
-  return events.flatMap((e) => (e.method !== "gap" && e.method !== "thread/started" && e.params.threadId === threadId ? [`${e.method}#${e.params.seq}`] : []));
+  return events.flatMap((e) =>
+    e.method !== "gap" && e.method !== "thread/started" && e.params.threadId === threadId ? [`${e.method}#${e.params.seq}`] : [],
+  );
 }
 
 async function until(condition: () => boolean, timeoutMs = 5_000): Promise<void> {
@@ -146,7 +150,9 @@ describe("WebSocket security", () => {
   let server: ServerProcess;
   let url: string;
   before(async () => {
-    server = ServerProcess.spawn({ args: ["--listen", "ws://127.0.0.1:0", "--token", "s3cret", "--allow-origin", "http://trusted.example"] });
+    server = ServerProcess.spawn({
+      args: ["--listen", "ws://127.0.0.1:0", "--token", "s3cret", "--allow-origin", "http://trusted.example"],
+    });
     url = await server.websocketUrl();
   });
   after(() => server.kill());

@@ -112,7 +112,10 @@ describe("ollama provider", () => {
     const provider = build({ OLLAMA_HOST: hostOf(fake) }, "llama3.2:latest");
     assert.equal(provider.name, "ollama");
     const events: ModelStreamEvent[] = [];
-    for await (const event of provider.stream({ model: "", system: "s", messages: [{ role: "user", content: "hi" }], tools: [] }, new AbortController().signal)) {
+    for await (const event of provider.stream(
+      { model: "", system: "s", messages: [{ role: "user", content: "hi" }], tools: [] },
+      new AbortController().signal,
+    )) {
       events.push(event);
     }
     assert.equal(events.flatMap((e) => (e.type === "textDelta" ? [e.delta] : [])).join(""), "hello from llama");
@@ -127,7 +130,10 @@ describe("ollama provider", () => {
     assert.equal(provider.defaultModel, "llama3.2");
     let failure: unknown;
     try {
-      for await (const _ of provider.stream({ model: "", system: "", messages: [{ role: "user", content: "hi" }], tools: [] }, new AbortController().signal)) {
+      for await (const _ of provider.stream(
+        { model: "", system: "", messages: [{ role: "user", content: "hi" }], tools: [] },
+        new AbortController().signal,
+      )) {
         // no events expected
       }
     } catch (error) {

@@ -36,7 +36,10 @@ function recording(extra: RetryPolicy = {}): { policy: RetryPolicy; waits: numbe
   return { policy, waits };
 }
 
-async function collect(provider: ModelProvider, signal = new AbortController().signal): Promise<{ events: ModelStreamEvent[]; error?: unknown }> {
+async function collect(
+  provider: ModelProvider,
+  signal = new AbortController().signal,
+): Promise<{ events: ModelStreamEvent[]; error?: unknown }> {
   const events: ModelStreamEvent[] = [];
   try {
     for await (const event of provider.stream(REQUEST, signal)) events.push(event);
@@ -170,7 +173,12 @@ describe("retry-after and failure classification", () => {
   });
 
   test("in-stream overload and server errors get the status their API documents, so they are retried", () => {
-    const overloaded = toProviderError({ service: "the Anthropic API", apiType: "overloaded_error", apiMessage: "Overloaded", afterOutput: false });
+    const overloaded = toProviderError({
+      service: "the Anthropic API",
+      apiType: "overloaded_error",
+      apiMessage: "Overloaded",
+      afterOutput: false,
+    });
     assert.equal(overloaded.code, "providerError");
     assert.equal(overloaded.httpStatus, 529);
     assert.ok(isRetryable(overloaded));

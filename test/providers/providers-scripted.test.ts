@@ -36,7 +36,10 @@ function problemOf(file: string): string {
 
 const request = (model = ""): ModelRequest => ({ model, system: "", messages: [{ role: "user", content: "hi" }], tools: [] });
 
-async function run(provider: ModelProvider, signal = new AbortController().signal): Promise<{ events: ModelStreamEvent[]; error?: unknown }> {
+async function run(
+  provider: ModelProvider,
+  signal = new AbortController().signal,
+): Promise<{ events: ModelStreamEvent[]; error?: unknown }> {
   const events: ModelStreamEvent[] = [];
   try {
     for await (const event of provider.stream(request(provider.defaultModel), signal)) events.push(event);
@@ -53,7 +56,12 @@ describe("scripted provider", () => {
   test("replays reasoning, text and tool calls, one response per call", async () => {
     const file = scriptFile({
       responses: [
-        { reasoning: "Thinking it over.", text: ["Let me ", "look."], toolCalls: [{ id: "c1", name: "list_files", arguments: { path: "." } }], delayMs: 0 },
+        {
+          reasoning: "Thinking it over.",
+          text: ["Let me ", "look."],
+          toolCalls: [{ id: "c1", name: "list_files", arguments: { path: "." } }],
+          delayMs: 0,
+        },
         { text: "All done.", usage: { input: 10, output: 3 }, delayMs: 0 },
       ],
     });
@@ -84,21 +92,37 @@ describe("scripted provider", () => {
   });
 
   test("new provider instances continue the script, and the end of it says so", async () => {
-    const file = scriptFile({ responses: [{ text: "one", delayMs: 0 }, { text: "two", delayMs: 0 }] });
+    const file = scriptFile({
+      responses: [
+        { text: "one", delayMs: 0 },
+        { text: "two", delayMs: 0 },
+      ],
+    });
     const said = [];
     for (let turn = 0; turn < 4; turn++) said.push(texts((await run(scriptedProvider(file))).events, "textDelta").join(""));
     assert.deepEqual(said, ["one", "two", END_OF_SCRIPT, END_OF_SCRIPT]);
   });
 
   test("a looping script starts over", async () => {
-    const file = scriptFile({ responses: [{ text: "a", delayMs: 0 }, { text: "b", delayMs: 0 }], loop: true });
+    const file = scriptFile({
+      responses: [
+        { text: "a", delayMs: 0 },
+        { text: "b", delayMs: 0 },
+      ],
+      loop: true,
+    });
     const said = [];
     for (let turn = 0; turn < 5; turn++) said.push(texts((await run(scriptedProvider(file))).events, "textDelta").join(""));
     assert.deepEqual(said, ["a", "b", "a", "b", "a"]);
   });
 
   test("streams chunks with the delay between them, and an abort ends it promptly", async () => {
-    const file = scriptFile({ responses: [{ text: ["a", "b", "c"], delayMs: 40 }, { text: ["x", "y", "z"], delayMs: 5000 }] });
+    const file = scriptFile({
+      responses: [
+        { text: ["a", "b", "c"], delayMs: 40 },
+        { text: ["x", "y", "z"], delayMs: 5000 },
+      ],
+    });
     const started = Date.now();
     const { events } = await run(scriptedProvider(file));
     assert.deepEqual(texts(events, "textDelta"), ["a", "b", "c"]);
@@ -180,7 +204,10 @@ describe("scripted provider", () => {
   test("the demo script is valid and calls the real tools with valid arguments", () => {
     const script = loadScript(DEMO);
     const calls = script.responses.flatMap((r) => r.toolCalls ?? []);
-    assert.deepEqual(calls.map((c) => c.name), ["list_files", "bash"]);
+    assert.deepEqual(
+      calls.map((c) => c.name),
+      ["list_files", "bash"],
+    );
     assert.ok(listFilesTool.input.safeParse(calls[0]!.arguments).success);
     const bash = bashTool.input.safeParse(calls[1]!.arguments);
     assert.ok(bash.success);

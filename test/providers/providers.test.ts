@@ -71,9 +71,13 @@ function assertProviderError(error: unknown, code: string): ProviderError {
 
 /** The real APIs' words for a prompt that does not fit. */
 const CONTEXT_OVERFLOW: Record<ProviderName, { message: string; errorCode?: string }> = {
-  openai: { message: "Your input exceeds the context window of this model. Please adjust your input and try again.", errorCode: "context_length_exceeded" },
+  openai: {
+    message: "Your input exceeds the context window of this model. Please adjust your input and try again.",
+    errorCode: "context_length_exceeded",
+  },
   "openai-chat": {
-    message: "This model's maximum context length is 128000 tokens. However, your messages resulted in 130000 tokens. Please reduce the length of the messages.",
+    message:
+      "This model's maximum context length is 128000 tokens. However, your messages resulted in 130000 tokens. Please reduce the length of the messages.",
     errorCode: "context_length_exceeded",
   },
   anthropic: { message: "prompt is too long: 210000 tokens > 200000 maximum" },
@@ -93,7 +97,10 @@ for (const name of ["openai", "openai-chat", "anthropic"] as const) {
       const { events, error } = await run(makeProvider(name, fake));
       assert.equal(error, undefined);
       assert.deepEqual(textOf(events, "textDelta"), pieces);
-      assert.deepEqual(events.slice(-2).map((e) => e.type), ["usage", "stop"]);
+      assert.deepEqual(
+        events.slice(-2).map((e) => e.type),
+        ["usage", "stop"],
+      );
       assert.deepEqual(events.at(-1), { type: "stop", reason: "end" });
 
       const body = fake.requests[0]!.body;
@@ -104,7 +111,13 @@ for (const name of ["openai", "openai-chat", "anthropic"] as const) {
         assert.equal(body.instructions, "You are a test.");
         assert.deepEqual(body.input, [{ type: "message", role: "user", content: "hi" }]);
         assert.deepEqual(body.tools, [
-          { type: "function", name: "read_file", description: "Reads a file.", parameters: { type: "object", properties: { path: { type: "string" } } }, strict: false },
+          {
+            type: "function",
+            name: "read_file",
+            description: "Reads a file.",
+            parameters: { type: "object", properties: { path: { type: "string" } } },
+            strict: false,
+          },
         ]);
         assert.equal(body.store, false);
         // Not a known reasoning model: no reasoning parameters.
@@ -311,7 +324,10 @@ for (const name of ["openai", "openai-chat", "anthropic"] as const) {
     });
 
     test("a stream cut mid-output fails with beforeOutput false and is not retried", async () => {
-      fake.enqueue({ kind: "response", text: ["one ", "two ", "three ", "four"], cutAfterChunks: 2 }, { kind: "response", text: "not used" });
+      fake.enqueue(
+        { kind: "response", text: ["one ", "two ", "three ", "four"], cutAfterChunks: 2 },
+        { kind: "response", text: "not used" },
+      );
       const { events, error } = await run(makeProvider(name, fake, { maxAttempts: 3 }));
       assert.deepEqual(textOf(events, "textDelta"), ["one ", "two "]);
       const failure = assertProviderError(error, "connection");
@@ -381,7 +397,10 @@ for (const name of ["openai", "openai-chat", "anthropic"] as const) {
       }
       assert.ok(Date.now() - abortedAt < 500, "the stream should end right after the abort");
       assert.deepEqual(textOf(events, "textDelta"), ["partial"]);
-      assert.equal(events.some((e) => e.type === "stop"), false);
+      assert.equal(
+        events.some((e) => e.type === "stop"),
+        false,
+      );
     });
 
     test("aborting during a retry wait ends promptly", async () => {
@@ -419,7 +438,11 @@ describe("openai (Responses API) specifics", () => {
 
   test("a reasoning model gets reasoning parameters, and its encrypted reasoning goes back with the tool result", async () => {
     fake.enqueue(
-      { kind: "response", reasoning: ["Checking ", "the file."], toolCalls: [{ id: "call_r", name: "read_file", arguments: { path: "x" } }] },
+      {
+        kind: "response",
+        reasoning: ["Checking ", "the file."],
+        toolCalls: [{ id: "call_r", name: "read_file", arguments: { path: "x" } }],
+      },
       { kind: "response", text: "Done." },
     );
     const provider = rawProvider("openai", fake);
@@ -461,8 +484,18 @@ describe("openai (Responses API) specifics", () => {
   test("another provider's reasoning signature is not sent", async () => {
     const provider = rawProvider("openai", fake);
     const reasoning = { text: "thinking", signature: "EqQBCkYIBRgCKkB" };
-    await run(provider, request([{ role: "user", content: "q" }, { role: "assistant", content: "a", reasoning }, { role: "user", content: "q2" }]));
-    assert.deepEqual(fake.requests[0]!.body.input.map((item: { type: string }) => item.type), ["message", "message", "message"]);
+    await run(
+      provider,
+      request([
+        { role: "user", content: "q" },
+        { role: "assistant", content: "a", reasoning },
+        { role: "user", content: "q2" },
+      ]),
+    );
+    assert.deepEqual(
+      fake.requests[0]!.body.input.map((item: { type: string }) => item.type),
+      ["message", "message", "message"],
+    );
   });
 
   test("response.failed with context_length_exceeded is contextWindowExceeded", async () => {
@@ -473,7 +506,8 @@ describe("openai (Responses API) specifics", () => {
   });
 
   test("an in-stream rate limit is retried after the wait its message names", async () => {
-    const message = "Rate limit reached for gpt-5 on tokens per min (TPM): Limit 30000, Used 29000, Requested 1500. Please try again in 0.05s.";
+    const message =
+      "Rate limit reached for gpt-5 on tokens per min (TPM): Limit 30000, Used 29000, Requested 1500. Please try again in 0.05s.";
     fake.enqueue({ kind: "response", streamError: { code: "rate_limit_exceeded", message } }, { kind: "response", text: "ok" });
     const waits: number[] = [];
     const sleep = (ms: number, signal: AbortSignal): Promise<void> => (waits.push(ms), abortableSleep(ms, signal));
@@ -497,7 +531,11 @@ describe("anthropic thinking", () => {
   afterEach(() => fake.close());
 
   test("requests thinking when a budget is set and sends signed thinking back first", async () => {
-    fake.enqueue({ kind: "response", reasoning: "Pondering.", toolCalls: [{ id: "toolu_1", name: "read_file", arguments: { path: "x" } }] });
+    fake.enqueue({
+      kind: "response",
+      reasoning: "Pondering.",
+      toolCalls: [{ id: "toolu_1", name: "read_file", arguments: { path: "x" } }],
+    });
     const provider = new AnthropicProvider({ baseURL: fake.anthropicBaseURL, apiKey: "k", maxRetries: 0, thinkingBudgetTokens: 2048 });
     const { events } = await run(provider);
     const signature = events.find((e) => e.type === "reasoningSignature");
@@ -535,7 +573,7 @@ describe("anthropic thinking", () => {
     ]);
   });
 
-  test("a request with thinking \"adaptive\" asks for adaptive thinking in place of a configured budget", async () => {
+  test('a request with thinking "adaptive" asks for adaptive thinking in place of a configured budget', async () => {
     const provider = new AnthropicProvider({ baseURL: fake.anthropicBaseURL, apiKey: "k", maxRetries: 0, thinkingBudgetTokens: 2048 });
     await run(provider, { ...request(), thinking: "adaptive" });
     assert.deepEqual(fake.requests[0]!.body.thinking, { type: "adaptive" });
@@ -550,13 +588,27 @@ describe("anthropic thinking", () => {
   test("reasoning signed by another provider is not sent back", async () => {
     const provider = new AnthropicProvider({ baseURL: fake.anthropicBaseURL, apiKey: "k", maxRetries: 0 });
     const reasoning = { text: "from gpt-5", signature: `${OPENAI_REASONING_PREFIX}[]` };
-    await run(provider, request([{ role: "user", content: "q" }, { role: "assistant", content: "a", reasoning }, { role: "user", content: "q2" }]));
+    await run(
+      provider,
+      request([
+        { role: "user", content: "q" },
+        { role: "assistant", content: "a", reasoning },
+        { role: "user", content: "q2" },
+      ]),
+    );
     assert.deepEqual(fake.requests[0]!.body.messages[1], { role: "assistant", content: [{ type: "text", text: "a" }] });
   });
 
   test("reasoning without a signature is not sent back", async () => {
     const provider = new AnthropicProvider({ baseURL: fake.anthropicBaseURL, apiKey: "k", maxRetries: 0 });
-    await run(provider, request([{ role: "user", content: "q" }, { role: "assistant", content: "a", reasoning: { text: "unsigned" } }, { role: "user", content: "q2" }]));
+    await run(
+      provider,
+      request([
+        { role: "user", content: "q" },
+        { role: "assistant", content: "a", reasoning: { text: "unsigned" } },
+        { role: "user", content: "q2" },
+      ]),
+    );
     assert.deepEqual(fake.requests[0]!.body.messages[1], { role: "assistant", content: [{ type: "text", text: "a" }] });
   });
 });
@@ -589,7 +641,11 @@ describe("tool-call arguments sent whole, without deltas (compatible servers and
       });
       const { events, error } = await run(rawProvider(name, fake));
       assert.equal(error, undefined);
-      assert.equal(events.filter((e) => e.type === "toolCallDelta" && e.index === 0).length, 0, "the server sent no deltas for the first call");
+      assert.equal(
+        events.filter((e) => e.type === "toolCallDelta" && e.index === 0).length,
+        0,
+        "the server sent no deltas for the first call",
+      );
       assert.deepEqual(JSON.parse(argumentsOf(events, 0)), { path: "a.txt" });
       assert.deepEqual(JSON.parse(argumentsOf(events, 1)), { path: "b.txt" });
     });
@@ -646,7 +702,10 @@ describe("createProvider", () => {
     assert.equal(provider(createProvider({ env: { OPENAI_API_KEY: "o" } })).name, "openai");
     assert.equal(provider(createProvider({ env: { OPENAI_API_KEY: "o", OPENAI_BASE_URL: "https://api.openai.com/v1" } })).name, "openai");
     assert.equal(provider(createProvider({ env: { OPENAI_BASE_URL: "http://localhost:11434/v1" } })).name, "openai-chat");
-    assert.equal(provider(createProvider({ env: { OPENAI_API_KEY: "o", OPENAI_BASE_URL: "https://openrouter.ai/api/v1" } })).name, "openai-chat");
+    assert.equal(
+      provider(createProvider({ env: { OPENAI_API_KEY: "o", OPENAI_BASE_URL: "https://openrouter.ai/api/v1" } })).name,
+      "openai-chat",
+    );
   });
 
   test("honors an explicit provider and the model", () => {
@@ -715,7 +774,10 @@ describe("createProvider", () => {
       "export async function resolve(s, c, next) { if (/openai|anthropic-ai/.test(s) && !s.startsWith('file:') && !s.startsWith('.')) process.stdout.write('LOADED ' + s + '\\n'); return next(s, c); }",
     )}`;
     const script = `import { register } from "node:module"; register(${JSON.stringify(hook)}); await import(${JSON.stringify(selectUrl)}); console.log("done");`;
-    const child = spawnSync(process.execPath, ["--input-type=module", "-e", script], { encoding: "utf8", cwd: fileURLToPath(new URL(".", import.meta.url)) });
+    const child = spawnSync(process.execPath, ["--input-type=module", "-e", script], {
+      encoding: "utf8",
+      cwd: fileURLToPath(new URL(".", import.meta.url)),
+    });
     assert.equal(child.status, 0, child.stderr);
     assert.equal(child.stdout.trim(), "done");
   });
@@ -750,7 +812,12 @@ describe("fake model server", () => {
   test("streams Responses events in the API's order, typed and numbered", async () => {
     const fake = await FakeModelServer.start();
     try {
-      fake.enqueue({ kind: "response", reasoning: ["Hmm."], text: ["Hi", "!"], toolCalls: [{ id: "call_1", name: "read_file", arguments: { path: "a" }, chunks: 2 }] });
+      fake.enqueue({
+        kind: "response",
+        reasoning: ["Hmm."],
+        text: ["Hi", "!"],
+        toolCalls: [{ id: "call_1", name: "read_file", arguments: { path: "a" }, chunks: 2 }],
+      });
       const response = await fetch(`${fake.openaiBaseURL}/responses`, {
         method: "POST",
         headers: { "content-type": "application/json" },
@@ -766,33 +833,44 @@ describe("fake model server", () => {
           assert.equal(eventLine, `event: ${data.type}`);
           return data;
         });
-      assert.deepEqual(events.map((e) => e.sequence_number), events.map((_, i) => i));
-      assert.deepEqual(events.map((e) => e.type), [
-        "response.created",
-        "response.in_progress",
-        "response.output_item.added",
-        "response.reasoning_summary_part.added",
-        "response.reasoning_summary_text.delta",
-        "response.reasoning_summary_text.done",
-        "response.reasoning_summary_part.done",
-        "response.output_item.done",
-        "response.output_item.added",
-        "response.content_part.added",
-        "response.output_text.delta",
-        "response.output_text.delta",
-        "response.output_text.done",
-        "response.content_part.done",
-        "response.output_item.done",
-        "response.output_item.added",
-        "response.function_call_arguments.delta",
-        "response.function_call_arguments.delta",
-        "response.function_call_arguments.done",
-        "response.output_item.done",
-        "response.completed",
-      ]);
-      const completed = events.at(-1) as unknown as { response: { status: string; output: Array<{ type: string }>; usage: { total_tokens: number } } };
+      assert.deepEqual(
+        events.map((e) => e.sequence_number),
+        events.map((_, i) => i),
+      );
+      assert.deepEqual(
+        events.map((e) => e.type),
+        [
+          "response.created",
+          "response.in_progress",
+          "response.output_item.added",
+          "response.reasoning_summary_part.added",
+          "response.reasoning_summary_text.delta",
+          "response.reasoning_summary_text.done",
+          "response.reasoning_summary_part.done",
+          "response.output_item.done",
+          "response.output_item.added",
+          "response.content_part.added",
+          "response.output_text.delta",
+          "response.output_text.delta",
+          "response.output_text.done",
+          "response.content_part.done",
+          "response.output_item.done",
+          "response.output_item.added",
+          "response.function_call_arguments.delta",
+          "response.function_call_arguments.delta",
+          "response.function_call_arguments.done",
+          "response.output_item.done",
+          "response.completed",
+        ],
+      );
+      const completed = events.at(-1) as unknown as {
+        response: { status: string; output: Array<{ type: string }>; usage: { total_tokens: number } };
+      };
       assert.equal(completed.response.status, "completed");
-      assert.deepEqual(completed.response.output.map((item) => item.type), ["reasoning", "message", "function_call"]);
+      assert.deepEqual(
+        completed.response.output.map((item) => item.type),
+        ["reasoning", "message", "function_call"],
+      );
       assert.ok(completed.response.usage.total_tokens > 0);
     } finally {
       await fake.close();

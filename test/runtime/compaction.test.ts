@@ -92,7 +92,13 @@ describe("cut point", () => {
   });
 
   it("never separates tool calls from their results", () => {
-    const messages = [user("u".repeat(10)), assistant("", ["c1", "c2"]), tool("c1", "r".repeat(10)), tool("c2", "r".repeat(10)), user("next")];
+    const messages = [
+      user("u".repeat(10)),
+      assistant("", ["c1", "c2"]),
+      tool("c1", "r".repeat(10)),
+      tool("c2", "r".repeat(10)),
+      user("next"),
+    ];
     // 14 would fit the second result and "next", but that would orphan it: the cut moves to "next".
     const choice = chooseCut(messages, { budget: 14, tokens: length });
     assert.deepEqual(choice, { cut: 4, keepsPinned: false });
@@ -103,7 +109,15 @@ describe("cut point", () => {
   });
 
   it("keeps the pinned request verbatim when it falls before the cut", () => {
-    const messages = [user("old".repeat(10)), assistant("x".repeat(10)), user("task"), assistant("", ["c1"]), tool("c1", "r".repeat(30)), assistant("", ["c2"]), tool("c2", "ok")];
+    const messages = [
+      user("old".repeat(10)),
+      assistant("x".repeat(10)),
+      user("task"),
+      assistant("", ["c1"]),
+      tool("c1", "r".repeat(30)),
+      assistant("", ["c2"]),
+      tool("c2", "ok"),
+    ];
     assert.deepEqual(chooseCut(messages, { budget: 10, pinned: 2, tokens: length }), { cut: 5, keepsPinned: true });
     // The pinned message alone is never "something to summarize".
     assert.equal(chooseCut([user("task")], { budget: 0, pinned: 0, tokens: length }), undefined);
@@ -145,7 +159,11 @@ function managerWith(provider: ScriptProvider, contextWindow: number | undefined
     onUsage: (u) => usage.push(u),
   });
   const notices = (): Array<ItemOf<"systemNotice">> =>
-    events.flatMap((e) => (e.type === "item.completed" && (e.data as { item: Item }).item.type === "systemNotice" ? [(e.data as { item: ItemOf<"systemNotice"> }).item] : []));
+    events.flatMap((e) =>
+      e.type === "item.completed" && (e.data as { item: Item }).item.type === "systemNotice"
+        ? [(e.data as { item: ItemOf<"systemNotice"> }).item]
+        : [],
+    );
   return { manager, notices, usage };
 }
 
@@ -153,7 +171,15 @@ describe("compaction inside a turn", () => {
   // Window 1000: compact above 750, keep 400, summaries up to 256 tokens. 1049 tokens in all.
   const conversation = (): Conversation => {
     const task = user("do the task");
-    const messages = [user("u".repeat(1200)), assistant("a".repeat(1200)), task, assistant("", ["c1"]), tool("c1", "x".repeat(800)), assistant("", ["c2"]), tool("c2", "y".repeat(800))];
+    const messages = [
+      user("u".repeat(1200)),
+      assistant("a".repeat(1200)),
+      task,
+      assistant("", ["c1"]),
+      tool("c1", "x".repeat(800)),
+      assistant("", ["c2"]),
+      tool("c2", "y".repeat(800)),
+    ];
     const ids = ["i-u1", "i-a1", "i-task", "i-c1", "i-r1", "i-c2", "i-r2"];
     return { messages, itemIds: new Map(messages.map((m, i) => [m, ids[i]!])), latestUser: task };
   };
@@ -166,7 +192,10 @@ describe("compaction inside a turn", () => {
     assert.equal(manager.estimate(conv.messages), 1049);
     assert.equal(await manager.fit(conv), true);
 
-    assert.deepEqual(conv.messages.map((m) => m.content), [`${SUMMARY_PREFIX}They discussed u and a; c1 read a.`, "do the task", "", "y".repeat(800)]);
+    assert.deepEqual(
+      conv.messages.map((m) => m.content),
+      [`${SUMMARY_PREFIX}They discussed u and a; c1 read a.`, "do the task", "", "y".repeat(800)],
+    );
     assert.equal(conv.messages[1], task);
     assert.equal(conv.messages[2], call2);
     assert.equal(conv.messages[3], result2);
@@ -208,7 +237,11 @@ describe("compaction inside a turn", () => {
     const { manager } = managerWith(provider, 1000);
     const huge = user("h".repeat(4000));
     const conv: Conversation = { messages: [user("earlier"), assistant("reply"), huge], itemIds: new Map(), latestUser: huge };
-    await assert.rejects(manager.fit(conv), (error: Error & { code?: string }) => error.code === "contextWindowExceeded" && /too large for the model's context window/.test(error.message));
+    await assert.rejects(
+      manager.fit(conv),
+      (error: Error & { code?: string }) =>
+        error.code === "contextWindowExceeded" && /too large for the model's context window/.test(error.message),
+    );
     assert.equal(provider.requests.length, 0);
   });
 
@@ -244,7 +277,10 @@ describe("history after a compaction", () => {
       answer("third"),
     ];
     const { messages, itemIds } = rebuildHistory(items);
-    assert.deepEqual(messages.map((m) => `${m.role}:${m.content}`), [`user:${SUMMARY_PREFIX}S2`, "assistant:second", "user:three", "assistant:third"]);
+    assert.deepEqual(
+      messages.map((m) => `${m.role}:${m.content}`),
+      [`user:${SUMMARY_PREFIX}S2`, "assistant:second", "user:three", "assistant:third"],
+    );
     assert.equal(itemIds.get(messages[0]!), items[6]!.id);
     assert.equal(itemIds.get(messages[2]!), items[5]!.id);
   });
@@ -262,12 +298,23 @@ describe("history after a compaction", () => {
       item("systemNotice", { kind: "compaction", message: "m", summary: "S", coversThroughItemId: "c2", keptUserItemId: "task" }),
     ];
     const { messages } = rebuildHistory(items);
-    assert.deepEqual(messages.map((m) => `${m.role}:${m.content}`), [`user:${SUMMARY_PREFIX}S`, "user:task", "assistant:", "tool:r3"]);
+    assert.deepEqual(
+      messages.map((m) => `${m.role}:${m.content}`),
+      [`user:${SUMMARY_PREFIX}S`, "user:task", "assistant:", "tool:r3"],
+    );
   });
 
   it("ignores a notice whose covered item is missing (a forked thread) and plain notices", () => {
-    const items = [said("one"), item("systemNotice", { kind: "info", message: "hello" }), item("systemNotice", { kind: "compaction", message: "m", summary: "S", coversThroughItemId: "gone" }), answer("two")];
-    assert.deepEqual(rebuildHistory(items).messages.map((m) => m.content), ["one", "two"]);
+    const items = [
+      said("one"),
+      item("systemNotice", { kind: "info", message: "hello" }),
+      item("systemNotice", { kind: "compaction", message: "m", summary: "S", coversThroughItemId: "gone" }),
+      answer("two"),
+    ];
+    assert.deepEqual(
+      rebuildHistory(items).messages.map((m) => m.content),
+      ["one", "two"],
+    );
   });
 });
 
@@ -343,7 +390,10 @@ describe("compaction end to end", () => {
 
     const [notice] = notices(first, threadId);
     assert.equal(notice!.payload.kind, "compaction");
-    assert.match(String(notice!.payload.message), /^Compacted 5 earlier messages into a summary to stay within the model's context window \(\d+ of 6000 tokens\)\.$/);
+    assert.match(
+      String(notice!.payload.message),
+      /^Compacted 5 earlier messages into a summary to stay within the model's context window \(\d+ of 6000 tokens\)\.$/,
+    );
     assert.equal(notice!.payload.summary, "SUMMARY-OF-1-TO-3");
     // The summarization call counts towards the turn's usage.
     const usage = (fourth.params.turn as { tokenUsage: { inputTokens: number; outputTokens: number } }).tokenUsage;
@@ -385,7 +435,11 @@ describe("compaction end to end", () => {
     await turn(h, threadId, "FIRST-QUESTION");
     const before = fake.requests.length;
     fake.enqueue(
-      { kind: "error", status: 400, message: "This model's maximum context length is 6000 tokens. However, your messages resulted in 9000 tokens." },
+      {
+        kind: "error",
+        status: 400,
+        message: "This model's maximum context length is 6000 tokens. However, your messages resulted in 9000 tokens.",
+      },
       { kind: "response", text: "SUMMARY-AFTER-400" },
       { kind: "response", text: "SECOND-ANSWER" },
     );
@@ -399,7 +453,10 @@ describe("compaction end to end", () => {
     assert.match(sent, /SUMMARY-AFTER-400.*SECOND-QUESTION/);
     assert.doesNotMatch(sent, /FIRST-QUESTION|FIRST-ANSWER/);
     const [notice] = notices(h, threadId);
-    assert.match(String(notice!.payload.message), /^Compacted 2 earlier messages into a summary after the model reported the request as too long/);
+    assert.match(
+      String(notice!.payload.message),
+      /^Compacted 2 earlier messages into a summary after the model reported the request as too long/,
+    );
   });
 
   it("fails the turn when the retry after compaction is rejected too", async () => {

@@ -115,7 +115,14 @@ test("round trip of every event type", () => {
     assert.ok(!("channelContext" in thread) && !("forkedFrom" in thread), "null optionals are omitted");
 
     const turns = store.listTurns("t1", { withItems: true });
-    assert.deepEqual(turns.map((t) => [t.id, t.status]), [["u1", "completed"], ["u2", "failed"], ["u3", "cancelled"]]);
+    assert.deepEqual(
+      turns.map((t) => [t.id, t.status]),
+      [
+        ["u1", "completed"],
+        ["u2", "failed"],
+        ["u3", "cancelled"],
+      ],
+    );
     const [u1, u2, u3] = turns as [Turn, Turn, Turn];
     assert.deepEqual(u1.tokenUsage, { inputTokens: 1, outputTokens: 2, totalTokens: 3 }, "usage kept when completed has none");
     assert.equal(u1.completedAt, "2026-01-01T00:02:00.000Z");
@@ -124,7 +131,10 @@ test("round trip of every event type", () => {
     assert.deepEqual(u1.items, [agentItem("i1", "t1", "u1", "Hello", true)]);
     assert.equal(u1.error, undefined);
     assert.deepEqual(u2.error, { code: "rateLimited", message: "slow down", httpStatus: 429 });
-    assert.deepEqual(u2.items?.map((i) => i.id), ["i2"]);
+    assert.deepEqual(
+      u2.items?.map((i) => i.id),
+      ["i2"],
+    );
     assert.ok(!("error" in u3));
     assert.deepEqual(u3.items, []);
 
@@ -151,7 +161,10 @@ test("append returns the stored event synchronously; reads see unflushed appends
     // No tick has passed: the scheduled flush has not run yet.
     assert.equal(store.getThread("t1")?.id, "t1");
     store.append({ type: "turn.started", threadId: "t1", data: { turn: makeTurn("u1", "t1") } });
-    assert.deepEqual(store.listUnfinishedTurns().map((t) => t.id), ["u1"]);
+    assert.deepEqual(
+      store.listUnfinishedTurns().map((t) => t.id),
+      ["u1"],
+    );
     assert.equal(store.eventsAfter("t1", 0).length, 2);
   });
 });
@@ -182,7 +195,10 @@ test("seq is strictly increasing across reopen", () => {
     assert.equal(store.lastSeq(), b.seq);
     const c = store.append({ type: "thread.renamed", threadId: "t1", data: { displayName: "y" } });
     assert.ok(a.seq < b.seq && b.seq < c.seq);
-    assert.deepEqual(store.eventsAfter("t1", 0).map((e) => e.seq), [a.seq, b.seq, c.seq]);
+    assert.deepEqual(
+      store.eventsAfter("t1", 0).map((e) => e.seq),
+      [a.seq, b.seq, c.seq],
+    );
     store.close();
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -255,7 +271,10 @@ test("rebuild reproduces the same derived state", () => {
     store.rebuild();
     assert.deepEqual(snapshot(), before);
     assert.equal(before.t2, undefined);
-    assert.deepEqual(before.unfinished.map((t) => t.id), ["u9"]);
+    assert.deepEqual(
+      before.unfinished.map((t) => t.id),
+      ["u9"],
+    );
   });
 });
 
@@ -268,7 +287,10 @@ test("thread deletion removes derived rows but keeps the log", () => {
     assert.deepEqual(store.listTurns("t1", { withItems: true }), []);
     assert.equal(store.getTurn("u1"), undefined);
     assert.deepEqual(store.listItems("u1"), []);
-    assert.deepEqual(store.listThreads({}, { limit: 10 }).threads.map((t) => t.id), ["t2"]);
+    assert.deepEqual(
+      store.listThreads({}, { limit: 10 }).threads.map((t) => t.id),
+      ["t2"],
+    );
     assert.ok(store.eventsAfter("t1", 0).length > 0);
     // Late events of the deleted thread create no orphan rows.
     store.append({ type: "item.completed", threadId: "t1", data: { item: agentItem("late", "t1", "u1", "x", true) } });
@@ -320,13 +342,22 @@ test("pagination with filters returns each thread once, in order", () => {
         .sort((a, b) => (a.lastActiveAt === b.lastActiveAt ? (a.id < b.id ? 1 : -1) : a.lastActiveAt < b.lastActiveAt ? 1 : -1))
         .map((t) => t.id);
 
-    assert.deepEqual(all({}, 10).map((t) => t.id), expected(() => true));
-    assert.deepEqual(all({ userId: "alice" }, 4).map((t) => t.id), expected((t) => t.userId === "alice"));
+    assert.deepEqual(
+      all({}, 10).map((t) => t.id),
+      expected(() => true),
+    );
+    assert.deepEqual(
+      all({ userId: "alice" }, 4).map((t) => t.id),
+      expected((t) => t.userId === "alice"),
+    );
     assert.deepEqual(
       all({ userId: "bob", workspacePath: "/ws/y", status: "active" }, 3).map((t) => t.id),
       expected((t) => t.userId === "bob" && t.workspacePath === "/ws/y" && t.status === "active"),
     );
-    assert.deepEqual(all({ channelContext: "room1", originChannel: "cli" }, 2).map((t) => t.id), expected((t) => t.channelContext === "room1"));
+    assert.deepEqual(
+      all({ channelContext: "room1", originChannel: "cli" }, 2).map((t) => t.id),
+      expected((t) => t.channelContext === "room1"),
+    );
     assert.deepEqual(all({ originChannel: "nope" }, 5), []);
     const exact = store.listThreads({}, { limit: 57 });
     assert.equal(exact.threads.length, 57);
@@ -343,7 +374,10 @@ test("eventsAfter, lastSeq", () => {
     populate(store, "t2");
     const t1 = store.eventsAfter("t1", 0);
     assert.ok(t1.every((e) => e.threadId === "t1"));
-    assert.deepEqual(t1.map((e) => e.seq), [...t1.map((e) => e.seq)].sort((a, b) => a - b));
+    assert.deepEqual(
+      t1.map((e) => e.seq),
+      [...t1.map((e) => e.seq)].sort((a, b) => a - b),
+    );
     assert.equal(t1[0]!.seq, 1);
     assert.equal(store.eventsAfter("t2", 0)[0]!.seq, t1.at(-1)!.seq + 1);
     const tail = store.eventsAfter("t1", t1[5]!.seq, 3);
@@ -361,10 +395,19 @@ test("deltasOf concatenates an item's deltas", () => {
     store.append({ type: "turn.started", threadId: "t1", data: { turn: makeTurn("u4", "t1") } });
     store.append({ type: "item.started", threadId: "t1", data: { item: agentItem("i4", "t1", "u4", "") } });
     store.append({ type: "item.started", threadId: "t1", data: { item: agentItem("i5", "t1", "u4", "") } });
-    for (const [item, delta] of [["i4", "a"], ["i5", "Z"], ["i4", "b"], ["i4", "c"]] as const) {
+    for (const [item, delta] of [
+      ["i4", "a"],
+      ["i5", "Z"],
+      ["i4", "b"],
+      ["i4", "c"],
+    ] as const) {
       store.append({ type: "item.delta", threadId: "t1", data: { turnId: "u4", itemId: item, kind: "agentMessage", delta } });
     }
-    store.append({ type: "item.delta", threadId: "t1", data: { turnId: "u4", itemId: "i4", kind: "commandOutput", delta: "$", stream: "stdout" } });
+    store.append({
+      type: "item.delta",
+      threadId: "t1",
+      data: { turnId: "u4", itemId: "i4", kind: "commandOutput", delta: "$", stream: "stdout" },
+    });
     assert.equal(store.deltasOf("i4"), "abc$");
     assert.equal(store.deltasOf("i4", "agentMessage"), "abc");
     assert.equal(store.deltasOf("i5"), "Z");
@@ -381,7 +424,11 @@ test("listTurns with items on a large thread is fast", () => {
     for (let t = 0; t < 100; t++) {
       store.append({ type: "turn.started", threadId: "big", data: { turn: makeTurn(`bt${t}`, "big") } });
       for (let i = 0; i < 200; i++) {
-        store.append({ type: "item.completed", threadId: "big", data: { item: agentItem(`bi${t}_${i}`, "big", `bt${t}`, "some text of an item", true) } });
+        store.append({
+          type: "item.completed",
+          threadId: "big",
+          data: { item: agentItem(`bi${t}_${i}`, "big", `bt${t}`, "some text of an item", true) },
+        });
       }
     }
     store.flush();
@@ -389,7 +436,10 @@ test("listTurns with items on a large thread is fast", () => {
     const turns = store.listTurns("big", { withItems: true });
     const ms = performance.now() - start;
     assert.equal(turns.length, 100);
-    assert.equal(turns.reduce((n, t) => n + (t.items?.length ?? 0), 0), 20_000);
+    assert.equal(
+      turns.reduce((n, t) => n + (t.items?.length ?? 0), 0),
+      20_000,
+    );
     assert.equal(turns[3]!.items![7]!.id, "bi3_7");
     assert.ok(ms < 300, `took ${ms.toFixed(1)} ms`); // generous for loaded CI machines; typically 20-50 ms
   });
@@ -434,7 +484,10 @@ test("lock: a live process holding it is a conflict", async () => {
   const child = spawn(process.execPath, ["-e", "setTimeout(() => {}, 30000)"], { stdio: "ignore" });
   try {
     writeFileSync(path.join(dir, LOCK_FILE), JSON.stringify({ pid: child.pid, startedAt: new Date().toISOString() }));
-    assert.throws(() => acquireDataDirLock(dir), (err: Error) => err.message.includes(`pid ${child.pid}`) && err.message.includes(dir));
+    assert.throws(
+      () => acquireDataDirLock(dir),
+      (err: Error) => err.message.includes(`pid ${child.pid}`) && err.message.includes(dir),
+    );
   } finally {
     child.kill();
     await new Promise((resolve) => child.once("exit", resolve));

@@ -14,16 +14,12 @@ let nextId = 0;
 let threadId: string | undefined;
 
 function send(method: string, params?: unknown, id = ++nextId) {
-  proc.stdin.write(
-    JSON.stringify({ jsonrpc: "2.0", id, method, params: params ?? {} }) + "\n",
-  );
+  proc.stdin.write(JSON.stringify({ jsonrpc: "2.0", id, method, params: params ?? {} }) + "\n");
   return id;
 }
 
 function notify(method: string, params?: unknown) {
-  proc.stdin.write(
-    JSON.stringify({ jsonrpc: "2.0", method, params: params ?? {} }) + "\n",
-  );
+  proc.stdin.write(JSON.stringify({ jsonrpc: "2.0", method, params: params ?? {} }) + "\n");
 }
 
 rl.on("line", (line) => {

@@ -46,7 +46,13 @@ export type FakeRecord =
   | { event: "control_response"; response: Record<string, unknown> }
   | { event: "interrupt" };
 
-const REQUIRED = [["-p"], ["--input-format", "stream-json"], ["--output-format", "stream-json"], ["--verbose"], ["--permission-prompt-tool", "stdio"]];
+const REQUIRED = [
+  ["-p"],
+  ["--input-format", "stream-json"],
+  ["--output-format", "stream-json"],
+  ["--verbose"],
+  ["--permission-prompt-tool", "stdio"],
+];
 
 function main(): void {
   const argv = process.argv.slice(2);
@@ -95,7 +101,15 @@ class FakeClaude {
       const file = path.join(this.dir, "sessions", this.resume);
       if (!fs.existsSync(file)) {
         const error = `No conversation found with session ID: ${this.resume}`;
-        this.send({ type: "result", subtype: "error_during_execution", is_error: true, num_turns: 0, session_id: this.resume, total_cost_usd: 0, errors: [error] });
+        this.send({
+          type: "result",
+          subtype: "error_during_execution",
+          is_error: true,
+          num_turns: 0,
+          session_id: this.resume,
+          total_cost_usd: 0,
+          errors: [error],
+        });
         process.stderr.write(`${error}\n`);
         process.exitCode = 1;
         return;
@@ -115,7 +129,10 @@ class FakeClaude {
           this.record({ event: "interrupt" });
           this.interrupted?.();
         }
-        this.send({ type: "control_response", response: { subtype: "success", request_id: message.request_id, response: subtype === "initialize" ? { commands: [] } : {} } });
+        this.send({
+          type: "control_response",
+          response: { subtype: "success", request_id: message.request_id, response: subtype === "initialize" ? { commands: [] } : {} },
+        });
       } else if (message.type === "control_response") {
         this.record({ event: "control_response", response: message.response });
         this.waiting.get(message.response?.request_id)?.(message.response?.response ?? {});
@@ -129,14 +146,33 @@ class FakeClaude {
   private async turn(): Promise<void> {
     const turn = this.nextTurn();
     const base = { session_id: this.sessionId };
-    this.send({ type: "system", subtype: "init", cwd: process.cwd(), model: this.model ?? "claude-fake", tools: ["Bash", "Edit", "Write", "TodoWrite"], ...base });
+    this.send({
+      type: "system",
+      subtype: "init",
+      cwd: process.cwd(),
+      model: this.model ?? "claude-fake",
+      tools: ["Bash", "Edit", "Write", "TodoWrite"],
+      ...base,
+    });
     let aborted: string | undefined;
     for (const step of turn.steps) {
-      if ("text" in step) this.block({ type: "text", text: "" }, pieces(step.text).map((text) => ({ type: "text_delta", text })), { type: "text", text: pieces(step.text).join("") });
+      if ("text" in step)
+        this.block(
+          { type: "text", text: "" },
+          pieces(step.text).map((text) => ({ type: "text_delta", text })),
+          { type: "text", text: pieces(step.text).join("") },
+        );
       else if ("thinking" in step) {
         const parts = pieces(step.thinking);
-        const deltas = [...parts.map((thinking) => ({ type: "thinking_delta", thinking })), { type: "signature_delta", signature: "sig-fake" }];
-        this.block({ type: "thinking", thinking: "", signature: "" }, deltas, { type: "thinking", thinking: parts.join(""), signature: "sig-fake" });
+        const deltas = [
+          ...parts.map((thinking) => ({ type: "thinking_delta", thinking })),
+          { type: "signature_delta", signature: "sig-fake" },
+        ];
+        this.block({ type: "thinking", thinking: "", signature: "" }, deltas, {
+          type: "thinking",
+          thinking: parts.join(""),
+          signature: "sig-fake",
+        });
       } else if ("tool" in step) {
         aborted = await this.tool(step.tool);
         if (aborted) break;
@@ -148,7 +184,12 @@ class FakeClaude {
           if (!step.hang.ignoreInterrupt) this.interrupted = resolve;
         });
         this.interrupted = undefined;
-        this.send({ type: "user", message: { role: "user", content: [{ type: "text", text: "[Request interrupted by user]" }] }, parent_tool_use_id: null, ...base });
+        this.send({
+          type: "user",
+          message: { role: "user", content: [{ type: "text", text: "[Request interrupted by user]" }] },
+          parent_tool_use_id: null,
+          ...base,
+        });
         aborted = "aborted_streaming";
         break;
       }
@@ -157,7 +198,12 @@ class FakeClaude {
     this.total += cost;
     this.saveSession();
     const u = turn.usage ?? { input: 100, output: 10 };
-    const usage = { input_tokens: u.input, output_tokens: u.output, cache_read_input_tokens: u.cacheRead ?? 0, cache_creation_input_tokens: u.cacheWrite ?? 0 };
+    const usage = {
+      input_tokens: u.input,
+      output_tokens: u.output,
+      cache_read_input_tokens: u.cacheRead ?? 0,
+      cache_creation_input_tokens: u.cacheWrite ?? 0,
+    };
     const failed = aborted !== undefined || turn.error !== undefined;
     this.send({
       type: "result",
@@ -173,27 +219,52 @@ class FakeClaude {
   }
 
   /** A tool call; resolves with the reason the turn was aborted, if it was. */
-  private async tool(call: { id: string; name: string; input: Record<string, unknown>; ask?: boolean; output?: string }): Promise<string | undefined> {
+  private async tool(call: {
+    id: string;
+    name: string;
+    input: Record<string, unknown>;
+    ask?: boolean;
+    output?: string;
+  }): Promise<string | undefined> {
     const base = { session_id: this.sessionId, parent_tool_use_id: null };
     const json = JSON.stringify(call.input);
     const half = Math.ceil(json.length / 2);
-    this.block({ type: "tool_use", id: call.id, name: call.name, input: {} }, [json.slice(0, half), json.slice(half)].map((partial_json) => ({ type: "input_json_delta", partial_json })), {
-      type: "tool_use",
-      id: call.id,
-      name: call.name,
-      input: call.input,
-    });
+    this.block(
+      { type: "tool_use", id: call.id, name: call.name, input: {} },
+      [json.slice(0, half), json.slice(half)].map((partial_json) => ({ type: "input_json_delta", partial_json })),
+      {
+        type: "tool_use",
+        id: call.id,
+        name: call.name,
+        input: call.input,
+      },
+    );
     const result = (content: string, isError: boolean, extra: Record<string, unknown> = {}): void =>
-      this.send({ type: "user", message: { role: "user", content: [{ type: "tool_result", tool_use_id: call.id, content, is_error: isError }] }, ...base, ...extra });
+      this.send({
+        type: "user",
+        message: { role: "user", content: [{ type: "tool_result", tool_use_id: call.id, content, is_error: isError }] },
+        ...base,
+        ...extra,
+      });
     if (call.ask) {
       const requestId = `req-${++this.nextRequest}`;
       const answer = new Promise<Record<string, unknown>>((resolve) => this.waiting.set(requestId, resolve));
-      this.send({ type: "control_request", request_id: requestId, request: { subtype: "can_use_tool", tool_name: call.name, input: call.input, tool_use_id: call.id } });
+      this.send({
+        type: "control_request",
+        request_id: requestId,
+        request: { subtype: "can_use_tool", tool_name: call.name, input: call.input, tool_use_id: call.id },
+      });
       const response = await answer;
       if (response.behavior !== "allow") {
         if (response.interrupt) {
-          result("The user doesn't want to proceed with this tool use.", true, { tool_result_meta: [{ id: call.id, non_execution_kind: "user-rejected" }] });
-          this.send({ type: "user", message: { role: "user", content: [{ type: "text", text: "[Request interrupted by user for tool use]" }] }, ...base });
+          result("The user doesn't want to proceed with this tool use.", true, {
+            tool_result_meta: [{ id: call.id, non_execution_kind: "user-rejected" }],
+          });
+          this.send({
+            type: "user",
+            message: { role: "user", content: [{ type: "text", text: "[Request interrupted by user for tool use]" }] },
+            ...base,
+          });
           return "aborted_tools";
         }
         result(String(response.message ?? "denied"), true, { tool_result_meta: [{ id: call.id, non_execution_kind: "permission-rule" }] });
@@ -205,19 +276,33 @@ class FakeClaude {
       const run = spawnSync("bash", ["-c", String(call.input.command)], { encoding: "utf8" });
       const output = [run.stdout, run.stderr].filter(Boolean).join("\n").trimEnd();
       const failed = run.status !== 0;
-      result(failed ? `Exit code ${run.status}\n${output}` : output, failed, { tool_use_result: { stdout: run.stdout.trimEnd(), stderr: run.stderr.trimEnd(), interrupted: false } });
+      result(failed ? `Exit code ${run.status}\n${output}` : output, failed, {
+        tool_use_result: { stdout: run.stdout.trimEnd(), stderr: run.stderr.trimEnd(), interrupted: false },
+      });
     } else if (call.name === "Write") {
       const before = fs.existsSync(file) ? fs.readFileSync(file, "utf8") : null;
       fs.writeFileSync(file, String(call.input.content));
       result(`File ${before === null ? "created" : "updated"} successfully at: ${file}`, false, {
-        tool_use_result: { type: before === null ? "create" : "update", filePath: file, content: call.input.content, originalFile: before, structuredPatch: [] },
+        tool_use_result: {
+          type: before === null ? "create" : "update",
+          filePath: file,
+          content: call.input.content,
+          originalFile: before,
+          structuredPatch: [],
+        },
       });
     } else if (call.name === "Edit") {
       const before = fs.readFileSync(file, "utf8");
       const after = before.replace(String(call.input.old_string), () => String(call.input.new_string));
       fs.writeFileSync(file, after);
       result(`The file ${file} has been updated successfully.`, false, {
-        tool_use_result: { filePath: file, oldString: call.input.old_string, newString: call.input.new_string, originalFile: before, structuredPatch: [] },
+        tool_use_result: {
+          filePath: file,
+          oldString: call.input.old_string,
+          newString: call.input.new_string,
+          originalFile: before,
+          structuredPatch: [],
+        },
       });
     } else {
       result(call.output ?? "ok", false);

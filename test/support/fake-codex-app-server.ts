@@ -108,16 +108,30 @@ async function handle(message: Json): Promise<void> {
       threadId = randomUUID();
       log({ event: "threadStarted", threadId });
       cwd = params.cwd ?? cwd;
-      return reply({ thread: thread(threadId), model: params.model ?? "fake-codex-model", approvalPolicy: params.approvalPolicy, sandbox: { type: "dangerFullAccess" } });
+      return reply({
+        thread: thread(threadId),
+        model: params.model ?? "fake-codex-model",
+        approvalPolicy: params.approvalPolicy,
+        sandbox: { type: "dangerFullAccess" },
+      });
     case "thread/resume":
-      if (script.resume === "refuse") return send({ id, error: { code: -32600, message: `no rollout found for thread id ${params.threadId}` } });
+      if (script.resume === "refuse")
+        return send({ id, error: { code: -32600, message: `no rollout found for thread id ${params.threadId}` } });
       threadId = params.threadId as string;
       cwd = params.cwd ?? cwd;
-      return reply({ thread: thread(threadId), model: "fake-codex-model", approvalPolicy: params.approvalPolicy, sandbox: { type: "dangerFullAccess" } });
+      return reply({
+        thread: thread(threadId),
+        model: "fake-codex-model",
+        approvalPolicy: params.approvalPolicy,
+        sandbox: { type: "dangerFullAccess" },
+      });
     case "turn/start": {
       const turnId = randomUUID();
       reply({ turn: { id: turnId, items: [], status: "inProgress", error: null } });
-      const text = ((params.input ?? []) as Json[]).filter((p) => p.type === "text").map((p) => p.text).join("\n");
+      const text = ((params.input ?? []) as Json[])
+        .filter((p) => p.type === "text")
+        .map((p) => p.text)
+        .join("\n");
       return runTurn(turnId, script.turns[text] ?? [{ message: ["ok"] }]);
     }
     case "turn/interrupt":
@@ -131,14 +145,28 @@ async function handle(message: Json): Promise<void> {
 }
 
 function thread(id: string): Json {
-  return { id, sessionId: id, preview: "", ephemeral: false, modelProvider: "fake", model: "fake-codex-model", cwd, cliVersion: "0.0.0", status: { type: "idle" }, turns: [] };
+  return {
+    id,
+    sessionId: id,
+    preview: "",
+    ephemeral: false,
+    modelProvider: "fake",
+    model: "fake-codex-model",
+    cwd,
+    cliVersion: "0.0.0",
+    status: { type: "idle" },
+    turns: [],
+  };
 }
 
 async function runTurn(turnId: string, steps: FakeCodexStep[]): Promise<void> {
   interruptRequested = false;
   const base = { threadId: threadId!, turnId };
   const end = (status: string, error: Json | null = null): void =>
-    notify("turn/completed", { threadId, turn: { id: turnId, items: [], status, error, startedAt: null, completedAt: null, durationMs: null } });
+    notify("turn/completed", {
+      threadId,
+      turn: { id: turnId, items: [], status, error, startedAt: null, completedAt: null, durationMs: null },
+    });
   notify("turn/started", { threadId, turn: { id: turnId, items: [], status: "inProgress", error: null } });
   const userItem = { type: "userMessage", id: randomUUID(), clientId: null, content: [] };
   notify("item/started", { ...base, item: userItem, startedAtMs: Date.now() });
@@ -191,25 +219,41 @@ async function runTurn(turnId: string, steps: FakeCodexStep[]): Promise<void> {
         for (const delta of [step.output.slice(0, half), step.output.slice(half)].filter(Boolean)) {
           notify("item/commandExecution/outputDelta", { ...base, itemId: item.id, delta });
         }
-        notify("item/completed", { ...base, item: { ...item, status: "completed", aggregatedOutput: step.output, exitCode: step.exitCode ?? 0, durationMs: 5 } });
+        notify("item/completed", {
+          ...base,
+          item: { ...item, status: "completed", aggregatedOutput: step.output, exitCode: step.exitCode ?? 0, durationMs: 5 },
+        });
       } else {
         notify("item/completed", { ...base, item: { ...item, status: "declined" } });
         if (decision === "cancel") return end("interrupted");
       }
     } else if ("fileChange" in step) {
       const file = path.resolve(cwd, step.fileChange.path);
-      const change = { path: file, kind: step.fileChange.kind === "add" ? { type: "add" } : { type: "update", move_path: null }, diff: step.fileChange.diff };
+      const change = {
+        path: file,
+        kind: step.fileChange.kind === "add" ? { type: "add" } : { type: "update", move_path: null },
+        diff: step.fileChange.diff,
+      };
       const item = { type: "fileChange", id: `call_${randomUUID()}`, changes: [change], status: "inProgress" };
       notify("item/started", { ...base, item });
       let decision = "accept";
       if (step.approval) {
-        const response = await request("item/fileChange/requestApproval", { ...base, itemId: item.id, startedAtMs: Date.now(), reason: null, grantRoot: null });
+        const response = await request("item/fileChange/requestApproval", {
+          ...base,
+          itemId: item.id,
+          startedAtMs: Date.now(),
+          reason: null,
+          grantRoot: null,
+        });
         decision = (response.result?.decision as string) ?? "decline";
       }
       if (decision === "accept" || decision === "acceptForSession") {
         fs.writeFileSync(file, step.fileChange.content);
         notify("item/completed", { ...base, item: { ...item, status: "completed" } });
-        notify("turn/diff/updated", { ...base, diff: `diff --git a/${step.fileChange.path} b/${step.fileChange.path}\n${step.fileChange.diff}` });
+        notify("turn/diff/updated", {
+          ...base,
+          diff: `diff --git a/${step.fileChange.path} b/${step.fileChange.path}\n${step.fileChange.diff}`,
+        });
       } else {
         notify("item/completed", { ...base, item: { ...item, status: "declined" } });
         if (decision === "cancel") return end("interrupted");

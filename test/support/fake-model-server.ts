@@ -169,7 +169,14 @@ export class FakeModelServer {
       modified_at: new Date(Date.UTC(2025, 4, 4, 17, 37, 44) - i * 86_400_000).toISOString().replace("Z", "-07:00"),
       size: 2_019_393_189 + i,
       digest: randomBytes(32).toString("hex"),
-      details: { parent_model: "", format: "gguf", family: "llama", families: ["llama"], parameter_size: "3.2B", quantization_level: "Q4_K_M" },
+      details: {
+        parent_model: "",
+        format: "gguf",
+        family: "llama",
+        families: ["llama"],
+        parameter_size: "3.2B",
+        quantization_level: "Q4_K_M",
+      },
     }));
     const text = JSON.stringify({ models });
     res.writeHead(200, { "content-type": "application/json; charset=utf-8", "content-length": String(Buffer.byteLength(text)) });
@@ -184,7 +191,12 @@ export class FakeModelServer {
       wire !== "anthropic"
         ? { "x-request-id": `req_${randomId(32, "hex")}` }
         : { "request-id": typeof requestId === "string" ? requestId : `req_${randomId(24)}` };
-    res.writeHead(status, { "content-type": "application/json", "content-length": String(Buffer.byteLength(text)), ...idHeader, ...headers });
+    res.writeHead(status, {
+      "content-type": "application/json",
+      "content-length": String(Buffer.byteLength(text)),
+      ...idHeader,
+      ...headers,
+    });
     res.end(text);
     this.stats.busyMs += performance.now() - started;
   }
@@ -200,7 +212,12 @@ export class FakeModelServer {
     }
     if (wire !== "anthropic") {
       const known = OPENAI_ERRORS[status] ?? OPENAI_ERRORS[status >= 500 ? 500 : 400]!;
-      const error = { message: step.message ?? known.message, type: step.errorType ?? known.type, param: null, code: step.errorCode ?? known.code };
+      const error = {
+        message: step.message ?? known.message,
+        type: step.errorType ?? known.type,
+        param: null,
+        code: step.errorCode ?? known.code,
+      };
       this.sendJson(res, status, { error }, wire, headers);
     } else {
       const known = ANTHROPIC_ERRORS[status] ?? ANTHROPIC_ERRORS[status >= 500 ? 500 : 400]!;
@@ -218,38 +235,62 @@ export class FakeModelServer {
     if (wire === "responses") {
       const { items, response } = responsesParts(plan, request);
       const status = plan.stop === "maxTokens" ? "incomplete" : "completed";
-      this.sendJson(res, 200, response(status, items.map((item) => item.done), responsesUsage(plan)), wire);
+      this.sendJson(
+        res,
+        200,
+        response(
+          status,
+          items.map((item) => item.done),
+          responsesUsage(plan),
+        ),
+        wire,
+      );
     } else if (wire === "openai") {
       const message: Json = { role: "assistant", content: text || null, refusal: null, annotations: [] };
       if (reasoning) message["reasoning_content"] = reasoning;
       if (plan.toolCalls.length > 0) {
-        message["tool_calls"] = plan.toolCalls.map((call) => ({ id: call.id, type: "function", function: { name: call.name, arguments: call.args.join("") } }));
+        message["tool_calls"] = plan.toolCalls.map((call) => ({
+          id: call.id,
+          type: "function",
+          function: { name: call.name, arguments: call.args.join("") },
+        }));
       }
-      this.sendJson(res, 200, {
-        id: `chatcmpl-${randomId(29)}`,
-        object: "chat.completion",
-        created: Math.floor(Date.now() / 1000),
-        model: plan.model,
-        choices: [{ index: 0, message, logprobs: null, finish_reason: OPENAI_STOP[plan.stop] }],
-        usage: openAIUsage(plan),
-        service_tier: "default",
-        system_fingerprint: FINGERPRINT,
-      }, wire);
+      this.sendJson(
+        res,
+        200,
+        {
+          id: `chatcmpl-${randomId(29)}`,
+          object: "chat.completion",
+          created: Math.floor(Date.now() / 1000),
+          model: plan.model,
+          choices: [{ index: 0, message, logprobs: null, finish_reason: OPENAI_STOP[plan.stop] }],
+          usage: openAIUsage(plan),
+          service_tier: "default",
+          system_fingerprint: FINGERPRINT,
+        },
+        wire,
+      );
     } else {
       const content: Json[] = [];
       if (reasoning) content.push({ type: "thinking", thinking: reasoning, signature: plan.signature });
       if (text) content.push({ type: "text", text });
-      for (const call of plan.toolCalls) content.push({ type: "tool_use", id: call.id, name: call.name, input: JSON.parse(call.args.join("") || "{}") });
-      this.sendJson(res, 200, {
-        id: `msg_01${randomId(22)}`,
-        type: "message",
-        role: "assistant",
-        model: plan.model,
-        content,
-        stop_reason: ANTHROPIC_STOP[plan.stop],
-        stop_sequence: null,
-        usage: { ...anthropicStartUsage(plan), output_tokens: plan.usage.output },
-      }, wire);
+      for (const call of plan.toolCalls)
+        content.push({ type: "tool_use", id: call.id, name: call.name, input: JSON.parse(call.args.join("") || "{}") });
+      this.sendJson(
+        res,
+        200,
+        {
+          id: `msg_01${randomId(22)}`,
+          type: "message",
+          role: "assistant",
+          model: plan.model,
+          content,
+          stop_reason: ANTHROPIC_STOP[plan.stop],
+          stop_sequence: null,
+          usage: { ...anthropicStartUsage(plan), output_tokens: plan.usage.output },
+        },
+        wire,
+      );
     }
   }
 }
@@ -301,7 +342,12 @@ function openAIUsage(plan: Plan): Json {
     completion_tokens: output,
     total_tokens: input + output,
     prompt_tokens_details: { cached_tokens: cacheRead, audio_tokens: 0 },
-    completion_tokens_details: { reasoning_tokens: reasoning, audio_tokens: 0, accepted_prediction_tokens: 0, rejected_prediction_tokens: 0 },
+    completion_tokens_details: {
+      reasoning_tokens: reasoning,
+      audio_tokens: 0,
+      accepted_prediction_tokens: 0,
+      rejected_prediction_tokens: 0,
+    },
   };
 }
 
@@ -418,7 +464,12 @@ function responsesParts(plan: Plan, request: Json) {
   for (const call of plan.toolCalls) {
     const id = `fc_${randomId(48, "hex")}`;
     const base = { id, type: "function_call", call_id: call.id, name: call.name };
-    items.push({ id, call, added: { ...base, status: "in_progress", arguments: "" }, done: { ...base, status: "completed", arguments: call.args.join("") } });
+    items.push({
+      id,
+      call,
+      added: { ...base, status: "in_progress", arguments: "" },
+      done: { ...base, status: "completed", arguments: call.args.join("") },
+    });
   }
   const id = `resp_${randomId(48, "hex")}`;
   const createdAt = Math.floor(Date.now() / 1000);
@@ -541,7 +592,9 @@ async function streamResponses(w: SseWriter, plan: Plan, request: Json): Promise
   } else if (plan.stop === "maxTokens") {
     send("response.incomplete", { response: response("incomplete", output, responsesUsage(plan)) });
   } else {
-    send("response.completed", { response: response("completed", output, responsesUsage(plan), { completed_at: Math.floor(Date.now() / 1000) }) });
+    send("response.completed", {
+      response: response("completed", output, responsesUsage(plan), { completed_at: Math.floor(Date.now() / 1000) }),
+    });
   }
   w.end();
 }

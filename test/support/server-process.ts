@@ -52,11 +52,15 @@ export class ServerProcess {
       SWITCHYARD_LOG_LEVEL: "debug",
       ...opts.env,
     };
-    const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), CLI_PATH, opts.command ?? "app-server", "--data-dir", dataDir, ...(opts.args ?? [])], {
-      cwd: opts.cwd ?? dataDir,
-      env: Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined)) as NodeJS.ProcessEnv,
-      stdio: ["pipe", "pipe", "pipe"],
-    });
+    const child = spawn(
+      process.execPath,
+      [...(opts.nodeArgs ?? []), CLI_PATH, opts.command ?? "app-server", "--data-dir", dataDir, ...(opts.args ?? [])],
+      {
+        cwd: opts.cwd ?? dataDir,
+        env: Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined)) as NodeJS.ProcessEnv,
+        stdio: ["pipe", "pipe", "pipe"],
+      },
+    );
     return new ServerProcess(child, dataDir);
   }
 
@@ -69,7 +73,8 @@ export class ServerProcess {
         const line = JSON.parse(text) as Record<string, unknown>;
         if (match(line)) return line;
       }
-      if (this.child.exitCode !== null) throw new Error(`server exited (${this.child.exitCode}) before the log line appeared:\n${this.stderr}`);
+      if (this.child.exitCode !== null)
+        throw new Error(`server exited (${this.child.exitCode}) before the log line appeared:\n${this.stderr}`);
       if (Date.now() > deadline) throw new Error(`timed out waiting for a log line:\n${this.stderr}`);
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, deadline - Date.now());

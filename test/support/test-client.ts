@@ -35,7 +35,10 @@ export class TestClient {
   private closedResolve!: () => void;
   readonly closed = new Promise<void>((resolve) => (this.closedResolve = resolve));
 
-  private constructor(private readonly write: (text: string) => void, private readonly end: () => void) {}
+  private constructor(
+    private readonly write: (text: string) => void,
+    private readonly end: () => void,
+  ) {}
 
   static overStdio(child: ChildProcessWithoutNullStreams): TestClient {
     const client = new TestClient(
@@ -146,7 +149,14 @@ export class TestClient {
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         this.waiters = this.waiters.filter((w) => w.resolve !== done);
-        reject(new Error(`timed out waiting for a message; last received:\n${this.received.slice(-5).map((m) => JSON.stringify(m)).join("\n")}`));
+        reject(
+          new Error(
+            `timed out waiting for a message; last received:\n${this.received
+              .slice(-5)
+              .map((m) => JSON.stringify(m))
+              .join("\n")}`,
+          ),
+        );
       }, timeoutMs);
       const done = (m: Message): void => {
         clearTimeout(timer);
@@ -157,7 +167,11 @@ export class TestClient {
   }
 
   /** Waits for a notification by method (and optional params predicate). */
-  notification(method: string, match: (params: NonNullable<Message["params"]>) => boolean = () => true, timeoutMs?: number): Promise<NonNullable<Message["params"]>> {
+  notification(
+    method: string,
+    match: (params: NonNullable<Message["params"]>) => boolean = () => true,
+    timeoutMs?: number,
+  ): Promise<NonNullable<Message["params"]>> {
     return this.waitFor((m) => m.method === method && m.id === undefined && match(m.params ?? {}), timeoutMs).then((m) => m.params ?? {});
   }
 

@@ -209,9 +209,7 @@ describe("edit", () => {
 
 describe("list_files", () => {
   it("lists sorted entries with trailing slashes, recursively without .git and node_modules", async () => {
-    const h = harness(
-      freshWorkspace({ "b.txt": "", "a/z.txt": "", "a/c/d.txt": "", ".git/HEAD": "", "node_modules/m/i.js": "" }),
-    );
+    const h = harness(freshWorkspace({ "b.txt": "", "a/z.txt": "", "a/c/d.txt": "", ".git/HEAD": "", "node_modules/m/i.js": "" }));
     const flat = await run(listFilesTool, {}, h);
     assert.equal(flat.output, [".git/", "a/", "b.txt", "node_modules/"].join("\n"));
     const deep = await run(listFilesTool, { recursive: true }, h);
@@ -252,9 +250,7 @@ describe("glob", () => {
   });
 
   it("finds files, sorted and relative to the workspace", async () => {
-    const h = harness(
-      freshWorkspace({ "src/a.ts": "", "src/b.js": "", "src/sub/c.ts": "", "x.ts": "", "node_modules/p/i.ts": "" }),
-    );
+    const h = harness(freshWorkspace({ "src/a.ts": "", "src/b.js": "", "src/sub/c.ts": "", "x.ts": "", "node_modules/p/i.ts": "" }));
     assert.equal((await run(globTool, { pattern: "**/*.ts" }, h)).output, "src/a.ts\nsrc/sub/c.ts\nx.ts");
     assert.equal((await run(globTool, { pattern: "*.{ts,js}", path: "src" }, h)).output, "src/a.ts\nsrc/b.js");
     const none = await run(globTool, { pattern: "*.py" }, h);
@@ -319,7 +315,17 @@ describe("path confinement", () => {
     fs.symlinkSync("dangling.txt", path.join(dir, "chain.txt")); // a link to that link
     fs.symlinkSync(path.join(outside, "newdir"), path.join(dir, "danglingdir")); // link to a missing directory
     const h = harness(dir);
-    const escapes = ["../x", "/etc/passwd", "leak.txt", "outlink/secret.txt", "outlink/new.txt", "outlink/a/b.txt", "dangling.txt", "chain.txt", "danglingdir/f.txt"];
+    const escapes = [
+      "../x",
+      "/etc/passwd",
+      "leak.txt",
+      "outlink/secret.txt",
+      "outlink/new.txt",
+      "outlink/a/b.txt",
+      "dangling.txt",
+      "chain.txt",
+      "danglingdir/f.txt",
+    ];
     const dirEscapes = ["..", "/etc", "outlink", "outlink/newdir"];
 
     const attempts: [AnyTool, Record<string, unknown>][] = [];
@@ -477,10 +483,16 @@ describe("ToolRegistry", () => {
   it("exposes JSON Schema object specs for every builtin tool", () => {
     const registry = createDefaultRegistry();
     const specs = registry.specs();
-    assert.deepEqual(
-      specs.map((s) => s.name).sort(),
-      ["bash", "edit", "glob", "list_files", "read_file", "search_files", "update_plan", "write_file"],
-    );
+    assert.deepEqual(specs.map((s) => s.name).sort(), [
+      "bash",
+      "edit",
+      "glob",
+      "list_files",
+      "read_file",
+      "search_files",
+      "update_plan",
+      "write_file",
+    ]);
     for (const spec of specs) {
       assert.equal(spec.parameters.type, "object", spec.name);
       assert.equal(typeof spec.parameters.properties, "object", spec.name);

@@ -204,13 +204,10 @@ describe("WebSocket server", () => {
   const channels: MessageChannel[] = [];
 
   async function start(extra: Partial<WebSocketServerOptions> = {}): Promise<RunningWebSocketServer> {
-    return startWebSocketServer(
-      { host: "127.0.0.1", port: 0, maxMessageBytes: 1024, ...extra },
-      (channel) => {
-        channels.push(channel);
-        new RpcConnection(channel, handlers);
-      },
-    );
+    return startWebSocketServer({ host: "127.0.0.1", port: 0, maxMessageBytes: 1024, ...extra }, (channel) => {
+      channels.push(channel);
+      new RpcConnection(channel, handlers);
+    });
   }
 
   before(async () => {
@@ -351,7 +348,10 @@ describe("WebSocket server", () => {
     for (const host of ["0.0.0.0", "::", "10.0.0.1", "evil.example", "128.0.0.1", "localhost.evil"]) {
       assert.equal(isLoopbackHost(host), false, host);
     }
-    await assert.rejects(startWebSocketServer({ host: "0.0.0.0", port: 0, maxMessageBytes: 1024 }, () => {}), /token/);
+    await assert.rejects(
+      startWebSocketServer({ host: "0.0.0.0", port: 0, maxMessageBytes: 1024 }, () => {}),
+      /token/,
+    );
   });
 });
 
@@ -404,14 +404,19 @@ describe("WebSocket heartbeat", () => {
 describe("WebSocket backpressure", () => {
   it("closes a peer that stops reading instead of buffering without bound", async () => {
     let channel: MessageChannel | undefined;
-    const server = await startWebSocketServer({ host: "127.0.0.1", port: 0, maxMessageBytes: 1024, pingIntervalMs: 0, maxBufferedBytes: 256 * 1024 }, (c) => {
-      channel = c;
-    });
+    const server = await startWebSocketServer(
+      { host: "127.0.0.1", port: 0, maxMessageBytes: 1024, pingIntervalMs: 0, maxBufferedBytes: 256 * 1024 },
+      (c) => {
+        channel = c;
+      },
+    );
     try {
       // A raw client that completes the handshake and then never reads again.
       const { port } = new URL(server.url);
       const socket = net.connect(Number(port), "127.0.0.1");
-      socket.write(`GET /ws HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: ${randomBytes(16).toString("base64")}\r\nSec-WebSocket-Version: 13\r\n\r\n`);
+      socket.write(
+        `GET /ws HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: ${randomBytes(16).toString("base64")}\r\nSec-WebSocket-Version: 13\r\n\r\n`,
+      );
       await new Promise<void>((resolve) => socket.once("data", () => resolve()));
       socket.pause();
       while (!channel) await new Promise((resolve) => setImmediate(resolve));

@@ -200,7 +200,10 @@ export class ContextManager {
     const summary = await this.summarize(covered, sizing);
     if (summary === undefined) return false;
 
-    const coversThroughItemId = covered.map((m) => itemIds.get(m)).filter((id) => id !== undefined).at(-1);
+    const coversThroughItemId = covered
+      .map((m) => itemIds.get(m))
+      .filter((id) => id !== undefined)
+      .at(-1);
     const keptUserItemId = choice.keepsPinned ? itemIds.get(latestUser) : undefined;
     const count = summarized.length;
     const what = `Compacted ${count} earlier message${count === 1 ? "" : "s"} into a summary`;
@@ -230,7 +233,9 @@ export class ContextManager {
     const request: ModelRequest = {
       model: host.model,
       system: SUMMARY_SYSTEM,
-      messages: [{ role: "user", content: `<conversation>\n${clip(renderTranscript(covered), maxChars)}\n</conversation>\n\n${instruction}` }],
+      messages: [
+        { role: "user", content: `<conversation>\n${clip(renderTranscript(covered), maxChars)}\n</conversation>\n\n${instruction}` },
+      ],
       tools: [],
       maxOutputTokens: sizing.summaryTokens,
     };

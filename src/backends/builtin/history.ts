@@ -39,7 +39,10 @@ export interface RebuiltHistory {
  * latest compaction notice: its summary as a user message, the request that turn was working
  * on when it was covered too, then the items after the last one the summary covers.
  */
-export function rebuildHistory(items: Iterable<Item>, toUser: (item: ItemOf<"userMessage">) => ConversationMessage = textOnly): RebuiltHistory {
+export function rebuildHistory(
+  items: Iterable<Item>,
+  toUser: (item: ItemOf<"userMessage">) => ConversationMessage = textOnly,
+): RebuiltHistory {
   const all = [...items];
   const messages: ConversationMessage[] = [];
   const itemIds = new Map<ConversationMessage, string>();
@@ -54,7 +57,10 @@ export function rebuildHistory(items: Iterable<Item>, toUser: (item: ItemOf<"use
 
   const closeAssistant = (): void => {
     for (const call of unanswered.values()) {
-      add({ role: "tool", toolCallId: call.id, toolName: call.name, content: "The tool call was interrupted.", isError: true }, call.itemId);
+      add(
+        { role: "tool", toolCallId: call.id, toolName: call.name, content: "The tool call was interrupted.", isError: true },
+        call.itemId,
+      );
     }
     unanswered = new Map();
     assistant = undefined;
@@ -81,7 +87,10 @@ export function rebuildHistory(items: Iterable<Item>, toUser: (item: ItemOf<"use
         break;
       case "reasoningContent": {
         const target = openAssistant(item.id);
-        target.reasoning = { text: (target.reasoning?.text ?? "") + item.payload.text, ...(item.payload.signature ? { signature: item.payload.signature } : {}) };
+        target.reasoning = {
+          text: (target.reasoning?.text ?? "") + item.payload.text,
+          ...(item.payload.signature ? { signature: item.payload.signature } : {}),
+        };
         break;
       }
       case "agentMessage":
@@ -97,7 +106,16 @@ export function rebuildHistory(items: Iterable<Item>, toUser: (item: ItemOf<"use
       case "toolResult":
         // Also drops results whose call a compaction summarized (the call is not in `unanswered`).
         if (!unanswered.delete(item.payload.callId)) break;
-        add({ role: "tool", toolCallId: item.payload.callId, toolName: item.payload.toolName, content: item.payload.output, isError: !item.payload.success }, item.id);
+        add(
+          {
+            role: "tool",
+            toolCallId: item.payload.callId,
+            toolName: item.payload.toolName,
+            content: item.payload.output,
+            isError: !item.payload.success,
+          },
+          item.id,
+        );
         // Anything the model says after tool results belongs to its next message.
         if (unanswered.size === 0) assistant = undefined;
         break;
@@ -119,14 +137,18 @@ function textOnly(item: ItemOf<"userMessage">): ConversationMessage {
  * (forks remap the ids, so this is defensive), the notice is skipped: the fuller history is
  * still correct, and the next turn compacts again if it has to.
  */
-function latestCompaction(items: Item[]): { summary: string; noticeId: string; resumeAt: number; keptUser?: ItemOf<"userMessage"> } | undefined {
+function latestCompaction(
+  items: Item[],
+): { summary: string; noticeId: string; resumeAt: number; keptUser?: ItemOf<"userMessage"> } | undefined {
   for (let i = items.length - 1; i >= 0; i--) {
     const notice = items[i]!;
     if (notice.type !== "systemNotice" || notice.payload.summary === undefined || !notice.payload.coversThroughItemId) continue;
     const through = items.findIndex((item) => item.id === notice.payload.coversThroughItemId);
     if (through < 0) continue;
     // The kept request lies inside the covered range (otherwise it is replayed in order anyway).
-    const kept = notice.payload.keptUserItemId ? items.slice(0, through + 1).find((item) => item.id === notice.payload.keptUserItemId) : undefined;
+    const kept = notice.payload.keptUserItemId
+      ? items.slice(0, through + 1).find((item) => item.id === notice.payload.keptUserItemId)
+      : undefined;
     return {
       summary: notice.payload.summary,
       noticeId: notice.id,
@@ -138,7 +160,10 @@ function latestCompaction(items: Item[]): { summary: string; noticeId: string; r
 }
 
 export function historyFromClientMessages(messages: ClientMessage[]): { system?: string; messages: ConversationMessage[] } {
-  const system = messages.filter((m) => m.role === "system").map((m) => m.content).join("\n\n");
+  const system = messages
+    .filter((m) => m.role === "system")
+    .map((m) => m.content)
+    .join("\n\n");
   const rest: ConversationMessage[] = messages
     .filter((m) => m.role !== "system")
     .map((m) => (m.role === "user" ? { role: "user", content: m.content } : { role: "assistant", content: m.content }));

@@ -58,7 +58,9 @@ export class BuiltinBackend implements AgentBackend {
       provider,
       model,
       ...(ctx.thinking ? { thinking: ctx.thinking } : {}),
-      system: [config.systemPrompt ?? systemPrompt({ workspacePath: workspace.root, mode: thread.mode }), client?.system].filter(Boolean).join("\n\n"),
+      system: [config.systemPrompt ?? systemPrompt({ workspacePath: workspace.root, mode: thread.mode }), client?.system]
+        .filter(Boolean)
+        .join("\n\n"),
       tools,
       toolSpecs: this.options.tools.specs((tool) => tools.includes(tool)),
       commandTimeoutMs: config.commandTimeoutMs ?? this.options.defaults.commandTimeoutMs,

@@ -86,7 +86,9 @@ export class TurnRunner {
           role: "assistant",
           content: step.text,
           ...(step.reasoning ? { reasoning: step.reasoning } : {}),
-          ...(step.toolCalls.length ? { toolCalls: step.toolCalls.map(({ id, name, argumentsText }) => ({ id, name, argumentsText })) } : {}),
+          ...(step.toolCalls.length
+            ? { toolCalls: step.toolCalls.map(({ id, name, argumentsText }) => ({ id, name, argumentsText })) }
+            : {}),
         };
         messages.push(reply);
         if (step.lastItemId) conversation.itemIds.set(reply, step.lastItemId);
@@ -95,14 +97,23 @@ export class TurnRunner {
           if (host.signal.aborted) return CANCELLED;
           if (outcome === "cancel") return { status: "cancelled", reason: "approvalCancelled" };
           const { result, itemId } = outcome;
-          const message: ConversationMessage = { role: "tool", toolCallId: toolCall.id, toolName: toolCall.name, content: result.output, ...(result.isError ? { isError: true } : {}) };
+          const message: ConversationMessage = {
+            role: "tool",
+            toolCallId: toolCall.id,
+            toolName: toolCall.name,
+            content: result.output,
+            ...(result.isError ? { isError: true } : {}),
+          };
           messages.push(message);
           conversation.itemIds.set(message, itemId);
         }
         const steered = this.injectSteering(conversation);
         if (step.toolCalls.length === 0 && !steered) return { status: "completed" };
       }
-      return { status: "failed", error: { code: "tooManySteps", message: `The model made more than ${MAX_MODEL_CALLS} calls in one turn.` } };
+      return {
+        status: "failed",
+        error: { code: "tooManySteps", message: `The model made more than ${MAX_MODEL_CALLS} calls in one turn.` },
+      };
     } catch (error) {
       if (host.signal.aborted) return CANCELLED;
       const turnError = toTurnError(error);
@@ -213,7 +224,11 @@ export class TurnRunner {
     for (const call of calls.values()) recorder.complete(call.item, { arguments: parseJson(call.argumentsText).value });
     return {
       text: message?.payload.text ?? "",
-      ...(reasoning ? { reasoning: { text: reasoning.payload.text, ...(reasoning.payload.signature ? { signature: reasoning.payload.signature } : {}) } } : {}),
+      ...(reasoning
+        ? {
+            reasoning: { text: reasoning.payload.text, ...(reasoning.payload.signature ? { signature: reasoning.payload.signature } : {}) },
+          }
+        : {}),
       toolCalls: [...calls.values()],
       ...(lastItemId ? { lastItemId } : {}),
     };
@@ -248,7 +263,8 @@ export class TurnRunner {
     if (ask) {
       const decision = await host.approve(ask, call.id);
       if (decision === "cancel") return "cancel";
-      if (decision === "decline") return failure("The user declined this action. Do not retry it; ask the user or choose another approach.");
+      if (decision === "decline")
+        return failure("The user declined this action. Do not retry it; ask the user or choose another approach.");
     }
     return this.execute(tool, call, input);
   }
@@ -259,7 +275,12 @@ export class TurnRunner {
     const execution = recorder.start("toolExecution", { callId: call.id, toolName: tool.name });
     const command =
       tool.kind === "shell"
-        ? recorder.start("commandExecution", { callId: call.id, command: String((input as { command?: unknown }).command ?? ""), cwd: host.workspace.root, output: "" })
+        ? recorder.start("commandExecution", {
+            callId: call.id,
+            command: String((input as { command?: unknown }).command ?? ""),
+            cwd: host.workspace.root,
+            output: "",
+          })
         : undefined;
     const environment = host.environment?.();
     const ctx: ToolContext = {

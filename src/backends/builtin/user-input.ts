@@ -14,7 +14,13 @@ export const MAX_IMAGE_BYTES = 5 * 1024 * 1024;
 export const MAX_FILE_BYTES = 256 * 1024;
 
 /** Image types every provider takes. */
-const IMAGE_TYPES: Record<string, string> = { ".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".gif": "image/gif", ".webp": "image/webp" };
+const IMAGE_TYPES: Record<string, string> = {
+  ".png": "image/png",
+  ".jpg": "image/jpeg",
+  ".jpeg": "image/jpeg",
+  ".gif": "image/gif",
+  ".webp": "image/webp",
+};
 const MEDIA_TYPES = new Set(Object.values(IMAGE_TYPES));
 
 type UserMessage = Extract<ConversationMessage, { role: "user" }>;
@@ -64,7 +70,11 @@ function toPart(part: InputPart, options: UserInputOptions): UserContentPart {
       return { type: "text", text: attachFile(part.path, options.workspace) };
     case "image":
     case "localImage": {
-      if (!options.images) throw new InputError("unsupportedInput", `The model ${options.model} does not take images; choose a model whose model/list entry lists "image" in inputModalities.`);
+      if (!options.images)
+        throw new InputError(
+          "unsupportedInput",
+          `The model ${options.model} does not take images; choose a model whose model/list entry lists "image" in inputModalities.`,
+        );
       const source = part.type === "image" ? remoteImage(part.url) : localImage(part.path, part.mimeType, options.workspace);
       return { type: "image", source };
     }
@@ -76,14 +86,18 @@ function toPart(part: InputPart, options: UserInputOptions): UserContentPart {
 function attachFile(requested: string, workspace: Workspace): string {
   const file = readConfined(requested, workspace, MAX_FILE_BYTES, "file");
   const text = decodeText(file.bytes);
-  if (text === undefined) throw new InputError("invalidInput", `File "${requested}" is binary; only text files can be attached (send images as localImage).`);
+  if (text === undefined)
+    throw new InputError("invalidInput", `File "${requested}" is binary; only text files can be attached (send images as localImage).`);
   return `<file path="${workspace.relative(file.path)}">\n${text}\n</file>`;
 }
 
 function localImage(requested: string, mimeType: string | undefined, workspace: Workspace): ImageSource {
   const mediaType = mimeType ?? IMAGE_TYPES[path.extname(requested).toLowerCase()];
   if (!mediaType || !MEDIA_TYPES.has(mediaType)) {
-    throw new InputError("invalidInput", `Image "${requested}" is not PNG, JPEG, GIF or WebP (give mimeType when the file name does not say).`);
+    throw new InputError(
+      "invalidInput",
+      `Image "${requested}" is not PNG, JPEG, GIF or WebP (give mimeType when the file name does not say).`,
+    );
   }
   const file = readConfined(requested, workspace, MAX_IMAGE_BYTES, "image");
   return { kind: "base64", mediaType, data: file.bytes.toString("base64") };
@@ -92,10 +106,12 @@ function localImage(requested: string, mimeType: string | undefined, workspace: 
 function remoteImage(url: string): ImageSource {
   if (url.startsWith("data:")) {
     const match = /^data:([^;,]+);base64,(.*)$/s.exec(url);
-    if (!match || !MEDIA_TYPES.has(match[1]!)) throw new InputError("invalidInput", "An image data: URL must be base64 PNG, JPEG, GIF or WebP (data:image/png;base64,...).");
+    if (!match || !MEDIA_TYPES.has(match[1]!))
+      throw new InputError("invalidInput", "An image data: URL must be base64 PNG, JPEG, GIF or WebP (data:image/png;base64,...).");
     const data = match[2]!;
     const bytes = Math.floor((data.length * 3) / 4);
-    if (bytes > MAX_IMAGE_BYTES) throw new InputError("invalidInput", `The image data: URL holds about ${bytes} bytes; the limit is ${MAX_IMAGE_BYTES} bytes.`);
+    if (bytes > MAX_IMAGE_BYTES)
+      throw new InputError("invalidInput", `The image data: URL holds about ${bytes} bytes; the limit is ${MAX_IMAGE_BYTES} bytes.`);
     return { kind: "base64", mediaType: match[1]!, data };
   }
   if (!/^https?:\/\//i.test(url)) throw new InputError("invalidInput", `Image URL "${url}" is neither http(s) nor a data: URL.`);
@@ -112,7 +128,8 @@ function readConfined(requested: string, workspace: Workspace, limit: number, wh
     size = stat.size;
   } catch (error) {
     if (error instanceof InputError) throw error;
-    const reason = (error as NodeJS.ErrnoException).code === "ENOENT" ? "does not exist" : error instanceof Error ? error.message : String(error);
+    const reason =
+      (error as NodeJS.ErrnoException).code === "ENOENT" ? "does not exist" : error instanceof Error ? error.message : String(error);
     throw new InputError("invalidInput", `Cannot attach ${what} "${requested}": ${reason}`);
   }
   if (size > limit) throw new InputError("invalidInput", `The ${what} "${requested}" is ${size} bytes; the limit is ${limit} bytes.`);

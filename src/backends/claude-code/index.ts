@@ -59,7 +59,12 @@ class ClaudeCodeBackend implements AgentBackend {
     // A new spec, workspace or model needs a new process (which resumes the session).
     const key = JSON.stringify({ spec, cwd: ctx.thread.workspacePath, model: ctx.model ?? null });
     try {
-      return await this.pool.use(ctx.thread.id, key, () => this.open(ctx, spec), (session) => runClaudeTurn(session, ctx));
+      return await this.pool.use(
+        ctx.thread.id,
+        key,
+        () => this.open(ctx, spec),
+        (session) => runClaudeTurn(session, ctx),
+      );
     } catch (error) {
       if (ctx.signal.aborted) return { status: "cancelled", reason: "interrupted" };
       if (!(error instanceof BackendFailure)) throw error;
@@ -75,9 +80,16 @@ class ClaudeCodeBackend implements AgentBackend {
     const resume = ctx.session?.backend === "claude-code" ? ctx.session.sessionId : undefined;
     const cwd = ctx.thread.workspacePath;
     const model = ctx.model ? { model: ctx.model } : {};
-    const base = { log: this.deps.log.child({ threadId: ctx.thread.id, backend: "claude-code" }), registryDir: this.deps.agentRegistryDir, baseEnv: this.deps.env };
+    const base = {
+      log: this.deps.log.child({ threadId: ctx.thread.id, backend: "claude-code" }),
+      registryDir: this.deps.agentRegistryDir,
+      baseEnv: this.deps.env,
+    };
     try {
-      return await ClaudeSession.start({ ...base, command: commandFor(spec, cwd, { ...model, ...(resume ? { resume } : {}) }), ...(resume ? { resume } : {}) }, ctx.signal);
+      return await ClaudeSession.start(
+        { ...base, command: commandFor(spec, cwd, { ...model, ...(resume ? { resume } : {}) }), ...(resume ? { resume } : {}) },
+        ctx.signal,
+      );
     } catch (error) {
       if (!(error instanceof SessionLostError)) throw error;
       ctx.log.warn({ sessionId: error.sessionId, detail: error.detail }, "claude-code session lost; starting a new one");

@@ -78,8 +78,10 @@ export class TurnMapper {
       case "content_block_start": {
         const e = event as Extract<StreamEvent, { type: "content_block_start" }>;
         const block = e.content_block;
-        if (block?.type === "text") this.streamed.set(e.index, { kind: "text", item: recorder.start("agentMessage", { text: "" }), done: false });
-        else if (block?.type === "thinking") this.streamed.set(e.index, { kind: "thinking", item: recorder.start("reasoningContent", { text: "" }), done: false });
+        if (block?.type === "text")
+          this.streamed.set(e.index, { kind: "text", item: recorder.start("agentMessage", { text: "" }), done: false });
+        else if (block?.type === "thinking")
+          this.streamed.set(e.index, { kind: "thinking", item: recorder.start("reasoningContent", { text: "" }), done: false });
         else if (block?.type === "tool_use" && typeof block.id === "string") {
           const item = recorder.start("toolCall", { callId: block.id, toolName: String(block.name ?? ""), argumentsText: "" });
           this.streamed.set(e.index, { kind: "tool", item, callId: block.id, done: false });
@@ -173,10 +175,21 @@ export class TurnMapper {
 
   private recordCommand(callId: string, input: Record<string, unknown>, text: string, success: boolean, structured: unknown): void {
     const { recorder } = this.host;
-    const item = recorder.start("commandExecution", { callId, command: String(input.command ?? ""), cwd: this.host.workspace.root, output: "" });
+    const item = recorder.start("commandExecution", {
+      callId,
+      command: String(input.command ?? ""),
+      cwd: this.host.workspace.root,
+      output: "",
+    });
     const out = isObject(structured) && typeof structured.stdout === "string" ? structured.stdout : undefined;
     const err = isObject(structured) && typeof structured.stderr === "string" ? structured.stderr : "";
-    const chunks: Array<[string, "stdout" | "stderr"]> = out !== undefined ? [[out, "stdout"], [err, "stderr"]] : [[text, "stdout"]];
+    const chunks: Array<[string, "stdout" | "stderr"]> =
+      out !== undefined
+        ? [
+            [out, "stdout"],
+            [err, "stderr"],
+          ]
+        : [[text, "stdout"]];
     for (const [chunk, stream] of chunks) {
       if (!chunk) continue;
       const piece = item.payload.output && !item.payload.output.endsWith("\n") ? `\n${chunk}` : chunk;
@@ -238,12 +251,9 @@ export interface FileEdit {
  * What a file tool did: the path, the content before (null: created; undefined: unknown) and
  * after (undefined: unknown). Claude Code's structured result carries the original file.
  */
-export function fileChangeOf(
-  toolName: string,
-  input: Record<string, unknown>,
-  structured: unknown,
-): FileEdit | undefined {
-  const file = typeof input.file_path === "string" ? input.file_path : typeof input.notebook_path === "string" ? input.notebook_path : undefined;
+export function fileChangeOf(toolName: string, input: Record<string, unknown>, structured: unknown): FileEdit | undefined {
+  const file =
+    typeof input.file_path === "string" ? input.file_path : typeof input.notebook_path === "string" ? input.notebook_path : undefined;
   if (!file) return undefined;
   const result = isObject(structured) ? structured : {};
   const original = "originalFile" in result ? result.originalFile : undefined;
@@ -259,7 +269,8 @@ export function fileChangeOf(
     return { path: file, before: old, after: now, partial: true };
   }
   let after = before;
-  for (const edit of edits) after = replaceText(after, String(edit.old_string ?? ""), String(edit.new_string ?? ""), edit.replace_all === true);
+  for (const edit of edits)
+    after = replaceText(after, String(edit.old_string ?? ""), String(edit.new_string ?? ""), edit.replace_all === true);
   return { path: file, before, after };
 }
 
@@ -298,7 +309,10 @@ function parseJson(text: string): unknown {
 export function turnCost(result: ResultMessage, previousTotal: number | undefined): number | undefined {
   const since = result.model_usage_since_last_result;
   if (isObject(since)) {
-    return Object.values(since).reduce<number>((sum, usage) => sum + (isObject(usage) && typeof usage.costUSD === "number" ? usage.costUSD : 0), 0);
+    return Object.values(since).reduce<number>(
+      (sum, usage) => sum + (isObject(usage) && typeof usage.costUSD === "number" ? usage.costUSD : 0),
+      0,
+    );
   }
   if (typeof result.total_cost_usd !== "number" || previousTotal === undefined) return undefined;
   return Math.max(0, result.total_cost_usd - previousTotal);
@@ -326,7 +340,9 @@ export function resultUsage(result: ResultMessage, costUsd: number | undefined):
 /** The error a result reports, or undefined when the turn succeeded. */
 export function resultError(result: ResultMessage): TurnError | undefined {
   if (result.subtype === "success" && result.is_error !== true) return undefined;
-  const details = [typeof result.result === "string" ? result.result : "", ...(Array.isArray(result.errors) ? result.errors : [])].filter(Boolean);
+  const details = [typeof result.result === "string" ? result.result : "", ...(Array.isArray(result.errors) ? result.errors : [])].filter(
+    Boolean,
+  );
   const message = details.length > 0 ? details.join("\n") : `Claude Code ended the turn with "${result.subtype}".`;
   return { code: BACKEND_ERRORS.agent, message };
 }
@@ -349,15 +365,24 @@ export function permissionAsk(request: CanUseTool, workspace: Workspace): Approv
       operation: command,
       target: workspace.root,
       scopeKey: `shell:${command.trim()}`,
-      reason: request.description ? `Claude Code wants to run a shell command: ${request.description}` : "Claude Code wants to run a shell command.",
+      reason: request.description
+        ? `Claude Code wants to run a shell command: ${request.description}`
+        : "Claude Code wants to run a shell command.",
     };
   }
-  const file = typeof input.file_path === "string" ? input.file_path : typeof input.notebook_path === "string" ? input.notebook_path : undefined;
+  const file =
+    typeof input.file_path === "string" ? input.file_path : typeof input.notebook_path === "string" ? input.notebook_path : undefined;
   if (FILE_TOOLS.has(request.tool_name) && file) {
     const target = path.resolve(workspace.root, file);
     const rel = workspace.contains(target) ? workspace.relative(target) : target;
     const verb = request.tool_name === "Write" ? "write" : "edit";
-    return { approvalType: "file", operation: `${verb} ${rel}`, target, scopeKey: `file:${rel}`, reason: "Claude Code wants to write a file." };
+    return {
+      approvalType: "file",
+      operation: `${verb} ${rel}`,
+      target,
+      scopeKey: `file:${rel}`,
+      reason: "Claude Code wants to write a file.",
+    };
   }
   const args = JSON.stringify(input);
   return {

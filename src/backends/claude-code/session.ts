@@ -130,7 +130,9 @@ export class ClaudeSession implements PooledSession {
   /** Answers one of the CLI's control requests. */
   respond(requestId: string, response: PermissionResult | { error: string }): void {
     const body: ControlResponse["response"] =
-      "error" in response ? { subtype: "error", request_id: requestId, error: response.error } : { subtype: "success", request_id: requestId, response: { ...response } };
+      "error" in response
+        ? { subtype: "error", request_id: requestId, error: response.error }
+        : { subtype: "success", request_id: requestId, response: { ...response } };
     this.send({ type: "control_response", response: body });
   }
 
@@ -213,13 +215,24 @@ export class ClaudeSession implements PooledSession {
         exit: () => done(new BackendFailure(this.failure())),
       });
       timer = setTimeout(
-        () => done(new BackendFailure({ code: BACKEND_ERRORS.protocol, message: `Claude Code did not answer "initialize" within ${HANDSHAKE_TIMEOUT_MS / 1000} s.` })),
+        () =>
+          done(
+            new BackendFailure({
+              code: BACKEND_ERRORS.protocol,
+              message: `Claude Code did not answer "initialize" within ${HANDSHAKE_TIMEOUT_MS / 1000} s.`,
+            }),
+          ),
         HANDSHAKE_TIMEOUT_MS,
       );
       signal?.addEventListener("abort", onAbort, { once: true });
       this.request("initialize").then(
         () => done(),
-        (error: Error) => done(error instanceof BackendFailure ? error : new BackendFailure({ code: BACKEND_ERRORS.protocol, message: `Claude Code refused "initialize": ${error.message}` })),
+        (error: Error) =>
+          done(
+            error instanceof BackendFailure
+              ? error
+              : new BackendFailure({ code: BACKEND_ERRORS.protocol, message: `Claude Code refused "initialize": ${error.message}` }),
+          ),
       );
     });
   }

@@ -154,13 +154,19 @@ export async function userMessage(input: InputPart[], root: string, sessionId: s
         break;
       case "image": {
         const data = /^data:([^;,]+);base64,(.*)$/s.exec(part.url);
-        content.push({ type: "image", source: data ? { type: "base64", media_type: data[1], data: data[2] } : { type: "url", url: part.url } });
+        content.push({
+          type: "image",
+          source: data ? { type: "base64", media_type: data[1], data: data[2] } : { type: "url", url: part.url },
+        });
         break;
       }
       case "localImage": {
         try {
           const data = await fs.readFile(path.resolve(root, part.path));
-          content.push({ type: "image", source: { type: "base64", media_type: part.mimeType ?? mimeOf(part.path), data: data.toString("base64") } });
+          content.push({
+            type: "image",
+            source: { type: "base64", media_type: part.mimeType ?? mimeOf(part.path), data: data.toString("base64") },
+          });
         } catch (error) {
           content.push({ type: "text", text: `[image ${part.path} could not be read: ${(error as Error).message}]` });
         }

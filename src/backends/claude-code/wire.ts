@@ -109,8 +109,7 @@ export interface ControlResponse {
 
 /** The answer to `can_use_tool`. `updatedInput` is required by the CLI when allowing. */
 export type PermissionResult =
-  | { behavior: "allow"; updatedInput: Record<string, unknown> }
-  | { behavior: "deny"; message: string; interrupt?: boolean };
+  { behavior: "allow"; updatedInput: Record<string, unknown> } | { behavior: "deny"; message: string; interrupt?: boolean };
 
 /** What we write to start a turn. */
 export interface UserInputMessage {

@@ -54,7 +54,6 @@ function codexSpec(spec: BackendSpec | undefined): CodexSpec {
   return spec?.type === "codex" ? spec : { type: "codex" };
 }
 
-
 export function createBackend(deps: BackendDeps): AgentBackend {
   return new CodexBackend(deps);
 }

@@ -27,10 +27,7 @@ export interface MapperSink {
 }
 
 /** How codex ended the turn (from turn/completed). */
-export type TurnCompletion =
-  | { status: "completed" }
-  | { status: "interrupted" }
-  | { status: "failed"; message: string };
+export type TurnCompletion = { status: "completed" } | { status: "interrupted" } | { status: "failed"; message: string };
 
 type Open =
   | { kind: "message"; item: ItemOf<"agentMessage"> }
@@ -125,7 +122,10 @@ export class CodexTurnMapper {
         const parsed = TurnPlanUpdated.safeParse(params);
         if (parsed.success) {
           const { explanation, plan } = parsed.data;
-          this.sink.reportPlan({ ...(explanation ? { explanation } : {}), steps: plan.map((s) => ({ step: s.step, status: planStatus(s.status) })) });
+          this.sink.reportPlan({
+            ...(explanation ? { explanation } : {}),
+            steps: plan.map((s) => ({ step: s.step, status: planStatus(s.status) })),
+          });
         }
         return undefined;
       }
@@ -144,7 +144,8 @@ export class CodexTurnMapper {
         if (!parsed.success) return undefined;
         const { status, error } = parsed.data.turn;
         if (status === "interrupted") return { status: "interrupted" };
-        if (status === "failed") return { status: "failed", message: error ? errorText(error) : (this.lastError ?? "Codex reported the turn as failed.") };
+        if (status === "failed")
+          return { status: "failed", message: error ? errorText(error) : (this.lastError ?? "Codex reported the turn as failed.") };
         return { status: "completed" };
       }
       default:
@@ -187,7 +188,12 @@ export class CodexTurnMapper {
       case "commandExecution":
         this.open.set(item.id, {
           kind: "command",
-          item: recorder.start("commandExecution", { callId: item.id, command: item.command ?? "", cwd: item.cwd ?? this.workspace, output: "" }),
+          item: recorder.start("commandExecution", {
+            callId: item.id,
+            command: item.command ?? "",
+            cwd: item.cwd ?? this.workspace,
+            output: "",
+          }),
         });
         return;
       case "fileChange":
@@ -240,7 +246,10 @@ export class CodexTurnMapper {
       }
       default:
         if (item.type === "contextCompaction") {
-          recorder.record("systemNotice", { kind: "backendCompaction", message: "Codex compacted the conversation to fit its context window." });
+          recorder.record("systemNotice", {
+            kind: "backendCompaction",
+            message: "Codex compacted the conversation to fit its context window.",
+          });
         }
         return;
     }
@@ -254,7 +263,12 @@ export class CodexTurnMapper {
       this.fileDiffs.set(rel, diff);
     }
     if (!this.codexDiffSeen && changes.length > 0) {
-      this.sink.reportDiff([...this.fileDiffs.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([, d]) => d).join(""));
+      this.sink.reportDiff(
+        [...this.fileDiffs.entries()]
+          .sort(([a], [b]) => a.localeCompare(b))
+          .map(([, d]) => d)
+          .join(""),
+      );
     }
   }
 
@@ -336,7 +350,8 @@ function contentText(content: unknown): string {
 export function renderDiff(rel: string, change: FileUpdateChange): string {
   const kind = change.kind.type;
   if (kind === "add") return fileDiff(rel, null, change.diff);
-  if (kind === "delete") return `diff --git a/${rel} b/${rel}\ndeleted file mode 100644\n--- a/${rel}\n+++ /dev/null\n${deletedHunk(change.diff)}`;
+  if (kind === "delete")
+    return `diff --git a/${rel} b/${rel}\ndeleted file mode 100644\n--- a/${rel}\n+++ /dev/null\n${deletedHunk(change.diff)}`;
   if (change.diff.startsWith("diff --git")) return ensureNewline(change.diff);
   const header = change.diff.startsWith("--- ") ? "" : `--- a/${rel}\n+++ b/${rel}\n`;
   return `diff --git a/${rel} b/${rel}\n${header}${ensureNewline(change.diff)}`;

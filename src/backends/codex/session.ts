@@ -88,7 +88,10 @@ export class CodexSession implements PooledSession {
     const session = new CodexSession(spec, workspace, deps);
     try {
       await session.proc.started();
-      await session.request(METHODS.initialize, { clientInfo: { name: "switchyard", title: "Switchyard", version: VERSION }, capabilities: null });
+      await session.request(METHODS.initialize, {
+        clientInfo: { name: "switchyard", title: "Switchyard", version: VERSION },
+        capabilities: null,
+      });
       session.rpc.notify(METHODS.initialized);
       return session;
     } catch (error) {
@@ -148,7 +151,9 @@ export class CodexSession implements PooledSession {
     const recorded = ctx.session?.backend === "codex" ? ctx.session.sessionId : undefined;
     if (recorded) {
       try {
-        const resumed = ThreadResponse.parse(await this.request(METHODS.threadResume, { ...this.threadParams(ctx), threadId: recorded, excludeTurns: true }));
+        const resumed = ThreadResponse.parse(
+          await this.request(METHODS.threadResume, { ...this.threadParams(ctx), threadId: recorded, excludeTurns: true }),
+        );
         this.codexThreadId = resumed.thread.id;
         if (resumed.thread.id !== recorded) ctx.recordSession({ backend: "codex", sessionId: resumed.thread.id });
         return resumed.thread.id;
@@ -181,7 +186,10 @@ export class CodexSession implements PooledSession {
     });
     try {
       const response = TurnStartResponse.parse(
-        await Promise.race([this.request(METHODS.turnStart, { threadId, input: toCodexInput(ctx.input), ...(ctx.model ? { model: ctx.model } : {}) }), gone]),
+        await Promise.race([
+          this.request(METHODS.turnStart, { threadId, input: toCodexInput(ctx.input), ...(ctx.model ? { model: ctx.model } : {}) }),
+          gone,
+        ]),
       );
       turn.turnId = response.turn.id;
       ctx.signal.addEventListener("abort", onAbort, { once: true });
@@ -249,7 +257,13 @@ export class CodexSession implements PooledSession {
       case "execCommandApproval": {
         const p = ExecCommandApprovalParams.parse(params);
         const command = p.command.map(shellQuote).join(" ");
-        const ask: ApprovalAsk = { approvalType: "shell", operation: command, target: p.cwd, scopeKey: `shell:${command.trim()}`, reason: p.reason ?? "Codex wants to run a command." };
+        const ask: ApprovalAsk = {
+          approvalType: "shell",
+          operation: command,
+          target: p.cwd,
+          scopeKey: `shell:${command.trim()}`,
+          reason: p.reason ?? "Codex wants to run a command.",
+        };
         return { decision: reviewDecision(await this.approve(turn, ask, p.callId)) };
       }
       case "applyPatchApproval": {
@@ -309,7 +323,10 @@ export class CodexSession implements PooledSession {
         ? { code: BACKEND_ERRORS.protocol, message: `Codex answered with an error (${error.code}): ${error.message}` }
         : error instanceof RequestTimeoutError
           ? { code: BACKEND_ERRORS.protocol, message: `Codex did not answer: ${error.message}` }
-          : { code: BACKEND_ERRORS.protocol, message: `Codex sent something unexpected: ${error instanceof Error ? error.message : String(error)}` };
+          : {
+              code: BACKEND_ERRORS.protocol,
+              message: `Codex sent something unexpected: ${error instanceof Error ? error.message : String(error)}`,
+            };
     return new BackendFailure(turnError);
   }
 }

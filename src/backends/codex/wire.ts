@@ -28,9 +28,7 @@ export interface ThreadResumeParams extends ThreadStartParams {
 }
 
 export type UserInput =
-  | { type: "text"; text: string; text_elements: [] }
-  | { type: "image"; url: string }
-  | { type: "localImage"; path: string };
+  { type: "text"; text: string; text_elements: [] } | { type: "image"; url: string } | { type: "localImage"; path: string };
 
 export interface TurnStartParams {
   threadId: string;

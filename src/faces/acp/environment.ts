@@ -58,10 +58,13 @@ async function runInTerminal(
     let stopped: "timeout" | "abort" | undefined;
     const exit = client.request<acp.WaitForTerminalExitResponse>(methods.client.terminal.waitForExit, ids);
     const stop = new Promise<void>((resolve) => {
-      const timer = setTimeout(() => {
-        stopped = "timeout";
-        resolve();
-      }, Math.min(request.timeoutMs, 2 ** 31 - 1));
+      const timer = setTimeout(
+        () => {
+          stopped = "timeout";
+          resolve();
+        },
+        Math.min(request.timeoutMs, 2 ** 31 - 1),
+      );
       exit.finally(() => clearTimeout(timer)).catch(() => {});
       request.signal.addEventListener(
         "abort",

@@ -108,7 +108,8 @@ export class AcpSession {
       })
       .onRequest(acp.methods.agent.session.new, ({ params }) =>
         guarded(() => {
-          if (params.mcpServers.length > 0) this.log.warn({ count: params.mcpServers.length }, "MCP servers from the ACP client are not supported; ignored");
+          if (params.mcpServers.length > 0)
+            this.log.warn({ count: params.mcpServers.length }, "MCP servers from the ACP client are not supported; ignored");
           const thread = rt.startThread({ workspacePath: params.cwd, originChannel: ORIGIN_CHANNEL });
           this.follow(thread);
           return { sessionId: thread.id, modes: modeState(thread) };
@@ -168,7 +169,8 @@ export class AcpSession {
           session.ownTurns.add(turn.id);
           const ended = new Promise<TurnEnd>((resolve) => this.waiting.set(turn.id, resolve));
           // Known before the turn's first usage event is delivered (next tick at the earliest).
-          const window = rt.findThread(params.sessionId)?.configuration?.contextWindow ?? models.find((m) => m.id === turn.model)?.contextWindow;
+          const window =
+            rt.findThread(params.sessionId)?.configuration?.contextWindow ?? models.find((m) => m.id === turn.model)?.contextWindow;
           if (window) session.contextWindow = window;
           const outcome = stopReasonFor(await ended);
           if (typeof outcome === "object") throw turnFailedError(outcome.error);
@@ -192,8 +194,11 @@ export class AcpSession {
       modeId: modeIdOf(thread),
       rejected: new Set(),
     };
-    const environment = clientEnvironment(this.capabilities, () => this.client, thread.id, (callId, terminalId) =>
-      this.send(thread.id, session.mapper.terminal(callId, terminalId)),
+    const environment = clientEnvironment(
+      this.capabilities,
+      () => this.client,
+      thread.id,
+      (callId, terminalId) => this.send(thread.id, session.mapper.terminal(callId, terminalId)),
     );
     if (environment) session.detachEnvironment = this.runtime.attachEnvironment(thread.id, environment);
     this.sessions.set(thread.id, session);
@@ -210,7 +215,8 @@ export class AcpSession {
     const session = this.sessions.get(event.threadId);
     if (!session || event.seq <= session.fromSeq) return;
     const turnId = turnIdOf(event);
-    for (const update of session.mapper.fromEvent(event, turnId !== undefined && session.ownTurns.has(turnId))) this.send(event.threadId, update);
+    for (const update of session.mapper.fromEvent(event, turnId !== undefined && session.ownTurns.has(turnId)))
+      this.send(event.threadId, update);
     switch (event.type) {
       case "usage.updated":
         if (session.contextWindow) this.send(event.threadId, usageUpdate(event.data.usage, event.data.delta, session.contextWindow));
@@ -233,7 +239,11 @@ export class AcpSession {
         this.waiting.delete(event.data.turnId);
         session.ownTurns.delete(event.data.turnId);
         const end: TurnEnd =
-          event.type === "turn.completed" ? { status: "completed" } : event.type === "turn.cancelled" ? { status: "cancelled" } : { status: "failed", error: event.data.error };
+          event.type === "turn.completed"
+            ? { status: "completed" }
+            : event.type === "turn.cancelled"
+              ? { status: "cancelled" }
+              : { status: "failed", error: event.data.error };
         // The answer goes out after every update of the turn.
         void this.sending.then(() => resolve(end));
         break;
@@ -267,7 +277,8 @@ export class AcpSession {
           { cancellationSignal: signal, stopWaitingOnCancel: true },
         );
         const decision: ApprovalDecision = decisionFor(response.outcome);
-        if (response.outcome.outcome === "selected" && response.outcome.optionId === "reject_always") session.rejected.add(request.scopeKey);
+        if (response.outcome.outcome === "selected" && response.outcome.optionId === "reject_always")
+          session.rejected.add(request.scopeKey);
         return decision;
       },
     };

@@ -338,7 +338,10 @@ export class SessionUpdateMapper {
       }
       case "fileChange": {
         const { callId, diff, kind } = item.payload;
-        const contents = [...(this.rich.get(callId) ?? []), ...diffContents(path.resolve(this.workspacePath, item.payload.path), diff, kind)];
+        const contents = [
+          ...(this.rich.get(callId) ?? []),
+          ...diffContents(path.resolve(this.workspacePath, item.payload.path), diff, kind),
+        ];
         this.rich.set(callId, contents);
         return [this.call(callId, { content: contents })];
       }
@@ -357,7 +360,13 @@ export class SessionUpdateMapper {
       case "systemNotice":
         return [];
       case "error":
-        return [{ sessionUpdate: "agent_message_chunk", content: { type: "text", text: `\n\nError: ${item.payload.message}` }, messageId: item.id }];
+        return [
+          {
+            sessionUpdate: "agent_message_chunk",
+            content: { type: "text", text: `\n\nError: ${item.payload.message}` },
+            messageId: item.id,
+          },
+        ];
     }
   }
 

@@ -4,7 +4,15 @@
 // TypeScript declarations and the typed client are all generated from this table.
 import { z } from "zod";
 import type { FaceProtocol } from "../protocol-table.js";
-import { AppServerParams, ApprovalAnswer, ApprovalDecision, ApprovalPolicy, ClientCapabilities, InputPart, ThreadConfiguration } from "./schemas.js";
+import {
+  AppServerParams,
+  ApprovalAnswer,
+  ApprovalDecision,
+  ApprovalPolicy,
+  ClientCapabilities,
+  InputPart,
+  ThreadConfiguration,
+} from "./schemas.js";
 
 const iso = z.string().describe("ISO 8601 timestamp.");
 const seq = z.number().int().describe("Position of the event in the server's log; resubscribe with afterSeq to catch up.");
@@ -24,7 +32,9 @@ export const TurnError = z.object({ code: z.string(), message: z.string(), httpS
 
 const ApprovalSource = z
   .enum(["client", "sessionGrant", "rule", "policy", "timeout", "session", "always"])
-  .describe("Who decided: a client, an acceptForSession grant (sessionGrant), an acceptAlways rule (rule), the policy, or a timeout. session and always are what older servers recorded for the grant and the rule.");
+  .describe(
+    "Who decided: a client, an acceptForSession grant (sessionGrant), an acceptAlways rule (rule), the policy, or a timeout. session and always are what older servers recorded for the grant and the rule.",
+  );
 const ApprovalType = z.enum(["shell", "file"]);
 
 /** What an approval asks: the approvalRequest item and the item/approval/request server request both carry it. */
@@ -61,7 +71,7 @@ const payloads = {
   systemNotice: z.object({
     kind: z.string(),
     message: z.string(),
-    summary: z.string().optional().describe("For kind \"compaction\": the summary that replaces the earlier conversation."),
+    summary: z.string().optional().describe('For kind "compaction": the summary that replaces the earlier conversation.'),
     coversThroughItemId: z.string().optional(),
     keptUserItemId: z.string().optional(),
   }),
@@ -158,7 +168,7 @@ export const ModelEntry = z.object({
   inputModalities: z
     .array(z.enum(["text", "image"]))
     .optional()
-    .describe("What the model takes: \"image\" means image and localImage inputs reach it. Absent when unknown (sent anyway)."),
+    .describe('What the model takes: "image" means image and localImage inputs reach it. Absent when unknown (sent anyway).'),
   pricing: z.object({ inputPerMTok: z.number(), outputPerMTok: z.number(), cachedInputPerMTok: z.number().optional() }).optional(),
   isDefault: z.boolean(),
 });
@@ -237,7 +247,8 @@ export const AppServerRequests = {
     result: ThreadResult,
   },
   "thread/archive": {
-    description: "Archives a thread: hidden from thread/list unless asked for, a running turn is cancelled, new turns are refused (-32011).",
+    description:
+      "Archives a thread: hidden from thread/list unless asked for, a running turn is cancelled, new turns are refused (-32011).",
     params: AppServerParams["thread/archive"],
     result: ThreadResult,
   },
@@ -302,23 +313,35 @@ export const AppServerNotifications = {
   "thread/resumed": threadEvent({ thread: Thread }).describe("A thread was resumed."),
   "thread/renamed": threadEvent({ displayName: z.string() }).describe("A thread's display name changed."),
   "thread/deleted": threadEvent({}).describe("A thread was deleted (sent to every connection)."),
-  "thread/statusChanged": threadEvent({ status: z.enum(["active", "paused", "archived"]) }).describe("A thread was paused, unpaused, archived or unarchived (sent to every connection: thread lists change)."),
-  "thread/configUpdated": threadEvent({ configuration: ThreadConfiguration.partial().passthrough() }).describe("A thread's configuration changed (thread/config/update); carries the whole merged configuration."),
-  "thread/modeChanged": threadEvent({ mode: z.enum(["agent", "plan"]) }).describe("A thread switched between agent and plan mode (thread/mode/set)."),
-  "thread/runtimeChanged": threadEvent({ runtime: ThreadRuntime }).describe("Whether the thread is running or waiting on an approval changed."),
+  "thread/statusChanged": threadEvent({ status: z.enum(["active", "paused", "archived"]) }).describe(
+    "A thread was paused, unpaused, archived or unarchived (sent to every connection: thread lists change).",
+  ),
+  "thread/configUpdated": threadEvent({ configuration: ThreadConfiguration.partial().passthrough() }).describe(
+    "A thread's configuration changed (thread/config/update); carries the whole merged configuration.",
+  ),
+  "thread/modeChanged": threadEvent({ mode: z.enum(["agent", "plan"]) }).describe(
+    "A thread switched between agent and plan mode (thread/mode/set).",
+  ),
+  "thread/runtimeChanged": threadEvent({ runtime: ThreadRuntime }).describe(
+    "Whether the thread is running or waiting on an approval changed.",
+  ),
   "thread/queue/updated": threadEvent({ queuedInputs: z.array(QueuedInput) }).describe("The thread's queue of pending inputs changed."),
   "turn/started": threadEvent({ turn: Turn }).describe("A turn started."),
   "turn/completed": threadEvent({ turn: Turn }).describe("A turn completed."),
   "turn/failed": threadEvent({ turn: Turn, error: TurnError }).describe("A turn failed; error says why."),
   "turn/cancelled": threadEvent({ turn: Turn, reason: z.string() }).describe("A turn was cancelled; reason says why."),
-  "turn/diff/updated": threadEvent({ turnId: z.string(), diff: z.string() }).describe("The unified diff of every file the turn has changed so far."),
+  "turn/diff/updated": threadEvent({ turnId: z.string(), diff: z.string() }).describe(
+    "The unified diff of every file the turn has changed so far.",
+  ),
   "plan/updated": threadEvent({ turnId: z.string(), plan: Plan }).describe("The agent updated its plan."),
   "item/started": threadEvent({ turnId: z.string(), item: Item }).describe("An item started."),
   "item/completed": threadEvent({ turnId: z.string(), item: Item }).describe("An item reached its final state."),
   "item/agentMessage/delta": itemDelta.describe("More text of an agentMessage item."),
   "item/reasoning/delta": itemDelta.describe("More text of a reasoningContent item."),
   "item/toolCall/argumentsDelta": itemDelta.describe("More of a toolCall item's arguments (JSON text)."),
-  "item/commandExecution/outputDelta": itemDelta.extend({ stream: z.enum(["stdout", "stderr"]).optional() }).describe("More output of a commandExecution item."),
+  "item/commandExecution/outputDelta": itemDelta
+    .extend({ stream: z.enum(["stdout", "stderr"]).optional() })
+    .describe("More output of a commandExecution item."),
   "item/usage/delta": threadEvent({
     turnId: z.string(),
     usage: TokenUsage.describe("This model call's usage."),
@@ -330,7 +353,9 @@ export const AppServerNotifications = {
     requestId: z.string(),
     decision: ApprovalDecision,
     source: ApprovalSource,
-  }).describe("An approval was decided: by a client, a session grant, a remembered rule, the policy or a timeout. itemId is the approvalRequest item, or the approvalResponse item when a grant or rule answered without asking."),
+  }).describe(
+    "An approval was decided: by a client, a session grant, a remembered rule, the policy or a timeout. itemId is the approvalRequest item, or the approvalResponse item when a grant or rule answered without asking.",
+  ),
 } as const;
 
 /** Server -> client requests. */

@@ -66,7 +66,10 @@ export const AppServerParams = {
   "thread/resume": z.object({ threadId }),
   "thread/list": z.object({
     identity: Identity.optional(),
-    status: z.enum(["active", "paused", "archived"]).optional().describe("Only threads with this status; \"archived\" lists archived threads."),
+    status: z
+      .enum(["active", "paused", "archived"])
+      .optional()
+      .describe('Only threads with this status; "archived" lists archived threads.'),
     includeArchived: z.boolean().optional().describe("Also list archived threads (left out by default)."),
     cursor: z.string().optional(),
     limit: z.number().int().min(1).max(500).optional(),

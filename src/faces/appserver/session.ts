@@ -177,7 +177,12 @@ export class AppServerSession implements RpcHandlers {
       }),
       "turn/start": method(P["turn/start"], ({ threadId, input, messages, model, provider }) => {
         this.subscriptions.add(threadId);
-        const turn = rt.startTurn(threadId, { input, ...(messages ? { messages } : {}), ...(model ? { model } : {}), ...(provider ? { provider } : {}) });
+        const turn = rt.startTurn(threadId, {
+          input,
+          ...(messages ? { messages } : {}),
+          ...(model ? { model } : {}),
+          ...(provider ? { provider } : {}),
+        });
         return { turn };
       }),
       "turn/enqueue": method(P["turn/enqueue"], ({ threadId, input }) => {
@@ -258,7 +263,11 @@ export class AppServerSession implements RpcHandlers {
       canAnswer: (threadId: string) => !this.connection.closed && this.subscriptions.has(threadId),
       ask: async (request: ApprovalRequest, signal: AbortSignal) => {
         const { decisions, ...params } = request;
-        const answer = await this.connection.request("item/approval/request", { ...params, availableDecisions: decisions }, { signal, timeoutMs: Infinity /* the broker owns the timeout */ });
+        const answer = await this.connection.request(
+          "item/approval/request",
+          { ...params, availableDecisions: decisions },
+          { signal, timeoutMs: Infinity /* the broker owns the timeout */ },
+        );
         const parsed = ApprovalAnswer.safeParse(answer);
         // An answer we cannot read is treated as a refusal: the safe choice.
         return parsed.success ? parsed.data.decision : "decline";

@@ -8,7 +8,8 @@ export const claudeFace = lazyFace(
   // AppServer's initialize must carry `clientInfo`; every field of this dialect's is optional. So
   // an initialize without `clientInfo` (`{}` or no params at all included), which the AppServer
   // face would refuse and this one accepts, chooses this dialect.
-  (params) => params === undefined || (typeof params === "object" && params !== null && !Array.isArray(params) && !("clientInfo" in params)),
+  (params) =>
+    params === undefined || (typeof params === "object" && params !== null && !Array.isArray(params) && !("clientInfo" in params)),
   async () => {
     const { ClaudeSession } = await import("./session.js");
     return ({ runtime, connection, log, serverVersion }) => new ClaudeSession(runtime, connection, serverVersion, log);

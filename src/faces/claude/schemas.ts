@@ -87,7 +87,8 @@ export type WireTurn = z.infer<typeof WireTurn>;
 /** Client -> server requests. */
 export const ClaudeRequests = {
   initialize: {
-    description: "Handshake, the first request: the client's name, default cwd and permission mode; initialized follows the answer. A second initialize updates them.",
+    description:
+      "Handshake, the first request: the client's name, default cwd and permission mode; initialized follows the answer. A second initialize updates them.",
     params: z.object({
       client: z.object({ name: z.string(), version: z.string().optional() }).passthrough().optional(),
       cwd: z.string().min(1).optional(),
@@ -152,7 +153,9 @@ export const ClaudeRequests = {
         .string()
         .min(1)
         .optional()
-        .describe("A model id or alias from model/list; by default claude-opus-4-6 with adaptive thinking when the Anthropic provider is in use."),
+        .describe(
+          "A model id or alias from model/list; by default claude-opus-4-6 with adaptive thinking when the Anthropic provider is in use.",
+        ),
     }),
     result: z.object({ turn_id: z.string() }),
   },
@@ -182,7 +185,8 @@ export const ClaudeRequests = {
     }),
   },
   "skills/list": {
-    description: "Lists the agent's tools, the JSON Schema of each one's input, and whether each asks for approval under this connection's permission mode.",
+    description:
+      "Lists the agent's tools, the JSON Schema of each one's input, and whether each asks for approval under this connection's permission mode.",
     params: z.object({}),
     result: z.object({
       skills: z.array(
@@ -227,33 +231,41 @@ const inTurn = { thread_id: z.string(), turn_id: z.string() };
 export const ClaudeNotifications = {
   initialized: z.object({ server: z.literal("claude-app-server") }).describe("Sent right after the answer to initialize."),
   "turn/started": z.object(inTurn).describe("A turn started."),
-  "item/progress": z.object({
-    ...inTurn,
-    item_id: z.string(),
-    delta: z.discriminatedUnion("type", [
-      z.object({ type: z.literal("text"), text: z.string() }),
-      z.object({ type: z.literal("thinking"), thinking: z.string() }),
-    ]),
-  }).describe("More text or thinking of an item still being streamed."),
+  "item/progress": z
+    .object({
+      ...inTurn,
+      item_id: z.string(),
+      delta: z.discriminatedUnion("type", [
+        z.object({ type: z.literal("text"), text: z.string() }),
+        z.object({ type: z.literal("thinking"), thinking: z.string() }),
+      ]),
+    })
+    .describe("More text or thinking of an item still being streamed."),
   "item/created": z.object({ ...inTurn, item: StoredItem }).describe("An item was finalized (the user's prompt is not an item)."),
-  "approval/request": z.object({
-    ...inTurn,
-    request_id: z.string(),
-    tool_name: z.string(),
-    description: z.string(),
-    input: z.unknown(),
-  }).describe("A tool call needs approval; answer with approval/respond."),
-  "turn/completed": z.object({
-    ...inTurn,
-    status: z.enum(["completed", "interrupted", "error"]),
-    items_count: z.number().int(),
-    completed_at: Millis,
-  }).describe("A turn ended, whatever the outcome: the single end-of-turn signal (status error after turn/error)."),
-  "turn/error": z.object({
-    ...inTurn,
-    error: z.string().describe("The failure's message."),
-    error_code: z.string().describe("Switchyard extension: the failure's machine-readable reason."),
-  }).describe("A turn failed; its turn/completed (status error) follows."),
+  "approval/request": z
+    .object({
+      ...inTurn,
+      request_id: z.string(),
+      tool_name: z.string(),
+      description: z.string(),
+      input: z.unknown(),
+    })
+    .describe("A tool call needs approval; answer with approval/respond."),
+  "turn/completed": z
+    .object({
+      ...inTurn,
+      status: z.enum(["completed", "interrupted", "error"]),
+      items_count: z.number().int(),
+      completed_at: Millis,
+    })
+    .describe("A turn ended, whatever the outcome: the single end-of-turn signal (status error after turn/error)."),
+  "turn/error": z
+    .object({
+      ...inTurn,
+      error: z.string().describe("The failure's message."),
+      error_code: z.string().describe("Switchyard extension: the failure's machine-readable reason."),
+    })
+    .describe("A turn failed; its turn/completed (status error) follows."),
 } as const;
 export type ClaudeNotificationMethod = keyof typeof ClaudeNotifications;
 export type ClaudeNotificationParams<M extends ClaudeNotificationMethod> = z.infer<(typeof ClaudeNotifications)[M]>;

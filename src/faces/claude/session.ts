@@ -19,7 +19,17 @@ import {
   type ClaudeNotificationParams,
   type ClaudeResult,
 } from "./schemas.js";
-import { SERVER_NAME, millis, permissionConfiguration, permissionMode, toInput, toNotifications, toolInput, turnStatus, wireTurn } from "./wire.js";
+import {
+  SERVER_NAME,
+  millis,
+  permissionConfiguration,
+  permissionMode,
+  toInput,
+  toNotifications,
+  toolInput,
+  turnStatus,
+  wireTurn,
+} from "./wire.js";
 
 type Capabilities = ClaudeResult<"initialize">["capabilities"];
 
@@ -168,21 +178,29 @@ export class ClaudeSession implements RpcHandlers {
         const turn = await rt.interrupt(thread_id);
         return { turn_id: turn.id, status: turnStatus(turn.status) };
       }),
-      "model/list": method(P["model/list"], async (): Promise<ClaudeResult<"model/list">> => ({ models: claudeModels(await rt.listModels()) })),
+      "model/list": method(P["model/list"], async (): Promise<ClaudeResult<"model/list">> => ({
+        models: claudeModels(await rt.listModels()),
+      })),
       "skills/list": method(P["skills/list"], (): ClaudeResult<"skills/list"> => {
         // Whether a tool asks first depends on the permission mode; threads may differ, so
         // this answers for the mode this connection declared at initialize.
         const mode = this.defaults.permissionMode;
         const asks = (kind: string): boolean => (kind === "shell" ? mode !== "bypassPermissions" : kind === "write" && mode === "default");
         return {
-          skills: rt.listTools().map((t) => ({ name: t.name, description: t.description, parameters: t.parameters, needs_approval: asks(t.kind) })),
+          skills: rt
+            .listTools()
+            .map((t) => ({ name: t.name, description: t.description, parameters: t.parameters, needs_approval: asks(t.kind) })),
         };
       }),
       "app/list": method(P["app/list"], (): ClaudeResult<"app/list"> => ({ apps: [] })),
       "approval/respond": method(P["approval/respond"], ({ request_id, approved }): ClaudeResult<"approval/respond"> => {
         const approval = this.pending.get(request_id);
         if (!approval) {
-          throw new RpcError(ClaudeErrorCode.InvalidParams, `Unknown request_id "${request_id}": no approval/request with this id is waiting for an answer on this connection.`, { request_id });
+          throw new RpcError(
+            ClaudeErrorCode.InvalidParams,
+            `Unknown request_id "${request_id}": no approval/request with this id is waiting for an answer on this connection.`,
+            { request_id },
+          );
         }
         approval.answer(approved);
         const mode = permissionMode(rt.findThread(approval.threadId)?.configuration);

@@ -151,7 +151,12 @@ export function toNotifications(event: RuntimeEvent, lookup: TurnLookup): Claude
     case "item.delta": {
       const { kind, turnId, itemId, delta } = event.data;
       // Tool-argument and command-output deltas have no place in { type: text|thinking }.
-      const wire = kind === "agentMessage" ? { type: "text" as const, text: delta } : kind === "reasoning" ? { type: "thinking" as const, thinking: delta } : undefined;
+      const wire =
+        kind === "agentMessage"
+          ? { type: "text" as const, text: delta }
+          : kind === "reasoning"
+            ? { type: "thinking" as const, thinking: delta }
+            : undefined;
       if (!wire) return [];
       return [{ method: "item/progress", params: { thread_id, turn_id: turnId, item_id: itemId, delta: wire } }];
     }

@@ -113,7 +113,14 @@ export function buildModel(protocol: FaceProtocol): ProtocolModel {
   for (const r of roots) registry.add(r.schema.clone(), { id: r.name });
 
   const convert = (io: Io, uri: (id: string) => string): Record<string, JsonSchema> => {
-    const { schemas } = z.toJSONSchema(registry, { target: "draft-2020-12", io, reused: "inline", cycles: "ref", unrepresentable: "throw", uri });
+    const { schemas } = z.toJSONSchema(registry, {
+      target: "draft-2020-12",
+      io,
+      reused: "inline",
+      cycles: "ref",
+      unrepresentable: "throw",
+      uri,
+    });
     if ("__shared" in schemas) {
       throw new Error(`${protocol.name}: a recursive schema has no name; add it to the protocol's objects`);
     }
@@ -146,12 +153,13 @@ export function buildModel(protocol: FaceProtocol): ProtocolModel {
   const outputUse = reach("output");
   // An object used both ways needs an input entry if it converts differently, or refers to one that does.
   const needsInput = new Set<string>();
-  for (let changed = true; changed; ) {
+  for (let changed = true; changed;) {
     changed = false;
     for (const name of objectNames) {
       if (needsInput.has(name) || !inputUse.has(name) || !outputUse.has(name)) continue;
       const differs =
-        JSON.stringify(probe.input[name]) !== JSON.stringify(probe.output[name]) || refsOf(probe.input[name]).some((ref) => needsInput.has(ref));
+        JSON.stringify(probe.input[name]) !== JSON.stringify(probe.output[name]) ||
+        refsOf(probe.input[name]).some((ref) => needsInput.has(ref));
       if (differs) {
         needsInput.add(name);
         changed = true;
@@ -170,7 +178,10 @@ export function buildModel(protocol: FaceProtocol): ProtocolModel {
     if (needsInput.has(name)) {
       const variant = claim(`${name}Input`, `input form of ${name}`);
       const own = input[name]!.description;
-      defs[variant] = { ...input[name]!, description: `${name} as a client sends it (unknown fields are ignored).${sentence(typeof own === "string" ? own : undefined)}` };
+      defs[variant] = {
+        ...input[name]!,
+        description: `${name} as a client sends it (unknown fields are ignored).${sentence(typeof own === "string" ? own : undefined)}`,
+      };
       objects.push(variant);
     }
   }

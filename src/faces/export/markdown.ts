@@ -39,7 +39,12 @@ export function referencePage(model: ProtocolModel, options: MarkdownOptions = {
   );
 
   lines.push("## Requests (client → server)", "");
-  lines.push(...table(["Method", "Description", "Params", "Result"], model.requests.map((m) => [code(m.method), text(m.description), fieldsCell(model, m.params), fieldsCell(model, m.result)])));
+  lines.push(
+    ...table(
+      ["Method", "Description", "Params", "Result"],
+      model.requests.map((m) => [code(m.method), text(m.description), fieldsCell(model, m.params), fieldsCell(model, m.result)]),
+    ),
+  );
 
   lines.push("## Notifications (server → client)", "");
   // Fields every notification carries alike are listed once, above the table.
@@ -48,7 +53,12 @@ export function referencePage(model: ProtocolModel, options: MarkdownOptions = {
     lines.push("Every notification carries these fields, left out of the table below:", "");
     lines.push(...fieldTable(def(model, model.notifications[0]!.params), "notifications", shared));
   }
-  lines.push(...table(["Method", "Description", "Params"], model.notifications.map((n) => [code(n.method), text(n.description), fieldsCell(model, n.params, shared)])));
+  lines.push(
+    ...table(
+      ["Method", "Description", "Params"],
+      model.notifications.map((n) => [code(n.method), text(n.description), fieldsCell(model, n.params, shared)]),
+    ),
+  );
 
   lines.push("## Server requests (server → client)", "");
   if (model.serverRequests.length === 0) lines.push("None.", "");
@@ -107,7 +117,9 @@ function fieldsCell(model: ProtocolModel, name: string, skip: string[] = []): st
 function fields(schema: JsonSchema, where: string, skip: string[] = []): string {
   const lines = fieldsOf(schema)
     .filter((f) => !skip.includes(f.name))
-    .map((f) => `${code(`${f.name}${f.optional ? "?" : ""}`)}: ${type(f.schema, where)}${f.description ? ` — ${text(f.description)}` : ""}`);
+    .map(
+      (f) => `${code(`${f.name}${f.optional ? "?" : ""}`)}: ${type(f.schema, where)}${f.description ? ` — ${text(f.description)}` : ""}`,
+    );
   if (isOpen(schema)) lines.push("…");
   return lines.join("<br>") || "—";
 }

@@ -44,7 +44,22 @@ const IGNORED = new Set([
   "contentEncoding",
   "contentMediaType",
 ]);
-const HANDLED = new Set(["$ref", "anyOf", "oneOf", "allOf", "not", "const", "enum", "type", "properties", "required", "additionalProperties", "propertyNames", "items", "prefixItems"]);
+const HANDLED = new Set([
+  "$ref",
+  "anyOf",
+  "oneOf",
+  "allOf",
+  "not",
+  "const",
+  "enum",
+  "type",
+  "properties",
+  "required",
+  "additionalProperties",
+  "propertyNames",
+  "items",
+  "prefixItems",
+]);
 
 export function renderType(schema: unknown, style: TypeStyle, indent = "", where = "schema"): string {
   if (schema === true) return "unknown";
@@ -63,7 +78,11 @@ export function renderType(schema: unknown, style: TypeStyle, indent = "", where
   if (s.anyOf !== undefined || s.oneOf !== undefined) {
     const key = s.anyOf !== undefined ? "anyOf" : "oneOf";
     only(s, [key], where);
-    return union(list(s[key], at(key)).map((member, i) => renderType(member, style, indent, `${at(key)}[${i}]`)), indent, style);
+    return union(
+      list(s[key], at(key)).map((member, i) => renderType(member, style, indent, `${at(key)}[${i}]`)),
+      indent,
+      style,
+    );
   }
   if (s.allOf !== undefined) {
     only(s, ["allOf"], where);
@@ -76,11 +95,20 @@ export function renderType(schema: unknown, style: TypeStyle, indent = "", where
     throw new Error(`${where}: "not" is only supported as { not: {} }`);
   }
   if (s.const !== undefined) return literal(s.const, where);
-  if (s.enum !== undefined) return union(list(s.enum, at("enum")).map((value) => literal(value, where)), indent, style);
+  if (s.enum !== undefined)
+    return union(
+      list(s.enum, at("enum")).map((value) => literal(value, where)),
+      indent,
+      style,
+    );
 
   const type = s.type;
   if (Array.isArray(type)) {
-    return union(type.map((t: unknown) => renderType({ ...s, type: t }, style, indent, where)), indent, style);
+    return union(
+      type.map((t: unknown) => renderType({ ...s, type: t }, style, indent, where)),
+      indent,
+      style,
+    );
   }
   switch (type) {
     case undefined:
@@ -107,7 +135,12 @@ export function renderType(schema: unknown, style: TypeStyle, indent = "", where
 
 /** Whether a schema is an object with named properties (declared as an interface). */
 export function isPlainObject(schema: JsonSchema): boolean {
-  return schema.type === "object" && typeof schema.properties === "object" && schema.properties !== null && Object.keys(schema.properties).length > 0;
+  return (
+    schema.type === "object" &&
+    typeof schema.properties === "object" &&
+    schema.properties !== null &&
+    Object.keys(schema.properties).length > 0
+  );
 }
 
 export interface Field {
@@ -153,7 +186,10 @@ export function jsDoc(text: string | undefined, indent: string): string {
 }
 
 function objectType(s: JsonSchema, style: TypeStyle, indent: string, where: string): string {
-  if (s.propertyNames !== undefined && !(isObject(s.propertyNames) && s.propertyNames.type === "string" && Object.keys(s.propertyNames).length === 1)) {
+  if (
+    s.propertyNames !== undefined &&
+    !(isObject(s.propertyNames) && s.propertyNames.type === "string" && Object.keys(s.propertyNames).length === 1)
+  ) {
     throw new Error(`${where}: only string propertyNames are supported`);
   }
   const fields = fieldsOf(s);
@@ -181,7 +217,9 @@ function objectType(s: JsonSchema, style: TypeStyle, indent: string, where: stri
 
 function arrayType(s: JsonSchema, style: TypeStyle, indent: string, where: string): string {
   if (s.prefixItems !== undefined) {
-    const items = list(s.prefixItems, `${where}.prefixItems`).map((item, i) => renderType(item, style, indent, `${where}.prefixItems[${i}]`));
+    const items = list(s.prefixItems, `${where}.prefixItems`).map((item, i) =>
+      renderType(item, style, indent, `${where}.prefixItems[${i}]`),
+    );
     if (s.items !== undefined && s.items !== false) items.push(`...${arrayOf(renderType(s.items, style, indent, `${where}.items`))}`);
     return `[${items.join(", ")}]`;
   }
@@ -234,7 +272,8 @@ function list(value: unknown, where: string): unknown[] {
 
 function only(s: JsonSchema, allowed: string[], where: string): void {
   for (const key of Object.keys(s)) {
-    if (!IGNORED.has(key) && !allowed.includes(key)) throw new Error(`${where}: "${key}" is not supported beside ${allowed.join(", ") || "nothing"}`);
+    if (!IGNORED.has(key) && !allowed.includes(key))
+      throw new Error(`${where}: "${key}" is not supported beside ${allowed.join(", ") || "nothing"}`);
   }
 }
 

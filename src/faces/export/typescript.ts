@@ -15,9 +15,12 @@ export function declarations(model: ProtocolModel): string {
     const type = renderType(schema, STYLE, "", name);
     return isPlainObject(schema) ? `${doc}export interface ${name} ${type}\n` : `${doc}export type ${name} =${spaced(type)};\n`;
   };
-  const section = (title: string, names: string[]): string[] => (names.length === 0 ? [] : [`// ---- ${title} ----\n`, ...names.map(declare)]);
+  const section = (title: string, names: string[]): string[] =>
+    names.length === 0 ? [] : [`// ---- ${title} ----\n`, ...names.map(declare)];
   const methodMap = (title: string, name: string, methods: MethodNames[]): string => {
-    const entries = methods.map((m) => `${jsDoc(m.description, "  ")}  ${JSON.stringify(m.method)}: { params: ${m.params}; result: ${m.result} };\n`);
+    const entries = methods.map(
+      (m) => `${jsDoc(m.description, "  ")}  ${JSON.stringify(m.method)}: { params: ${m.params}; result: ${m.result} };\n`,
+    );
     return `/** ${title} */\nexport interface ${name} {${entries.length > 0 ? `\n${entries.join("")}` : ""}}\n`;
   };
   const notificationMap = model.notifications.map((n) => `${jsDoc(n.description, "  ")}  ${JSON.stringify(n.method)}: ${n.params};\n`);
@@ -25,9 +28,18 @@ export function declarations(model: ProtocolModel): string {
   const parts = [
     header(model),
     ...section("objects", model.objects),
-    ...section("requests (client -> server)", model.requests.flatMap((m) => [m.params, m.result])),
-    ...section("notifications (server -> client)", model.notifications.map((n) => n.params)),
-    ...section("server requests (server -> client)", model.serverRequests.flatMap((m) => [m.params, m.result])),
+    ...section(
+      "requests (client -> server)",
+      model.requests.flatMap((m) => [m.params, m.result]),
+    ),
+    ...section(
+      "notifications (server -> client)",
+      model.notifications.map((n) => n.params),
+    ),
+    ...section(
+      "server requests (server -> client)",
+      model.serverRequests.flatMap((m) => [m.params, m.result]),
+    ),
     "// ---- methods ----\n",
     methodMap("Client -> server requests: each method's params and result.", "Requests", model.requests),
     `/** Server -> client notifications: each method's params. */\nexport interface Notifications {\n${notificationMap.join("")}}\n`,

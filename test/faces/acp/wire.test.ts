@@ -48,7 +48,12 @@ describe("ACP wire: events", () => {
 
   it("announces a tool call once, then updates it: progress, diff, result", () => {
     const m = new SessionUpdateMapper("/ws");
-    const call = item("toolCall", { callId: "c1", toolName: "edit", argumentsText: "", arguments: { path: "a.txt", oldString: "x", newString: "y" } });
+    const call = item("toolCall", {
+      callId: "c1",
+      toolName: "edit",
+      argumentsText: "",
+      arguments: { path: "a.txt", oldString: "x", newString: "y" },
+    });
     const [announced] = m.fromEvent(event("item.completed", { item: call }), true);
     assert.deepEqual(announced, {
       sessionUpdate: "tool_call",
@@ -59,28 +64,42 @@ describe("ACP wire: events", () => {
       locations: [{ path: "/ws/a.txt" }],
       rawInput: { path: "a.txt", oldString: "x", newString: "y" },
     });
-    const running = m.fromEvent(event("item.started", { item: { ...item("toolExecution", { callId: "c1", toolName: "edit" }), status: "started" } }), true);
+    const running = m.fromEvent(
+      event("item.started", { item: { ...item("toolExecution", { callId: "c1", toolName: "edit" }), status: "started" } }),
+      true,
+    );
     assert.deepEqual(running, [{ sessionUpdate: "tool_call_update", toolCallId: "c1", status: "in_progress" }]);
     const change = item("fileChange", { callId: "c1", path: "a.txt", kind: "update", diff: fileDiff("a.txt", "a\nx\nb\n", "a\ny\nb\n") });
     const [diff] = m.fromEvent(event("item.completed", { item: change }), true) as Array<acp.ToolCallUpdate>;
     assert.deepEqual(diff!.content, [{ type: "diff", path: "/ws/a.txt", oldText: "a\nx\nb", newText: "a\ny\nb" }]);
     const result = item("toolResult", { callId: "c1", toolName: "edit", success: true, output: "Edited a.txt" });
     // The diff stays: the result only sets the status.
-    assert.deepEqual(m.fromEvent(event("item.completed", { item: result }), true), [{ sessionUpdate: "tool_call_update", toolCallId: "c1", status: "completed" }]);
+    assert.deepEqual(m.fromEvent(event("item.completed", { item: result }), true), [
+      { sessionUpdate: "tool_call_update", toolCallId: "c1", status: "completed" },
+    ]);
   });
 
   it("shows command output, or the client's terminal instead of it", () => {
     const m = new SessionUpdateMapper("/ws");
     m.fromItem(item("toolCall", { callId: "c2", toolName: "bash", argumentsText: "", arguments: { command: "ls" } }));
-    const [out] = m.fromItem(item("commandExecution", { callId: "c2", command: "ls", cwd: "/ws", output: "a\nb", exitCode: 0 })) as acp.ToolCallUpdate[];
+    const [out] = m.fromItem(
+      item("commandExecution", { callId: "c2", command: "ls", cwd: "/ws", output: "a\nb", exitCode: 0 }),
+    ) as acp.ToolCallUpdate[];
     assert.deepEqual(out!.content, [{ type: "content", content: { type: "text", text: "```\na\nb\n```" } }]);
     const failed = m.fromItem(item("toolResult", { callId: "c2", toolName: "bash", success: false, output: "exit code 1" }));
     assert.equal((failed[0] as acp.ToolCallUpdate).status, "failed");
 
     const t = new SessionUpdateMapper("/ws");
     t.fromItem(item("toolCall", { callId: "c3", toolName: "bash", argumentsText: "", arguments: { command: "make" } }));
-    assert.deepEqual(t.terminal("c3", "term_1"), { sessionUpdate: "tool_call_update", toolCallId: "c3", content: [{ type: "terminal", terminalId: "term_1" }], status: "in_progress" });
-    const [done] = t.fromItem(item("commandExecution", { callId: "c3", command: "make", cwd: "/ws", output: "built", exitCode: 0 })) as acp.ToolCallUpdate[];
+    assert.deepEqual(t.terminal("c3", "term_1"), {
+      sessionUpdate: "tool_call_update",
+      toolCallId: "c3",
+      content: [{ type: "terminal", terminalId: "term_1" }],
+      status: "in_progress",
+    });
+    const [done] = t.fromItem(
+      item("commandExecution", { callId: "c3", command: "make", cwd: "/ws", output: "built", exitCode: 0 }),
+    ) as acp.ToolCallUpdate[];
     assert.equal(done!.content, undefined, "the terminal stays");
   });
 
@@ -92,7 +111,15 @@ describe("ACP wire: events", () => {
       item("agentMessage", { text: "done" }),
       item("toolCall", { callId: "c4", toolName: "read_file", argumentsText: "{}", arguments: { path: "x" } }),
       item("toolResult", { callId: "c4", toolName: "read_file", success: true, output: "1\tx" }),
-      item("approvalRequest", { requestId: "r", callId: "c4", approvalType: "file", operation: "o", target: "t", scopeKey: "k", reason: "r" }),
+      item("approvalRequest", {
+        requestId: "r",
+        callId: "c4",
+        approvalType: "file",
+        operation: "o",
+        target: "t",
+        scopeKey: "k",
+        reason: "r",
+      }),
     ];
     const updates = replayUpdates(m, [{ id: "turn", items }], { steps: [{ step: "read", status: "completed" }], updatedAt: "t" });
     assert.deepEqual(
@@ -105,7 +132,12 @@ describe("ACP wire: events", () => {
   it("maps usage to context used and window size, with the cost when priced", () => {
     const usage = { inputTokens: 300, outputTokens: 50, totalTokens: 350, costUsd: 0.01 };
     const delta = { inputTokens: 200, outputTokens: 20, totalTokens: 220 };
-    assert.deepEqual(usageUpdate(usage, delta, 1000), { sessionUpdate: "usage_update", used: 220, size: 1000, cost: { amount: 0.01, currency: "USD" } });
+    assert.deepEqual(usageUpdate(usage, delta, 1000), {
+      sessionUpdate: "usage_update",
+      used: 220,
+      size: 1000,
+      cost: { amount: 0.01, currency: "USD" },
+    });
   });
 });
 
@@ -148,10 +180,14 @@ describe("ACP wire: requests and answers", () => {
     assert.equal(stopReasonFor({ status: "completed" }), "end_turn");
     assert.equal(stopReasonFor({ status: "cancelled" }), "cancelled");
     assert.equal(stopReasonFor({ status: "failed", error: { code: "tooManySteps", message: "m" } }), "max_turn_requests");
-    assert.deepEqual(stopReasonFor({ status: "failed", error: { code: "rateLimited", message: "slow" } }), { error: { code: "rateLimited", message: "slow" } });
+    assert.deepEqual(stopReasonFor({ status: "failed", error: { code: "rateLimited", message: "slow" } }), {
+      error: { code: "rateLimited", message: "slow" },
+    });
   });
 
   it("renders a new file as one diff without old text", () => {
-    assert.deepEqual(diffContents("/ws/n.txt", fileDiff("n.txt", null, "a\nb\n"), "add"), [{ type: "diff", path: "/ws/n.txt", oldText: null, newText: "a\nb" }]);
+    assert.deepEqual(diffContents("/ws/n.txt", fileDiff("n.txt", null, "a\nb\n"), "add"), [
+      { type: "diff", path: "/ws/n.txt", oldText: null, newText: "a\nb" },
+    ]);
   });
 });
