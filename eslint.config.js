@@ -17,6 +17,7 @@ const HIGHER = {
   config: ["store", "tools", "transport", "rpc", "runtime", "faces", "cli", "client", "server.ts"],
   backends: ["store", "runtime", "faces", "cli", "client", "server.ts"],
   runtime: ["transport", "rpc", "faces", "cli", "client", "server.ts"],
+  schema: ["store", "tools", "transport", "backends", "runtime", "faces", "cli", "client", "server.ts"],
   faces: ["cli", "client", "server.ts"],
 };
 
@@ -43,6 +44,16 @@ export default tseslint.config(
       // A closure may read a variable that is assigned once, later (connection <-> router).
       "prefer-const": ["error", { ignoreReadBeforeAssign: true }],
       "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_", caughtErrors: "none" }],
+    },
+  },
+  // Faces hold the runtime's API, never the class: they stay runnable against a remote runtime.
+  {
+    files: ["src/faces/**/*.ts"],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        { patterns: [{ regex: "runtime/runtime\\.js$", message: "Faces use RuntimeApi (src/runtime/api.ts)." }] },
+      ],
     },
   },
   // Tests read wire JSON whose shape is the thing under test.

@@ -3,10 +3,9 @@
 import { setUpProviders } from "./config/providers.js";
 import type { ProviderSettings } from "./config/file.js";
 import type { Logger } from "./log.js";
-import { appServerFace } from "./faces/appserver/index.js";
-import { claudeFace } from "./faces/claude/index.js";
-import type { Face } from "./faces/face.js";
-import { DialectRouter } from "./faces/router.js";
+import type { FaceListener } from "./faces/face.js";
+import { FaceRouter } from "./faces/face-router.js";
+import { FACES, findFace, routedFaces } from "./faces/index.js";
 import { RpcConnection } from "./rpc/connection.js";
 import { Runtime } from "./runtime/runtime.js";
 import { acquireDataDirLock } from "./store/lock.js";
@@ -20,19 +19,17 @@ import { createStdioChannel } from "./transport/stdio.js";
 import type { RunningWebSocketServer } from "./transport/websocket.js";
 import { VERSION } from "./version.js";
 
-/** Every face this server speaks; the first is the default dialect. */
-export const FACES: Face[] = [appServerFace, claudeFace];
-
 export interface ServerConfig {
-  /** Serve only this dialect (by face name) instead of choosing per connection at initialize. */
-  dialect?: string;
+  /**
+   * The face stdio (and, for JSON-RPC faces, WebSocket) connections speak, by name; by default
+   * each connection's face is chosen by its first initialize. A face that frames its own stream
+   * (acp) serves stdio alone.
+   */
+  face?: string;
   dataDir: string;
   stdio: boolean;
-  /**
-   * What stdio speaks: the JSON-RPC faces (default, dialect chosen at initialize) or ACP, with
-   * Switchyard as the agent (`switchyard acp`).
-   */
-  stdioProtocol?: "jsonrpc" | "acp";
+  /** Faces that run a listener of their own, with their options. */
+  faceListeners?: Array<{ face: string; options: Record<string, unknown> }>;
   /** `anyPath`: accept the upgrade on any path (claude-app-server style), not only `/ws` and `/`. */
   websocket?: { host: string; port: number; anyPath?: boolean };
   token?: string;
@@ -66,10 +63,15 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
   // Loaded only when needed: a stdio-only server starts faster without it.
   const websocket = config.websocket ? await import("./transport/websocket.js") : undefined;
   if (config.websocket && websocket) websocket.assertSafeBind(config.websocket.host, config.token);
-  const forced = config.dialect === undefined ? undefined : FACES.find((f) => f.name === config.dialect);
-  if (config.dialect !== undefined && !forced) {
-    throw new Error(`Unknown dialect "${config.dialect}"; choose one of: ${FACES.map((f) => f.name).join(", ")}.`);
+  const forced = config.face === undefined ? undefined : findFace(config.face);
+  if (config.face !== undefined && !forced) {
+    throw new Error(`Unknown face "${config.face}"; choose one of: ${FACES.map((f) => f.name).join(", ")}.`);
   }
+  const listenerFaces = (config.faceListeners ?? []).map(({ face, options }) => {
+    const found = findFace(face);
+    if (!found?.listen) throw new Error(`The ${face} face runs no listener of its own.`);
+    return { listen: found.listen, options };
+  });
   const providers = setUpProviders(config, log);
   const lock = acquireDataDirLock(config.dataDir);
   const store = openStore(config.dataDir);
@@ -108,7 +110,7 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
   const serve = (channel: MessageChannel): void => {
     // The face needs the connection to talk back, and the connection needs the face's
     // handlers; the router is created right after the connection, before any message arrives.
-    let router: DialectRouter | undefined;
+    let router: FaceRouter | undefined;
     const connection = new RpcConnection(
       channel,
       {
@@ -117,7 +119,7 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
       },
       { logger: log, maxInFlight: config.maxInFlight },
     );
-    router = new DialectRouter(FACES, { runtime, connection, log, serverVersion: VERSION }, forced);
+    router = new FaceRouter(routedFaces(), { runtime, connection, log, serverVersion: VERSION }, forced?.open ? forced : undefined);
   };
 
   let ws: RunningWebSocketServer | undefined;
@@ -138,6 +140,9 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
     log.info({ url: ws.url }, "listening");
   }
 
+  const ownListeners: FaceListener[] = [];
+  for (const { listen, options } of listenerFaces) ownListeners.push(await listen({ runtime, log, serverVersion: VERSION, options }));
+
   let resolveClosed!: () => void;
   const closed = new Promise<void>((resolve) => (resolveClosed = resolve));
   let stopping: Promise<void> | undefined;
@@ -145,6 +150,7 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
     (stopping ??= (async () => {
       try {
         await ws?.close();
+        await Promise.all(ownListeners.map((listener) => listener.close()));
         await runtime.shutdown();
         store.close();
       } finally {
@@ -163,10 +169,10 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
       .then(stop)
       .catch((error: unknown) => log.error({ err: error }, "could not stop cleanly"));
   };
-  if (config.stdio && config.stdioProtocol === "acp") {
-    const { startAcpFace } = await import("./faces/acp/index.js");
-    startAcpFace({ runtime, log, serverVersion: VERSION, input: process.stdin, output: process.stdout })
-      .catch((error: unknown) => log.error({ err: error }, "the ACP connection failed"))
+  if (config.stdio && forced?.serveStream) {
+    forced
+      .serveStream({ runtime, log, serverVersion: VERSION, input: process.stdin, output: process.stdout })
+      .catch((error: unknown) => log.error({ err: error, face: forced.name }, "the stdio connection failed"))
       .finally(stdioClosed);
   } else if (config.stdio) {
     const channel = createStdioChannel(process.stdin, process.stdout, { maxMessageBytes: config.maxMessageBytes });

@@ -13,7 +13,7 @@ export interface AppServerFlags {
   /** claude-app-server compatible spelling: `--transport ws --port 3284`. */
   transport?: "stdio" | "ws";
   port?: number;
-  dialect?: string;
+  face?: string;
   dataDir?: string;
   provider?: string;
   model?: string;
@@ -86,11 +86,11 @@ export function resolveServerConfig(flags: AppServerFlags, env: NodeJS.ProcessEn
     const parsed = parseWsUrl(url);
     if (websocket) throw new ConfigError("Only one ws:// listener is supported.");
     // claude-app-server clients connect to any path of a `--transport ws` server.
-    websocket = flags.transport === "ws" || flags.dialect === "claude" ? { ...parsed, anyPath: true } : parsed;
+    websocket = flags.transport === "ws" || flags.face === "claude" ? { ...parsed, anyPath: true } : parsed;
   }
   return {
     dataDir,
-    ...(flags.dialect ? { dialect: flags.dialect } : {}),
+    ...(flags.face ? { face: flags.face } : {}),
     stdio,
     ...(websocket ? { websocket } : {}),
     ...withToken(flags, env),
@@ -110,7 +110,7 @@ export function resolveServerConfig(flags: AppServerFlags, env: NodeJS.ProcessEn
 }
 
 /** `switchyard acp`'s flags: app-server's, where --listen adds ws:// listeners to the ACP stdio. */
-export type AcpFlags = Omit<AppServerFlags, "transport" | "port" | "dialect">;
+export type AcpFlags = Omit<AppServerFlags, "transport" | "port" | "face">;
 
 /**
  * The configuration of `switchyard acp`: resolved exactly as app-server's, with stdio speaking
@@ -122,7 +122,7 @@ export function resolveAcpConfig(flags: AcpFlags, env: NodeJS.ProcessEnv): Serve
     if (!url.startsWith("ws://"))
       throw new ConfigError(`switchyard acp serves ACP on stdio; --listen only adds ws://HOST:PORT listeners (got "${url}").`);
   }
-  return { ...resolveServerConfig({ ...flags, listen: ["stdio://", ...extra] }, env), stdioProtocol: "acp" };
+  return { ...resolveServerConfig({ ...flags, listen: ["stdio://", ...extra] }, env), face: "acp" };
 }
 
 /** The default backend: --backend, then SWITCHYARD_BACKEND, then the config file. */

@@ -73,9 +73,13 @@ addWebSocketOptions(
       .option("--listen <url...>", "stdio:// and/or ws://HOST:PORT (repeatable)", ["stdio://"])
       .addOption(new Option("--transport <kind>", "claude-app-server style: stdio or ws (with --port)").choices(["stdio", "ws"]))
       .option("--port <n>", "WebSocket port for --transport ws", positiveInt)
-      .option("--dialect <face>", "serve only this protocol dialect (appserver | claude) instead of choosing at initialize"),
+      .option("--face <face>", "serve only this face (appserver | claude) instead of choosing at initialize")
+      // The claude-app-server's own word for it.
+      .addOption(new Option("--dialect <face>", "alias of --face").hideHelp()),
   ),
-).action((flags: AppServerFlags) => serve(flags, () => resolveServerConfig(flags, process.env)));
+).action((flags: AppServerFlags & { dialect?: string }) =>
+  serve(flags, () => resolveServerConfig({ ...flags, face: flags.face ?? flags.dialect }, process.env)),
+);
 
 addWebSocketOptions(
   addRuntimeOptions(
@@ -105,7 +109,7 @@ program
   .option("--docs <dir>", "also writes the reference pages, <dir>/<face>.md")
   .action(async (flags: { out: string; docs?: string }) => {
     const { runSchema } = await import("./schema.js");
-    process.exitCode = runSchema(flags, (line) => process.stdout.write(`${line}\n`));
+    process.exitCode = await runSchema(flags, (line) => process.stdout.write(`${line}\n`));
   });
 
 function positiveInt(value: string): number {

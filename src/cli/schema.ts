@@ -4,13 +4,15 @@
 // (schema/ and docs/reference/); test/schema.test.ts fails when they are out of date.
 import fs from "node:fs";
 import path from "node:path";
-import { appServerProtocol } from "../faces/appserver/protocol.js";
-import { claudeProtocol } from "../faces/claude/schemas.js";
-import { exportProtocol } from "../faces/export/index.js";
-import type { FaceProtocol } from "../faces/protocol-table.js";
+import { FACES } from "../faces/index.js";
+import type { ProtocolTable } from "../rpc/protocol-table.js";
+import { exportProtocol } from "../schema/index.js";
 
-/** Every face, in the order they are written. */
-export const FACE_PROTOCOLS: readonly FaceProtocol[] = [appServerProtocol, claudeProtocol];
+/** The protocol table of every face of the registry that declares one, in registry order. */
+export async function faceProtocols(): Promise<ProtocolTable[]> {
+  const tables = await Promise.all(FACES.map((face) => face.protocol?.()));
+  return tables.filter((table): table is ProtocolTable => table !== undefined);
+}
 
 export interface SchemaFlags {
   out: string;
@@ -18,7 +20,7 @@ export interface SchemaFlags {
 }
 
 /** Writes the files and returns their paths (as given, joined to the flags' directories). */
-export function writeSchemas(flags: SchemaFlags, protocols: readonly FaceProtocol[] = FACE_PROTOCOLS): string[] {
+export function writeSchemas(flags: SchemaFlags, protocols: readonly ProtocolTable[]): string[] {
   const written: string[] = [];
   const write = (file: string, content: string): void => {
     fs.mkdirSync(path.dirname(file), { recursive: true });
@@ -37,7 +39,7 @@ export function writeSchemas(flags: SchemaFlags, protocols: readonly FaceProtoco
   return written;
 }
 
-export function runSchema(flags: SchemaFlags, print: (line: string) => void): number {
-  for (const file of writeSchemas(flags)) print(`wrote ${file}`);
+export async function runSchema(flags: SchemaFlags, print: (line: string) => void): Promise<number> {
+  for (const file of writeSchemas(flags, await faceProtocols())) print(`wrote ${file}`);
   return 0;
 }

@@ -20,13 +20,13 @@ export type BackendSpec =
   | { type: "acp"; command: string; args?: string[]; env?: Record<string, string> };
 
 /** An external agent's own session for a thread, kept so a restarted server resumes it. */
-export interface BackendSession {
+export type BackendSession = {
   /** The BackendSpec type that created it. */
   backend: BackendSpec["type"];
   sessionId: string;
-}
+};
 
-export interface ThreadConfiguration {
+export type ThreadConfiguration = {
   /** Who runs the turns; the server's default backend when absent. */
   backend?: BackendSpec;
   provider?: string;
@@ -42,12 +42,12 @@ export interface ThreadConfiguration {
   commandTimeoutMs?: number;
   /** The model's context window in tokens, overriding the model catalog (compaction uses it). */
   contextWindow?: number;
-}
+};
 
-export interface ThreadRuntimeState {
+export type ThreadRuntimeState = {
   running: boolean;
   waitingOnApproval: boolean;
-}
+};
 
 export type InputPart =
   | { type: "text"; text: string }
@@ -58,18 +58,18 @@ export type InputPart =
   | { type: "localImage"; path: string; mimeType?: string };
 
 /** A history message supplied by the client in historyMode "client". */
-export interface ClientMessage {
+export type ClientMessage = {
   role: "system" | "user" | "assistant";
   content: string;
-}
+};
 
-export interface QueuedInput {
+export type QueuedInput = {
   id: string;
   input: InputPart[];
   createdAt: string;
-}
+};
 
-export interface Thread {
+export type Thread = {
   id: string;
   workspacePath: string;
   userId?: string;
@@ -89,9 +89,9 @@ export interface Thread {
   backendSession?: BackendSession;
   /** Set when this thread was forked from another one. */
   forkedFrom?: { threadId: string; turnId?: string };
-}
+};
 
-export interface TokenUsage {
+export type TokenUsage = {
   inputTokens: number;
   outputTokens: number;
   totalTokens: number;
@@ -99,16 +99,16 @@ export interface TokenUsage {
   reasoningTokens?: number;
   /** USD at the catalog's list prices; absent when the model's pricing is unknown. */
   costUsd?: number;
-}
+};
 
-export interface TurnError {
+export type TurnError = {
   /** Machine-readable reason, e.g. "noProvider", "rateLimited", "serverRestarted". */
   code: string;
   message: string;
   httpStatus?: number;
-}
+};
 
-export interface Turn {
+export type Turn = {
   id: string;
   threadId: string;
   status: TurnStatus;
@@ -123,21 +123,21 @@ export interface Turn {
   input: InputPart[];
   model?: string;
   items?: Item[];
-}
+};
 
-export interface PlanStep {
+export type PlanStep = {
   step: string;
   status: "pending" | "in_progress" | "completed";
-}
+};
 
-export interface Plan {
+export type Plan = {
   explanation?: string;
   steps: PlanStep[];
   updatedAt: string;
   turnId?: string;
-}
+};
 
-export interface ItemPayloads {
+export type ItemPayloads = {
   userMessage: { text: string; input: InputPart[]; steered?: boolean };
   agentMessage: { text: string };
   reasoningContent: { text: string; signature?: string };
@@ -171,7 +171,7 @@ export interface ItemPayloads {
    * including item `coversThroughItemId`, and the covered user request kept verbatim.
    */
   systemNotice: { kind: string; message: string; summary?: string; coversThroughItemId?: string; keptUserItemId?: string };
-}
+};
 
 export type ItemType = keyof ItemPayloads;
 
@@ -183,7 +183,7 @@ export type ItemType = keyof ItemPayloads;
  */
 export type ApprovalSource = "client" | "sessionGrant" | "rule" | "policy" | "timeout" | "session" | "always";
 
-export interface ItemOf<T extends ItemType> {
+export type ItemOf<T extends ItemType> = {
   id: string;
   threadId: string;
   turnId: string;
@@ -192,6 +192,6 @@ export interface ItemOf<T extends ItemType> {
   createdAt: string;
   completedAt?: string;
   payload: ItemPayloads[T];
-}
+};
 
 export type Item = { [T in ItemType]: ItemOf<T> }[ItemType];

@@ -1,49 +1,72 @@
-// A face is one client protocol over the shared runtime: its schemas, its method table, and
-// the mapping between its wire messages and runtime calls/events.
+// A face is one client protocol over the shared runtime: its protocol table, its handlers, and
+// the mapping between its wire messages and runtime calls/events. Every face is listed once, in
+// the registry (./index.ts); the server, the schema exporter and the docs derive from it.
 import type { Logger } from "../log.js";
 import type { EngineErrorCodes, RpcConnection, RpcHandlers } from "../rpc/connection.js";
-import type { Runtime } from "../runtime/runtime.js";
+import type { ProtocolTable } from "../rpc/protocol-table.js";
+import type { RuntimeApi } from "../runtime/api.js";
 
-export interface FaceContext {
-  runtime: Runtime;
-  connection: RpcConnection;
+/** What every face is given. */
+export interface FaceHost {
+  runtime: RuntimeApi;
   log: Logger;
   serverVersion: string;
 }
 
+/** One connection of the shared JSON-RPC engine (stdio, WebSocket, Unix socket). */
+export interface FaceContext extends FaceHost {
+  connection: RpcConnection;
+}
+
+/** A byte stream the face frames itself (e.g. ACP through its SDK). */
+export interface StreamContext extends FaceHost {
+  input: NodeJS.ReadableStream;
+  output: NodeJS.WritableStream;
+}
+
+/** A listener a face runs itself (e.g. an HTTP + WebSocket relay), with its own options. */
+export interface ListenContext extends FaceHost {
+  options: Record<string, unknown>;
+}
+
+export interface FaceListener {
+  url?: string;
+  close(): Promise<void>;
+}
+
 export interface Face {
+  /** One word, used by `--face`, the schema directory and the reference page. */
   readonly name: string;
-  /** Whether the params of an `initialize` request are written in this face's dialect. */
-  claims(initializeParams: unknown): boolean;
-  /** Starts serving one connection. */
-  open(ctx: FaceContext): RpcHandlers;
+  /**
+   * For faces chosen per connection on the shared listeners: whether the params of the
+   * connection's first `initialize` are written in this face's protocol.
+   */
+  readonly claims?: (initializeParams: unknown) => boolean;
   /** The codes the RPC engine answers with on this face's connections, where they differ from its defaults. */
   readonly engineErrorCodes?: Partial<EngineErrorCodes>;
+  /** Serves one JSON-RPC connection. */
+  readonly open?: (ctx: FaceContext) => RpcHandlers;
+  /** Serves a byte stream with the face's own framing; resolves when the stream has closed. */
+  readonly serveStream?: (ctx: StreamContext) => Promise<void>;
+  /** Starts the face's own listener. */
+  readonly listen?: (ctx: ListenContext) => Promise<FaceListener>;
+  /** The protocol table, for `switchyard schema` and docs/reference (loaded on demand). */
+  readonly protocol?: () => Promise<ProtocolTable>;
 }
 
 /**
- * A face whose code (schemas, session) loads only when a connection chooses it, keeping
- * start-up free of dialects nobody uses. Requests and notifications wait for the load, in order.
+ * Handlers whose code (tables, session) loads only when a connection chooses the face, keeping
+ * start-up free of faces nobody uses. Requests and notifications wait for the load, in order.
  */
-export function lazyFace(
-  name: string,
-  claims: Face["claims"],
-  load: () => Promise<(ctx: FaceContext) => RpcHandlers>,
-  engineErrorCodes?: Partial<EngineErrorCodes>,
-): Face {
-  return {
-    name,
-    claims,
-    ...(engineErrorCodes ? { engineErrorCodes } : {}),
-    open(ctx) {
-      const handlers = load().then((open) => open(ctx));
-      return {
-        onRequest: async (method, params, requestCtx) => (await handlers).onRequest(method, params, requestCtx),
-        onNotification: (method, params, requestCtx) =>
-          void handlers
-            .then((h) => h.onNotification?.(method, params, requestCtx))
-            .catch((error: unknown) => ctx.log.error({ err: error, face: name, method }, "notification handler failed")),
-      };
-    },
+export function lazyOpen(name: string, load: () => Promise<(ctx: FaceContext) => RpcHandlers>): (ctx: FaceContext) => RpcHandlers {
+  return (ctx) => {
+    const handlers = load().then((open) => open(ctx));
+    return {
+      onRequest: async (method, params, requestCtx) => (await handlers).onRequest(method, params, requestCtx),
+      onNotification: (method, params, requestCtx) =>
+        void handlers
+          .then((h) => h.onNotification?.(method, params, requestCtx))
+          .catch((error: unknown) => ctx.log.error({ err: error, face: name, method }, "notification handler failed")),
+    };
   };
 }

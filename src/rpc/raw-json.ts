@@ -3,8 +3,20 @@
 // again, which is most of the work and of the garbage.
 import { randomUUID } from "node:crypto";
 
-export class RawJson {
+/** JSON text sent verbatim; `T` is the value it encodes, so typed handlers can check it. */
+export class RawJson<T = unknown> {
+  declare readonly encodes?: T;
   constructor(readonly json: string) {}
+}
+
+/** The stored JSON text of a `T`, to be spliced verbatim by stringifyWithRaw; typed as the `T` it encodes. */
+export function rawJsonAs<T>(json: string): T {
+  return new RawJson<T>(json) as unknown as T;
+}
+
+/** A whole result serialized once, with its RawJson parts spliced in. */
+export function rawResult<T>(value: T): RawJson<T> {
+  return new RawJson<T>(stringifyWithRaw(value));
 }
 
 // A per-process marker: no string a client or model wrote can collide with it.

@@ -8,7 +8,7 @@ import type { BackendAvailability, BackendSet, TurnContext, TurnOutcome } from "
 import type { ListedModel } from "../providers/model-catalog.js";
 import type { ThinkingMode } from "../providers/provider.js";
 import type { Store, StoredItemJson, ThreadFilter, ThreadPage } from "../store/store.js";
-import type { AnyTool, ApprovalAsk, ToolEnvironment } from "../tools/tool.js";
+import type { ApprovalAsk, ToolEnvironment } from "../tools/tool.js";
 import type { ToolRegistry } from "../tools/registry.js";
 import { ALL_DECISIONS, ApprovalBroker, needsAsking, newApprovalRequestId, type GateSettings } from "./approvals.js";
 import { RuntimeError } from "../domain/errors.js";
@@ -31,6 +31,7 @@ import type {
   Turn,
 } from "../domain/model.js";
 import { TurnRecorder } from "../domain/turn-recorder.js";
+import type { RuntimeApi, ToolSummary } from "./api.js";
 import { addUsage } from "../providers/usage.js";
 
 export interface RuntimeOptions {
@@ -95,7 +96,7 @@ interface ActiveTurn {
 
 export type RuntimeListener = (event: RuntimeEvent) => void;
 
-export class Runtime {
+export class Runtime implements RuntimeApi {
   readonly approvals = new ApprovalBroker();
   private readonly listeners = new Set<RuntimeListener>();
   /** Running turns by thread id (at most one per thread). */
@@ -416,7 +417,7 @@ export class Runtime {
   }
 
   /** The tools the agent can use, for discovery methods of the faces. */
-  listTools(): Array<{ name: string; description: string; kind: AnyTool["kind"]; parameters: Record<string, unknown> }> {
+  listTools(): ToolSummary[] {
     const tools = this.options.tools;
     const specs = new Map(tools.specs().map((spec) => [spec.name, spec.parameters]));
     return tools

@@ -7,8 +7,10 @@ import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { before, describe, it } from "node:test";
-import { FACE_PROTOCOLS } from "../../src/cli/schema.js";
-import { refsOf } from "../../src/faces/export/json-schema.js";
+import { faceProtocols } from "../../src/cli/schema.js";
+
+const FACE_PROTOCOLS = await faceProtocols();
+import { refsOf } from "../../src/schema/json-schema.js";
 import { CLI_PATH, tempDir } from "../support/server-process.js";
 
 const ROOT = fileURLToPath(new URL("../../../", import.meta.url));

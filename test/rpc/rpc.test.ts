@@ -9,7 +9,7 @@ import {
   type RpcHandlers,
 } from "../../src/rpc/connection.js";
 import { ErrorCode, RpcError } from "../../src/rpc/errors.js";
-import { dispatchTable, method, type MethodTable } from "../../src/rpc/methods.js";
+import { dispatchRequests, type Dispatch } from "../../src/rpc/methods.js";
 import { createChannelPair, RawPeer } from "../support/channel-pair.js";
 
 /** A promise with its resolve function exposed, to hold handlers until the test releases them. */
@@ -19,33 +19,46 @@ function gate(): { promise: Promise<void>; open(): void } {
   return { promise, open };
 }
 
-function testTable(state: { gate?: Promise<void>; notes: string[]; signals: AbortSignal[] }): MethodTable {
-  return {
-    echo: method(z.object({ value: z.unknown() }), ({ value }) => value),
-    add: method(z.object({ a: z.number(), b: z.number() }), ({ a, b }) => a + b),
-    ping: method(z.object({}), () => "pong"),
-    nothing: method(z.object({}), () => undefined),
-    bigint: method(z.object({}), () => 1n),
-    fail: method(z.object({ id: z.string() }), ({ id }) => {
+const empty = z.object({});
+const TestRequests = {
+  echo: { params: z.object({ value: z.unknown() }), result: z.unknown() },
+  add: { params: z.object({ a: z.number(), b: z.number() }), result: z.number() },
+  ping: { params: empty, result: z.string() },
+  nothing: { params: empty, result: z.undefined() },
+  bigint: { params: empty, result: z.bigint() },
+  fail: { params: z.object({ id: z.string() }), result: z.never() },
+  crash: { params: empty, result: z.never() },
+  slow: { params: z.object({ tag: z.string() }), result: z.string() },
+  notes: { params: empty, result: z.array(z.string()) },
+};
+
+function testTable(state: { gate?: Promise<void>; notes: string[]; signals: AbortSignal[] }): Dispatch {
+  return dispatchRequests(TestRequests, {
+    echo: ({ value }) => value,
+    add: ({ a, b }) => a + b,
+    ping: () => "pong",
+    nothing: () => undefined,
+    bigint: () => 1n,
+    fail: ({ id }) => {
       throw new RpcError(ErrorCode.ThreadNotFound, `Thread not found: ${id}`, { threadId: id });
-    }),
-    crash: method(z.object({}), async () => {
+    },
+    crash: async () => {
       throw new Error("secret internal detail");
-    }),
-    slow: method(z.object({ tag: z.string() }), async ({ tag }, ctx) => {
+    },
+    slow: async ({ tag }, ctx) => {
       state.signals.push(ctx.signal);
       await state.gate;
       return tag;
-    }),
-    notes: method(z.object({}), () => [...state.notes]),
-  };
+    },
+    notes: () => [...state.notes],
+  });
 }
 
 function setup(options: ConnectionOptions = {}, extra: Partial<RpcHandlers> = {}) {
   const state: { gate?: Promise<void>; notes: string[]; signals: AbortSignal[] } = { notes: [], signals: [] };
   const [serverEnd, clientEnd] = createChannelPair();
   const handlers: RpcHandlers = {
-    onRequest: dispatchTable(testTable(state)),
+    onRequest: testTable(state),
     onNotification: (m, params) => state.notes.push(`${m}:${JSON.stringify(params)}`),
     ...extra,
   };
@@ -391,7 +404,7 @@ describe("RpcConnection: our requests to the peer", () => {
 
   it("two connections talk to each other", async () => {
     const [a, b] = createChannelPair();
-    const server = new RpcConnection(a, { onRequest: dispatchTable(testTable({ notes: [], signals: [] })) });
+    const server = new RpcConnection(a, { onRequest: testTable({ notes: [], signals: [] }) });
     const client = new RpcConnection(b, {
       onRequest: () => {
         throw new RpcError(-32601, "no");

@@ -7,7 +7,7 @@ import { after, before, describe, it } from "node:test";
 import { WebSocket, type ClientOptions } from "ws";
 import { z } from "zod";
 import { ConnectionClosedError, RpcConnection, type RpcHandlers } from "../../src/rpc/connection.js";
-import { dispatchTable, method } from "../../src/rpc/methods.js";
+import { dispatchRequests } from "../../src/rpc/methods.js";
 import type { MessageChannel } from "../../src/transport/channel.js";
 import { createStdioChannel } from "../../src/transport/stdio.js";
 import {
@@ -19,10 +19,10 @@ import {
 } from "../../src/transport/websocket.js";
 
 const handlers: RpcHandlers = {
-  onRequest: dispatchTable({
-    echo: method(z.object({ value: z.unknown() }), ({ value }) => value),
-    ping: method(z.object({}), () => "pong"),
-  }),
+  onRequest: dispatchRequests(
+    { echo: { params: z.object({ value: z.unknown() }), result: z.unknown() }, ping: { params: z.object({}), result: z.string() } },
+    { echo: ({ value }) => value, ping: () => "pong" },
+  ),
 };
 
 const req = (id: unknown, m: string, params?: unknown) => JSON.stringify({ jsonrpc: "2.0", id, method: m, params });

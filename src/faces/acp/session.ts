@@ -1,13 +1,14 @@
 // ACP face, one connection: the agent's request handlers, the sessions (runtime threads) this
 // connection follows, event delivery as session/update, and approvals asked of the client.
 import path from "node:path";
+import { Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk";
 import type { Logger } from "../../log.js";
 import type { ListedModel } from "../../providers/model-catalog.js";
 import type { RuntimeEvent } from "../../domain/events.js";
 import type { ApprovalDecision, Thread, TurnError } from "../../domain/model.js";
 import type { ApprovalRequest, Approver } from "../../runtime/approvals.js";
-import type { Runtime } from "../../runtime/runtime.js";
+import type { RuntimeApi } from "../../runtime/api.js";
 import { guarded, turnFailedError } from "./errors.js";
 import {
   PERMISSION_OPTIONS,
@@ -27,8 +28,18 @@ import {
   type ModeId,
 } from "./wire.js";
 import { clientEnvironment } from "./environment.js";
+import type { StreamContext } from "../face.js";
 
 export const ORIGIN_CHANNEL = "acp";
+
+/** Serves one ACP client on a byte stream; resolves when its connection has closed (e.g. stdin ended). */
+export function serveAcpStream({ runtime, log, serverVersion, input, output }: StreamContext): Promise<void> {
+  const stream = acp.ndJsonStream(
+    Writable.toWeb(output as Writable) as WritableStream<Uint8Array>,
+    Readable.toWeb(input as Readable) as ReadableStream<Uint8Array>,
+  );
+  return new AcpSession(runtime, serverVersion, log).serve(stream);
+}
 const LIST_PAGE_SIZE = 50;
 
 type TurnEnd = { status: "completed" } | { status: "cancelled" } | { status: "failed"; error: TurnError };
@@ -62,7 +73,7 @@ export class AcpSession {
   private readonly detach: Array<() => void> = [];
 
   constructor(
-    private readonly runtime: Runtime,
+    private readonly runtime: RuntimeApi,
     private readonly serverVersion: string,
     private readonly log: Logger,
   ) {}

@@ -1,4 +1,5 @@
-// The AppServer protocol face (spec 000): the primary dialect.
+// The AppServer protocol face: thread/turn/item JSON-RPC, the primary face and the default of a
+// connection whose first initialize no other face claims.
 import type { Face } from "../face.js";
 import { AppServerSession } from "./session.js";
 
@@ -7,4 +8,5 @@ export const appServerFace: Face = {
   claims: (params) => typeof params === "object" && params !== null && "clientInfo" in params,
   open: ({ runtime, connection, log, serverVersion }) =>
     new AppServerSession(runtime, connection, { name: "switchyard", version: serverVersion }, log),
+  protocol: async () => (await import("./protocol.js")).appServerProtocol,
 };

@@ -3,7 +3,8 @@
 // The server validates requests with these params schemas; the exported JSON Schema, the
 // TypeScript declarations and the typed client are all generated from this table.
 import { z } from "zod";
-import type { FaceProtocol } from "../protocol-table.js";
+import type { ItemPayloads } from "../../domain/model.js";
+import type { ProtocolTable } from "../../rpc/protocol-table.js";
 import {
   AppServerParams,
   ApprovalAnswer,
@@ -76,6 +77,13 @@ const payloads = {
     keptUserItemId: z.string().optional(),
   }),
 };
+
+// The payloads are declared twice, as domain types (what the runtime records) and here (what the
+// wire carries); the compiler holds them equal, so neither can drift.
+type Same<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false;
+type WirePayloads = { [T in keyof typeof payloads]: z.output<(typeof payloads)[T]> };
+const payloadsMatchTheDomain: Same<WirePayloads, ItemPayloads> = true;
+void payloadsMatchTheDomain;
 
 // The payload schema is passed in (not looked up by type) so each item's type narrows its payload.
 const itemOf = <T extends keyof typeof payloads, P extends z.ZodObject>(type: T, payload: P) =>
@@ -400,7 +408,7 @@ export const appServerProtocol = {
     ApprovalDecision,
     ApprovalSource,
   },
-} satisfies FaceProtocol;
+} satisfies ProtocolTable;
 
 export type AppServerRequestMethod = keyof typeof AppServerRequests;
 export type AppServerNotificationMethod = keyof typeof AppServerNotifications;

@@ -2,14 +2,16 @@
 // subscriptions, event delivery, and approvals asked of this client.
 import type { Logger } from "../../log.js";
 import type { RpcConnection, RpcHandlers, RequestContext } from "../../rpc/connection.js";
-import { dispatchTable, method, type MethodTable } from "../../rpc/methods.js";
+import { dispatchRequests, type Dispatch } from "../../rpc/methods.js";
+import type { RequestHandlers } from "../../rpc/protocol-table.js";
 import { dispatchInitialized } from "../dispatch.js";
-import { RawJson, stringifyWithRaw } from "../../rpc/raw-json.js";
+import { rawJsonAs, rawResult } from "../../rpc/raw-json.js";
 import type { ApprovalRequest } from "../../runtime/approvals.js";
 import type { RuntimeEvent } from "../../domain/events.js";
-import type { Runtime } from "../../runtime/runtime.js";
-import { AppServerParams as P, ApprovalAnswer } from "./schemas.js";
-import { ItemFilter, toNotification, wireThread, type EventContext, type WireThread } from "./wire.js";
+import type { RuntimeApi } from "../../runtime/api.js";
+import { ApprovalAnswer } from "./schemas.js";
+import { AppServerRequests } from "./protocol.js";
+import { ItemFilter, toNotification, wireThread, type EventContext, type WireItem, type WireThread } from "./wire.js";
 
 export interface ServerInfo {
   name: string;
@@ -44,16 +46,16 @@ export class AppServerSession implements RpcHandlers {
   private readonly subscriptions = new Set<string>();
   /** The last seq handed to this connection per thread, so live delivery never repeats a replay. */
   private readonly sentSeq = new Map<string, number>();
-  private readonly dispatch: ReturnType<typeof dispatchTable>;
+  private readonly dispatch: Dispatch;
   private readonly detach: Array<() => void> = [];
 
   constructor(
-    private readonly runtime: Runtime,
+    private readonly runtime: RuntimeApi,
     private readonly connection: RpcConnection,
     private readonly serverInfo: ServerInfo,
     private readonly log: Logger,
   ) {
-    this.dispatch = dispatchTable(this.methods());
+    this.dispatch = dispatchRequests(AppServerRequests, this.handlers());
     this.detach.push(runtime.subscribe((event) => this.deliver(event)));
     connection.onClose(() => this.detach.forEach((undo) => undo()));
   }
@@ -67,10 +69,10 @@ export class AppServerSession implements RpcHandlers {
     if (name !== "initialized") this.log.debug({ method: name }, "ignored notification");
   }
 
-  private methods(): MethodTable {
+  private handlers(): RequestHandlers<typeof AppServerRequests> {
     const rt = this.runtime;
     return {
-      initialize: method(P.initialize, (params) => {
+      initialize: (params) => {
         const caps = params.capabilities ?? {};
         this.initialized = true;
         this.filter = new ItemFilter(caps);
@@ -81,8 +83,8 @@ export class AppServerSession implements RpcHandlers {
           serverInfo: { ...this.serverInfo, protocolVersion: "1", extensions: [] },
           capabilities: SERVER_CAPABILITIES,
         };
-      }),
-      "thread/start": method(P["thread/start"], (params) => {
+      },
+      "thread/start": (params) => {
         const identity = params.identity ?? {};
         const thread = rt.startThread({
           workspacePath: identity.workspacePath ?? process.cwd(),
@@ -96,13 +98,13 @@ export class AppServerSession implements RpcHandlers {
         });
         this.subscriptions.add(thread.id);
         return { thread: { ...this.thread(thread.id), turns: [] } };
-      }),
-      "thread/resume": method(P["thread/resume"], ({ threadId }) => {
+      },
+      "thread/resume": ({ threadId }) => {
         rt.resumeThread(threadId);
         this.subscriptions.add(threadId);
-        return new RawJson(stringifyWithRaw({ thread: this.threadWithHistory(threadId) }));
-      }),
-      "thread/list": method(P["thread/list"], (params) => {
+        return rawResult({ thread: this.threadWithHistory(threadId) });
+      },
+      "thread/list": (params) => {
         const identity = params.identity ?? {};
         const page = rt.listThreads(
           {
@@ -121,13 +123,13 @@ export class AppServerSession implements RpcHandlers {
           data: page.threads.map((t) => wireThread(t, rt.runtimeState(t.id), usage.get(t.id))),
           ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}),
         };
-      }),
-      "thread/read": method(P["thread/read"], ({ threadId, includeTurns }) => {
+      },
+      "thread/read": ({ threadId, includeTurns }) => {
         const plan = rt.latestPlan(threadId);
         const thread = includeTurns === false ? this.thread(threadId) : this.threadWithHistory(threadId);
-        return new RawJson(stringifyWithRaw({ thread, ...(plan ? { plan } : {}) }));
-      }),
-      "thread/subscribe": method(P["thread/subscribe"], ({ threadId, afterSeq }) => {
+        return rawResult({ thread, ...(plan ? { plan } : {}) });
+      },
+      "thread/subscribe": ({ threadId, afterSeq }) => {
         rt.getThread(threadId);
         // Replay reads the log up to now; live delivery then skips what the replay sent (by
         // seq), so nothing is missed and nothing comes twice.
@@ -139,43 +141,43 @@ export class AppServerSession implements RpcHandlers {
         }
         this.subscriptions.add(threadId);
         return { subscribed: true, replayed, runtime: rt.runtimeState(threadId) };
-      }),
-      "thread/unsubscribe": method(P["thread/unsubscribe"], ({ threadId }) => {
+      },
+      "thread/unsubscribe": ({ threadId }) => {
         return { unsubscribed: this.subscriptions.delete(threadId) };
-      }),
-      "thread/rename": method(P["thread/rename"], ({ threadId, displayName }) => {
+      },
+      "thread/rename": ({ threadId, displayName }) => {
         rt.renameThread(threadId, displayName);
         return { thread: this.thread(threadId) };
-      }),
-      "thread/delete": method(P["thread/delete"], async ({ threadId }) => {
+      },
+      "thread/delete": async ({ threadId }) => {
         await rt.deleteThread(threadId);
         return { deleted: true };
-      }),
-      "thread/pause": method(P["thread/pause"], ({ threadId }) => {
+      },
+      "thread/pause": ({ threadId }) => {
         rt.pauseThread(threadId);
         return { thread: this.thread(threadId) };
-      }),
-      "thread/unpause": method(P["thread/unpause"], ({ threadId }) => {
+      },
+      "thread/unpause": ({ threadId }) => {
         rt.unpauseThread(threadId);
         return { thread: this.thread(threadId) };
-      }),
-      "thread/archive": method(P["thread/archive"], async ({ threadId }) => {
+      },
+      "thread/archive": async ({ threadId }) => {
         await rt.archiveThread(threadId);
         return { thread: this.thread(threadId) };
-      }),
-      "thread/unarchive": method(P["thread/unarchive"], ({ threadId }) => {
+      },
+      "thread/unarchive": ({ threadId }) => {
         rt.unarchiveThread(threadId);
         return { thread: this.thread(threadId) };
-      }),
-      "thread/config/update": method(P["thread/config/update"], ({ threadId, configuration }) => {
+      },
+      "thread/config/update": ({ threadId, configuration }) => {
         rt.configureThread(threadId, configuration);
         return { thread: this.thread(threadId) };
-      }),
-      "thread/mode/set": method(P["thread/mode/set"], ({ threadId, mode }) => {
+      },
+      "thread/mode/set": ({ threadId, mode }) => {
         rt.setMode(threadId, mode);
         return { thread: this.thread(threadId) };
-      }),
-      "turn/start": method(P["turn/start"], ({ threadId, input, messages, model, provider }) => {
+      },
+      "turn/start": ({ threadId, input, messages, model, provider }) => {
         this.subscriptions.add(threadId);
         const turn = rt.startTurn(threadId, {
           input,
@@ -184,27 +186,27 @@ export class AppServerSession implements RpcHandlers {
           ...(provider ? { provider } : {}),
         });
         return { turn };
-      }),
-      "turn/enqueue": method(P["turn/enqueue"], ({ threadId, input }) => {
+      },
+      "turn/enqueue": ({ threadId, input }) => {
         this.subscriptions.add(threadId);
         return rt.enqueue(threadId, input);
-      }),
-      "turn/steer": method(P["turn/steer"], ({ threadId, input, expectedTurnId }) => {
+      },
+      "turn/steer": ({ threadId, input, expectedTurnId }) => {
         const turn = rt.steer(threadId, input, expectedTurnId);
         return { turnId: turn.id };
-      }),
-      "turn/queue/remove": method(P["turn/queue/remove"], ({ threadId, queuedInputId }) => {
+      },
+      "turn/queue/remove": ({ threadId, queuedInputId }) => {
         return { queuedInputs: rt.removeQueued(threadId, queuedInputId) };
-      }),
-      "turn/interrupt": method(P["turn/interrupt"], async ({ threadId, turnId }) => {
+      },
+      "turn/interrupt": async ({ threadId, turnId }) => {
         const turn = await rt.interrupt(threadId, turnId);
         return { turn: { ...turn, items: undefined } };
-      }),
-      "model/list": method(P["model/list"], async ({ provider }) => {
+      },
+      "model/list": async ({ provider }) => {
         const models = await rt.listModels();
         return { data: provider === undefined ? models : models.filter((m) => m.provider === provider) };
-      }),
-      "backend/list": method(P["backend/list"], async () => ({ data: await rt.listBackends() })),
+      },
+      "backend/list": async () => ({ data: await rt.listBackends() }),
     };
   }
 
@@ -218,14 +220,14 @@ export class AppServerSession implements RpcHandlers {
    * runtime's item shape is this protocol's item shape): a 20,000-item thread is read without
    * parsing and re-serializing every item.
    */
-  private threadWithHistory(threadId: string): unknown {
+  private threadWithHistory(threadId: string): WireThread {
     const thread = this.thread(threadId);
-    const byTurn = new Map<string, RawJson[]>();
+    const byTurn = new Map<string, WireItem[]>();
     for (const item of this.runtime.itemsJsonOf(threadId)) {
       if (!this.filter.wantsItem(item)) continue;
       let items = byTurn.get(item.turnId);
       if (!items) byTurn.set(item.turnId, (items = []));
-      items.push(new RawJson(item.json));
+      items.push(rawJsonAs<WireItem>(item.json));
     }
     const turns = this.runtime.turnsOf(threadId, false).map((turn) => ({ ...turn, items: byTurn.get(turn.id) ?? [] }));
     return { ...thread, turns };

@@ -1,16 +1,11 @@
 // AppServer protocol: how runtime objects and events look on the wire.
 import type { RuntimeEvent } from "../../domain/events.js";
-import type { Item, Thread, ThreadRuntimeState, TokenUsage, Turn } from "../../domain/model.js";
+import type { Item, Thread, ThreadRuntimeState, TokenUsage } from "../../domain/model.js";
+import type { WireThread, WireTurn } from "./protocol.js";
 import type { ClientCapabilities } from "./schemas.js";
 
-export interface WireThread extends Omit<Thread, "plan" | "forkedFrom"> {
-  runtime: ThreadRuntimeState;
-  /** Summed over the thread's turns; absent before any model call. */
-  tokenUsage?: TokenUsage;
-  turns?: WireTurn[];
-}
-export type WireTurn = Omit<Turn, "items"> & { items?: WireItem[] };
-export type WireItem = Item;
+// The wire objects are the protocol table's (z.output of its schemas), never restated here.
+export type { WireItem, WireThread, WireTurn } from "./protocol.js";
 
 export interface Notification {
   method: string;

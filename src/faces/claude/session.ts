@@ -4,21 +4,22 @@ import type { Logger } from "../../log.js";
 import type { ListedModel } from "../../providers/model-catalog.js";
 import { ConnectionClosedError, type RequestContext, type RpcConnection, type RpcHandlers } from "../../rpc/connection.js";
 import { RpcError } from "../../rpc/errors.js";
-import { dispatchTable, method, type MethodTable } from "../../rpc/methods.js";
+import { dispatchRequests, type Dispatch } from "../../rpc/methods.js";
+import type { RequestHandlers } from "../../rpc/protocol-table.js";
 import type { ApprovalRequest, Approver } from "../../runtime/approvals.js";
 import type { RuntimeEvent } from "../../domain/events.js";
 import type { ApprovalDecision, Thread } from "../../domain/model.js";
 import type { ThinkingMode } from "../../providers/provider.js";
-import type { Runtime } from "../../runtime/runtime.js";
+import type { RuntimeApi } from "../../runtime/api.js";
 import { ClaudeErrorCode, claudeError, notInitialized } from "./errors.js";
 import {
   ClaudeNotifications,
-  ClaudeParams as P,
+  ClaudeRequests,
   PermissionMode,
   type ClaudeNotification,
   type ClaudeNotificationParams,
   type ClaudeResult,
-} from "./schemas.js";
+} from "./protocol.js";
 import {
   SERVER_NAME,
   millis,
@@ -36,7 +37,7 @@ type Capabilities = ClaudeResult<"initialize">["capabilities"];
 const CAPABILITIES: Omit<Capabilities, "models" | "skills"> = {
   threads: ["start", "resume", "fork"],
   turns: ["start", "steer", "interrupt"],
-  methods: Object.keys(P),
+  methods: Object.keys(ClaudeRequests),
   notifications: Object.keys(ClaudeNotifications),
   permission_modes: PermissionMode.options,
   content_blocks: ["text", "image"],
@@ -97,16 +98,16 @@ export class ClaudeSession implements RpcHandlers {
   private readonly followed = new Map<string, number>();
   /** approval/request notifications waiting for approval/respond, by request id. */
   private readonly pending = new Map<string, PendingApproval>();
-  private readonly dispatch: ReturnType<typeof dispatchTable>;
+  private readonly dispatch: Dispatch;
   private readonly detach: Array<() => void> = [];
 
   constructor(
-    private readonly runtime: Runtime,
+    private readonly runtime: RuntimeApi,
     private readonly connection: RpcConnection,
     private readonly serverVersion: string,
     private readonly log: Logger,
   ) {
-    this.dispatch = dispatchTable(this.methods());
+    this.dispatch = dispatchRequests(ClaudeRequests, this.handlers());
     this.detach.push(runtime.subscribe((event) => this.deliver(event)));
     connection.onClose(() => {
       this.detach.forEach((undo) => undo());
@@ -128,10 +129,10 @@ export class ClaudeSession implements RpcHandlers {
     this.log.debug({ method: name }, "ignored notification");
   }
 
-  private methods(): MethodTable {
+  private handlers(): RequestHandlers<typeof ClaudeRequests> {
     const rt = this.runtime;
     return {
-      initialize: method(P.initialize, async (params): Promise<ClaudeResult<"initialize">> => {
+      initialize: async (params) => {
         const models = await this.modelIds();
         if (!this.initialized) this.detach.push(rt.approvals.addApprover(this.approver()));
         this.initialized = true;
@@ -142,8 +143,8 @@ export class ClaudeSession implements RpcHandlers {
         setImmediate(() => this.send({ method: "initialized", params: { server: SERVER_NAME } }));
         const skills = rt.listTools().map((t) => t.name);
         return { server: { name: SERVER_NAME, version: this.serverVersion }, capabilities: { ...CAPABILITIES, models, skills } };
-      }),
-      "thread/start": method(P["thread/start"], (params): ClaudeResult<"thread/start"> => {
+      },
+      "thread/start": (params) => {
         const mode = params.permission_mode ?? this.defaults.permissionMode;
         const thread = rt.startThread({
           workspacePath: params.cwd ?? this.defaults.cwd ?? process.cwd(),
@@ -152,36 +153,36 @@ export class ClaudeSession implements RpcHandlers {
         });
         this.follow(thread.id);
         return { thread_id: thread.id, created_at: millis(thread.createdAt) };
-      }),
-      "thread/resume": method(P["thread/resume"], ({ thread_id }): ClaudeResult<"thread/resume"> => {
+      },
+      "thread/resume": ({ thread_id }) => {
         const thread = rt.resumeThread(thread_id);
         this.follow(thread_id);
         return this.describe(thread);
-      }),
-      "thread/fork": method(P["thread/fork"], ({ thread_id, at_turn_id }): ClaudeResult<"thread/fork"> => {
+      },
+      "thread/fork": ({ thread_id, at_turn_id }) => {
         // Following starts after the copied history: the client is not sent turns it already has.
         const fork = rt.forkThread(thread_id, at_turn_id);
         this.follow(fork.id);
         return { thread_id: fork.id, forked_from: thread_id, created_at: millis(fork.createdAt) };
-      }),
-      "turn/start": method(P["turn/start"], async ({ thread_id, content, model }): Promise<ClaudeResult<"turn/start">> => {
+      },
+      "turn/start": async ({ thread_id, content, model }) => {
         const choice = model ? { model: resolveAlias(model) } : await this.defaultModel(thread_id);
         this.follow(thread_id);
         const turn = rt.startTurn(thread_id, { input: toInput(content), ...choice });
         return { turn_id: turn.id };
-      }),
-      "turn/steer": method(P["turn/steer"], ({ thread_id, content }): ClaudeResult<"turn/steer"> => {
+      },
+      "turn/steer": ({ thread_id, content }) => {
         const turn = rt.steer(thread_id, toInput(content));
         return { turn_id: turn.id, note: "added to the running turn: the model reads it before its next step" };
-      }),
-      "turn/interrupt": method(P["turn/interrupt"], async ({ thread_id }): Promise<ClaudeResult<"turn/interrupt">> => {
+      },
+      "turn/interrupt": async ({ thread_id }) => {
         const turn = await rt.interrupt(thread_id);
         return { turn_id: turn.id, status: turnStatus(turn.status) };
-      }),
-      "model/list": method(P["model/list"], async (): Promise<ClaudeResult<"model/list">> => ({
+      },
+      "model/list": async () => ({
         models: claudeModels(await rt.listModels()),
-      })),
-      "skills/list": method(P["skills/list"], (): ClaudeResult<"skills/list"> => {
+      }),
+      "skills/list": () => {
         // Whether a tool asks first depends on the permission mode; threads may differ, so
         // this answers for the mode this connection declared at initialize.
         const mode = this.defaults.permissionMode;
@@ -191,9 +192,9 @@ export class ClaudeSession implements RpcHandlers {
             .listTools()
             .map((t) => ({ name: t.name, description: t.description, parameters: t.parameters, needs_approval: asks(t.kind) })),
         };
-      }),
-      "app/list": method(P["app/list"], (): ClaudeResult<"app/list"> => ({ apps: [] })),
-      "approval/respond": method(P["approval/respond"], ({ request_id, approved }): ClaudeResult<"approval/respond"> => {
+      },
+      "app/list": () => ({ apps: [] }),
+      "approval/respond": ({ request_id, approved }) => {
         const approval = this.pending.get(request_id);
         if (!approval) {
           throw new RpcError(
@@ -211,7 +212,7 @@ export class ClaudeSession implements RpcHandlers {
           permission_mode: mode,
           note: approved ? "The tool call runs." : "The tool call was declined; the turn goes on without it.",
         };
-      }),
+      },
     };
   }
 

@@ -2,7 +2,7 @@
 // content-block vocabulary).
 import type { RuntimeEvent } from "../../domain/events.js";
 import type { InputPart, Item, ThreadConfiguration, Turn } from "../../domain/model.js";
-import type { Content, ClaudeNotification, ItemContent, PermissionMode, StoredItem, TurnStatus, WireTurn } from "./schemas.js";
+import type { Content, ClaudeNotification, ItemContent, PermissionMode, StoredItem, TurnStatus, WireTurn } from "./protocol.js";
 
 export const SERVER_NAME = "claude-app-server";
 

@@ -4,12 +4,12 @@ import type { RequestContext, RpcHandlers } from "../rpc/connection.js";
 import { notInitialized } from "./dispatch.js";
 import type { Face, FaceContext } from "./face.js";
 
-export class DialectRouter implements RpcHandlers {
+export class FaceRouter implements RpcHandlers {
   private handlers: RpcHandlers | undefined;
 
   /** `faces[0]` is the default when no face claims an initialize request. */
   constructor(
-    private readonly faces: Face[],
+    private readonly faces: readonly Face[],
     private readonly ctx: FaceContext,
     forced?: Face,
   ) {
@@ -19,14 +19,15 @@ export class DialectRouter implements RpcHandlers {
   onRequest(method: string, params: unknown, ctx: RequestContext): unknown {
     if (!this.handlers) {
       if (method !== "initialize") throw notInitialized();
-      const face = this.faces.find((f) => f.claims(params)) ?? this.faces[0]!;
-      this.ctx.log.debug({ face: face.name, connection: this.ctx.connection.id }, "dialect chosen");
+      const face = this.faces.find((f) => f.claims?.(params)) ?? this.faces[0]!;
+      this.ctx.log.debug({ face: face.name, connection: this.ctx.connection.id }, "face chosen");
       this.handlers = this.open(face);
     }
     return this.handlers.onRequest(method, params, ctx);
   }
 
   private open(face: Face): RpcHandlers {
+    if (!face.open) throw new Error(`The ${face.name} face does not serve JSON-RPC connections.`);
     // Before the face's code loads, so no answer of the engine uses the other codes.
     if (face.engineErrorCodes) this.ctx.connection.useErrorCodes(face.engineErrorCodes);
     return face.open(this.ctx);

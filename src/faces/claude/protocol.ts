@@ -4,7 +4,7 @@
 // notification schemas type what the face sends; `switchyard schema` exports them all.
 import { z } from "zod";
 import { BackendSpecSchema } from "../../backends/spec.js";
-import type { FaceProtocol } from "../protocol-table.js";
+import type { ProtocolTable } from "../../rpc/protocol-table.js";
 
 const threadId = z.string().min(1).describe("Thread id.");
 
@@ -219,11 +219,6 @@ export const ClaudeRequests = {
 export type ClaudeMethod = keyof typeof ClaudeRequests;
 export type ClaudeResult<M extends ClaudeMethod> = z.infer<(typeof ClaudeRequests)[M]["result"]>;
 
-/** The params schemas alone, by method (in table order), for the session's method table. */
-export const ClaudeParams = Object.fromEntries(Object.entries(ClaudeRequests).map(([name, spec]) => [name, spec.params])) as {
-  [M in ClaudeMethod]: (typeof ClaudeRequests)[M]["params"];
-};
-
 // ---- server -> client notifications ----------------------------------------------------------
 
 const inTurn = { thread_id: z.string(), turn_id: z.string() };
@@ -280,9 +275,9 @@ export const ClaudeServerRequests = {} as const;
 export const claudeProtocol = {
   name: "claude",
   title: "claude-app-server protocol",
-  source: "src/faces/claude/schemas.ts",
+  source: "src/faces/claude/protocol.ts",
   requests: ClaudeRequests,
   notifications: ClaudeNotifications,
   serverRequests: ClaudeServerRequests,
   objects: { Content, ImageBlock, PermissionMode, StoredItem, ItemContent, Turn: WireTurn, TurnStatus },
-} satisfies FaceProtocol;
+} satisfies ProtocolTable;

@@ -8,7 +8,7 @@
 // "output" (exactly the declared fields). A named object that travels both ways and differs
 // between the two gets a second entry, `<Name>Input`.
 import { z } from "zod";
-import type { FaceProtocol } from "../protocol-table.js";
+import type { ProtocolTable } from "../rpc/protocol-table.js";
 
 export type JsonSchema = { [keyword: string]: unknown };
 type Io = "input" | "output";
@@ -28,7 +28,7 @@ export interface NotificationNames {
 
 /** The protocol table with the `$defs` name of every schema in it, and the definitions. */
 export interface ProtocolModel {
-  protocol: FaceProtocol;
+  protocol: ProtocolTable;
   requests: MethodNames[];
   notifications: NotificationNames[];
   serverRequests: MethodNames[];
@@ -57,7 +57,7 @@ interface Root {
   description: string;
 }
 
-export function buildModel(protocol: FaceProtocol): ProtocolModel {
+export function buildModel(protocol: ProtocolTable): ProtocolModel {
   const taken = new Set<string>();
   const claim = (name: string, what: string): string => {
     if (taken.has(name)) throw new Error(`${protocol.name}: two schemas would both be named ${name} (${what})`);

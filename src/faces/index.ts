@@ -1,0 +1,18 @@
+// The registry: every face this server speaks, once. The server routes connections by it, and
+// `switchyard schema` exports its protocol tables. Adding a face is one folder and one line here.
+import { acpFace } from "./acp/index.js";
+import { appServerFace } from "./appserver/index.js";
+import { claudeFace } from "./claude/index.js";
+import type { Face } from "./face.js";
+
+/** The first face is the default of a connection whose initialize no face claims. */
+export const FACES: readonly Face[] = [appServerFace, claudeFace, acpFace];
+
+export function findFace(name: string): Face | undefined {
+  return FACES.find((face) => face.name === name);
+}
+
+/** The faces chosen per connection on the shared JSON-RPC listeners, in claim order. */
+export function routedFaces(): Face[] {
+  return FACES.filter((face) => face.open !== undefined && face.claims !== undefined);
+}

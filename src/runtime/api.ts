@@ -1,0 +1,86 @@
+// The runtime as faces see it: thread and turn calls, the committed event stream, approvals.
+// Faces hold this interface, never the Runtime class, so a face can run in process or, later,
+// against a remote Switchyard through the typed client.
+import type { BackendAvailability } from "../backends/backend.js";
+import type { RuntimeEvent } from "../domain/events.js";
+import type {
+  AgentMode,
+  InputPart,
+  Plan,
+  QueuedInput,
+  Thread,
+  ThreadConfiguration,
+  ThreadRuntimeState,
+  TokenUsage,
+  Turn,
+} from "../domain/model.js";
+import type { ListedModel } from "../providers/model-catalog.js";
+import type { StoredItemJson, ThreadFilter, ThreadPage } from "../store/store.js";
+import type { AnyTool, ToolEnvironment } from "../tools/tool.js";
+import type { Approver } from "./approvals.js";
+import type { ModelSelection, RuntimeListener, StartThreadParams, StartTurnParams } from "./runtime.js";
+
+export type { ModelSelection, RuntimeListener, StartThreadParams, StartTurnParams };
+
+export interface ToolSummary {
+  name: string;
+  description: string;
+  kind: AnyTool["kind"];
+  parameters: Record<string, unknown>;
+}
+
+export interface RuntimeApi {
+  // ---- events ----
+  /** Receives every event once it is committed to the log, in seq order. */
+  subscribe(listener: RuntimeListener): () => void;
+  /** The seq of the latest event appended: "now", for following from now on. */
+  lastSeq(): number;
+  /** The thread's events after `afterSeq`, for a client catching up (throws replayGap past the log's end). */
+  eventsAfter(threadId: string, afterSeq: number, limit?: number): RuntimeEvent[];
+
+  // ---- threads ----
+  startThread(params: StartThreadParams): Thread;
+  forkThread(threadId: string, atTurnId?: string): Thread;
+  /** Throws threadNotFound. */
+  getThread(threadId: string): Thread;
+  findThread(threadId: string): Thread | undefined;
+  listThreads(filter: ThreadFilter, page: { limit: number; cursor?: string }): ThreadPage;
+  resumeThread(threadId: string): Thread;
+  renameThread(threadId: string, displayName: string): Thread;
+  configureThread(threadId: string, changes: ThreadConfiguration): Thread;
+  setMode(threadId: string, mode: AgentMode): Thread;
+  pauseThread(threadId: string): Thread;
+  unpauseThread(threadId: string): Thread;
+  archiveThread(threadId: string): Promise<Thread>;
+  unarchiveThread(threadId: string): Thread;
+  deleteThread(threadId: string): Promise<void>;
+  turnsOf(threadId: string, withItems?: boolean): Turn[];
+  /** The thread's items as stored JSON, for fast reads of huge threads. */
+  itemsJsonOf(threadId: string): StoredItemJson[];
+  findTurn(turnId: string): Turn | undefined;
+  runtimeState(threadId: string): ThreadRuntimeState;
+  latestPlan(threadId: string): Plan | undefined;
+  threadUsage(threadIds: string[]): Map<string, TokenUsage>;
+  /** Lets a client provide the thread's file system and command runner; returns the detach. */
+  attachEnvironment(threadId: string, environment: ToolEnvironment): () => void;
+
+  // ---- turns ----
+  startTurn(threadId: string, params: StartTurnParams): Turn;
+  /** Starts a turn, or queues the input behind the running one. */
+  enqueue(threadId: string, input: InputPart[]): { turn?: Turn; queuedInput?: QueuedInput; queuedInputs: QueuedInput[] };
+  removeQueued(threadId: string, queuedInputId: string): QueuedInput[];
+  steer(threadId: string, input: InputPart[], expectedTurnId?: string): Turn;
+  interrupt(threadId: string, turnId?: string): Promise<Turn>;
+
+  // ---- approvals ----
+  readonly approvals: {
+    /** Registers a client that can answer approvals; returns the unregister. */
+    addApprover(approver: Approver): () => void;
+  };
+
+  // ---- discovery ----
+  listModels(): Promise<ListedModel[]>;
+  modelSelection(threadId: string): Promise<ModelSelection>;
+  listBackends(): Promise<BackendAvailability[]>;
+  listTools(): ToolSummary[];
+}
