@@ -5,7 +5,7 @@ import type { ProviderSettings } from "./config/file.js";
 import type { Logger } from "./log.js";
 import type { FaceListener } from "./faces/face.js";
 import { FaceRouter } from "./faces/face-router.js";
-import { FACES, findFace, routedFaces } from "./faces/index.js";
+import { FACES, findFace, refuseBeforeInitialize, routedFaces } from "./faces/index.js";
 import { RpcConnection } from "./rpc/connection.js";
 import { Runtime } from "./runtime/runtime.js";
 import { acquireDataDirLock } from "./store/lock.js";
@@ -119,7 +119,12 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
       },
       { logger: log, maxInFlight: config.maxInFlight },
     );
-    router = new FaceRouter(routedFaces(), { runtime, connection, log, serverVersion: VERSION }, forced?.open ? forced : undefined);
+    router = new FaceRouter(
+      routedFaces(),
+      { runtime, connection, log, serverVersion: VERSION },
+      refuseBeforeInitialize,
+      forced?.open ? forced : undefined,
+    );
   };
 
   let ws: RunningWebSocketServer | undefined;

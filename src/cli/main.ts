@@ -1,6 +1,6 @@
 #!/usr/bin/env node
-// The `switchyard` command (also installed as `dotcraft`, so clients written against the
-// AppServer document run unmodified).
+// The `switchyard` command (also installed as `dotcraft`, the command name AppServer protocol
+// clients spawn, so they run unmodified).
 import { Command, InvalidArgumentError, Option } from "commander";
 import { createLogger, LOG_LEVELS, type LogLevel } from "../log.js";
 import { startServer, type ServerConfig } from "../server.js";

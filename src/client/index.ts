@@ -8,5 +8,6 @@
 // See docs/client.md.
 export { SwitchyardClient, backoffDelay, type RequestOptions } from "./client.js";
 export { ConnectionClosedError, RequestTimeoutError } from "../rpc/connection.js";
-export { ErrorCode, RpcError } from "../rpc/errors.js";
+export { RpcError } from "../rpc/errors.js";
+export { AppServerErrorCode as ErrorCode } from "../faces/appserver/errors.js";
 export type * from "./types.js";

@@ -1,16 +1,20 @@
 // Picks each connection's face: forced by configuration, or from the shape of the params of
 // its first `initialize` request. Until then every other request is refused as not initialized.
 import type { RequestContext, RpcHandlers } from "../rpc/connection.js";
-import { notInitialized } from "./dispatch.js";
+import type { RpcError } from "../rpc/errors.js";
 import type { Face, FaceContext } from "./face.js";
 
 export class FaceRouter implements RpcHandlers {
   private handlers: RpcHandlers | undefined;
 
-  /** `faces[0]` is the default when no face claims an initialize request. */
+  /**
+   * `faces[0]` is the default when no face claims an initialize request, and its
+   * `notInitialized` answers requests that come before any initialize.
+   */
   constructor(
     private readonly faces: readonly Face[],
     private readonly ctx: FaceContext,
+    private readonly notInitialized: () => RpcError,
     forced?: Face,
   ) {
     if (forced) this.handlers = this.open(forced);
@@ -18,7 +22,7 @@ export class FaceRouter implements RpcHandlers {
 
   onRequest(method: string, params: unknown, ctx: RequestContext): unknown {
     if (!this.handlers) {
-      if (method !== "initialize") throw notInitialized();
+      if (method !== "initialize") throw this.notInitialized();
       const face = this.faces.find((f) => f.claims?.(params)) ?? this.faces[0]!;
       this.ctx.log.debug({ face: face.name, connection: this.ctx.connection.id }, "face chosen");
       this.handlers = this.open(face);

@@ -1,12 +1,16 @@
 // The registry: every face this server speaks, once. The server routes connections by it, and
 // `switchyard schema` exports its protocol tables. Adding a face is one folder and one line here.
 import { acpFace } from "./acp/index.js";
+import { notInitialized } from "./appserver/errors.js";
 import { appServerFace } from "./appserver/index.js";
 import { claudeFace } from "./claude/index.js";
 import type { Face } from "./face.js";
 
 /** The first face is the default of a connection whose initialize no face claims. */
 export const FACES: readonly Face[] = [appServerFace, claudeFace, acpFace];
+
+/** What a connection gets for a request before its first initialize: the default face's answer. */
+export const refuseBeforeInitialize = notInitialized;
 
 export function findFace(name: string): Face | undefined {
   return FACES.find((face) => face.name === name);

@@ -1,4 +1,5 @@
-// JSON-RPC error codes: the standard ones and those of the AppServer protocol.
+// JSON-RPC 2.0's own error codes, and the engine's answer when a connection has too many requests
+// in flight. Each face declares its protocol's codes in its own errors.ts.
 
 export const ErrorCode = {
   ParseError: -32700,
@@ -6,15 +7,8 @@ export const ErrorCode = {
   MethodNotFound: -32601,
   InvalidParams: -32602,
   InternalError: -32603,
+  /** The engine's default for the in-flight cap; a face whose protocol gives -32001 another meaning overrides it. */
   Overloaded: -32001,
-  NotInitialized: -32002,
-  AlreadyInitialized: -32003,
-  ThreadNotFound: -32010,
-  ThreadNotActive: -32011,
-  TurnInProgress: -32012,
-  TurnNotFound: -32013,
-  TurnNotRunning: -32014,
-  ApprovalTimeout: -32020,
 } as const;
 
 export type ErrorCodeValue = (typeof ErrorCode)[keyof typeof ErrorCode];

@@ -19,6 +19,8 @@ function gate(): { promise: Promise<void>; open(): void } {
   return { promise, open };
 }
 
+/** A code of the face above the engine, passed through unchanged. */
+const THREAD_NOT_FOUND = -32010;
 const empty = z.object({});
 const TestRequests = {
   echo: { params: z.object({ value: z.unknown() }), result: z.unknown() },
@@ -40,7 +42,7 @@ function testTable(state: { gate?: Promise<void>; notes: string[]; signals: Abor
     nothing: () => undefined,
     bigint: () => 1n,
     fail: ({ id }) => {
-      throw new RpcError(ErrorCode.ThreadNotFound, `Thread not found: ${id}`, { threadId: id });
+      throw new RpcError(THREAD_NOT_FOUND, `Thread not found: ${id}`, { threadId: id });
     },
     crash: async () => {
       throw new Error("secret internal detail");
@@ -160,7 +162,7 @@ describe("RpcConnection: requests and errors", () => {
     assert.deepEqual(await peer.call(req("f", "fail", { id: "t1" })), {
       jsonrpc: "2.0",
       id: "f",
-      error: { code: ErrorCode.ThreadNotFound, message: "Thread not found: t1", data: { threadId: "t1" } },
+      error: { code: THREAD_NOT_FOUND, message: "Thread not found: t1", data: { threadId: "t1" } },
     });
   });
 

@@ -4,12 +4,12 @@ import type { Logger } from "../../log.js";
 import type { RpcConnection, RpcHandlers, RequestContext } from "../../rpc/connection.js";
 import { dispatchRequests, type Dispatch } from "../../rpc/methods.js";
 import type { RequestHandlers } from "../../rpc/protocol-table.js";
-import { dispatchInitialized } from "../dispatch.js";
+import { dispatchInitialized } from "./errors.js";
 import { rawJsonAs, rawResult } from "../../rpc/raw-json.js";
 import type { ApprovalRequest } from "../../runtime/approvals.js";
 import type { RuntimeEvent } from "../../domain/events.js";
 import type { RuntimeApi } from "../../runtime/api.js";
-import { ApprovalAnswer } from "./schemas.js";
+import { ApprovalAnswer } from "./protocol.js";
 import { AppServerRequests } from "./protocol.js";
 import { ItemFilter, toNotification, wireThread, type EventContext, type WireItem, type WireThread } from "./wire.js";
 

@@ -2,7 +2,7 @@
 import type { RuntimeEvent } from "../../domain/events.js";
 import type { Item, Thread, ThreadRuntimeState, TokenUsage } from "../../domain/model.js";
 import type { WireThread, WireTurn } from "./protocol.js";
-import type { ClientCapabilities } from "./schemas.js";
+import type { ClientCapabilities } from "./protocol.js";
 
 // The wire objects are the protocol table's (z.output of its schemas), never restated here.
 export type { WireItem, WireThread, WireTurn } from "./protocol.js";

@@ -1,6 +1,5 @@
-// claude-app-server dialect: its error codes. The document and the public implementation
-// (1.0.4) define -32000..-32004; they are not the AppServer's, so this face maps runtime errors
-// itself instead of through the AppServer table in ../dispatch.ts.
+// claude-app-server protocol: its error codes (-32000..-32004 are the protocol's own, not the
+// AppServer's) and runtime errors mapped to them.
 import { RuntimeError } from "../../domain/errors.js";
 import { ErrorCode, RpcError } from "../../rpc/errors.js";
 
@@ -33,7 +32,7 @@ const RUNTIME_ERROR_CODES: Record<RuntimeError["code"], number> = {
   replayGap: ClaudeErrorCode.InvalidRequest,
 };
 
-/** A runtime error as this dialect's RpcError; any other error unchanged. */
+/** A runtime error as this face's RpcError; any other error unchanged. */
 export function claudeError(error: unknown): unknown {
   return error instanceof RuntimeError ? new RpcError(RUNTIME_ERROR_CODES[error.code], error.message, error.data) : error;
 }

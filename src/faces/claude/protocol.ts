@@ -1,4 +1,4 @@
-// claude-app-server dialect (spec 004): every wire shape, declared once as zod schemas, in the
+// claude-app-server protocol: every wire shape, declared once as zod schemas, in the
 // same table shape as every face (FaceProtocol): requests (params and result), notifications,
 // server requests and objects. The params schemas validate requests at run time; the result and
 // notification schemas type what the face sends; `switchyard schema` exports them all.

@@ -1,4 +1,4 @@
-// claude-app-server dialect, one connection: the initialize handshake, the method table, the
+// claude-app-server protocol, one connection: the initialize handshake, the method table, the
 // threads this connection follows, event delivery, and approvals asked of this client.
 import type { Logger } from "../../log.js";
 import type { ListedModel } from "../../providers/model-catalog.js";
@@ -49,7 +49,7 @@ const CAPABILITIES: Omit<Capabilities, "models" | "skills"> = {
 };
 
 /**
- * The dialect's default model, as the document states it: used with the Anthropic provider
+ * The protocol's default model: used with the Anthropic provider
  * when neither the turn, the thread nor the server's configuration names a model.
  */
 export const DEFAULT_MODEL = { provider: "anthropic", model: "claude-opus-4-6", thinking: "adaptive" as ThinkingMode };
@@ -71,7 +71,7 @@ export function resolveAlias(model: string): string {
 
 /**
  * The models model/list offers: the runtime's catalog, narrowed to the default provider's
- * models, since a turn in this dialect names a model but never a provider.
+ * models, since a turn in this protocol names a model but never a provider.
  */
 export function claudeModels(models: ListedModel[]): ClaudeResult<"model/list">["models"] {
   const provider = models.find((m) => m.isDefault)?.provider;
@@ -251,7 +251,7 @@ export class ClaudeSession implements RpcHandlers {
   }
 
   /**
-   * The dialect's default model for a turn that names none: claude-opus-4-6 with adaptive
+   * The protocol's default model for a turn that names none: claude-opus-4-6 with adaptive
    * thinking when the built-in engine would call the Anthropic provider with its own default
    * model; nothing (the server's choice) when the thread or the server names a model, another
    * provider is in use, or an external agent runs the thread.

@@ -1,4 +1,4 @@
-// claude-app-server dialect: how runtime objects and events look on the wire (snake_case, Claude
+// claude-app-server protocol: how runtime objects and events look on the wire (snake_case, Claude
 // content-block vocabulary).
 import type { RuntimeEvent } from "../../domain/events.js";
 import type { InputPart, Item, ThreadConfiguration, Turn } from "../../domain/model.js";
@@ -18,7 +18,7 @@ export function permissionConfiguration(mode: PermissionMode): ThreadConfigurati
   }
 }
 
-/** The reverse, for any thread (also ones another dialect configured; "interrupt" reads as default). */
+/** The reverse, for any thread (also ones another face configured; "interrupt" reads as default). */
 export function permissionMode(config: ThreadConfiguration | undefined): PermissionMode {
   if (config?.approvalPolicy === "autoApprove") return "bypassPermissions";
   if (config?.autoApproveTypes?.includes("file")) return "acceptEdits";
@@ -61,7 +61,7 @@ export function turnStatus(status: Turn["status"]): TurnStatus {
 
 /**
  * One runtime item's content in the original's Item vocabulary, or undefined for items this
- * dialect does not show: userMessage (the prompt is the turn's user_content, not an item),
+ * face does not show: userMessage (the prompt is the turn's user_content, not an item),
  * approvalRequest/approvalResponse (the approval/request notification and the tool_result
  * carry them), toolExecution (lifecycle only; tool_call/tool_result say the same), error (the
  * turn's error, sent as turn/error) and systemNotice (no equivalent in the Claude vocabulary).
@@ -139,7 +139,7 @@ export function wireTurn(turn: Turn): WireTurn {
 export type TurnLookup = (turnId: string) => Turn | undefined;
 
 /**
- * Maps one runtime event of a followed thread to this dialect's notifications (none, one, or
+ * Maps one runtime event of a followed thread to this face's notifications (none, one, or
  * two: a failed turn sends turn/error and then turn/completed with status "error", so a client
  * can always wait for turn/completed as the single end-of-turn signal).
  */

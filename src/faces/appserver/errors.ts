@@ -1,0 +1,50 @@
+// AppServer protocol: its error codes, the initialize rule, and runtime errors mapped to them.
+import type { RequestContext } from "../../rpc/connection.js";
+import { ErrorCode, RpcError } from "../../rpc/errors.js";
+import type { Dispatch } from "../../rpc/methods.js";
+import { RuntimeError } from "../../domain/errors.js";
+
+export const AppServerErrorCode = {
+  ...ErrorCode,
+  NotInitialized: -32002,
+  AlreadyInitialized: -32003,
+  ThreadNotFound: -32010,
+  ThreadNotActive: -32011,
+  TurnInProgress: -32012,
+  TurnNotFound: -32013,
+  TurnNotRunning: -32014,
+  ApprovalTimeout: -32020,
+} as const;
+
+const RUNTIME_ERROR_CODES: Record<RuntimeError["code"], number> = {
+  threadNotFound: AppServerErrorCode.ThreadNotFound,
+  threadNotActive: AppServerErrorCode.ThreadNotActive,
+  turnInProgress: AppServerErrorCode.TurnInProgress,
+  turnNotFound: AppServerErrorCode.TurnNotFound,
+  turnNotRunning: AppServerErrorCode.TurnNotRunning,
+  invalidInput: AppServerErrorCode.InvalidParams,
+  replayGap: AppServerErrorCode.InvalidRequest,
+};
+
+/** The answer to any request but initialize on a connection that has not initialized. */
+export function notInitialized(): RpcError {
+  return new RpcError(AppServerErrorCode.NotInitialized, "Not initialized: the first request must be initialize.");
+}
+
+/** Runs `dispatch` once the connection is initialized; `initialize` itself only once. */
+export async function dispatchInitialized(
+  dispatch: Dispatch,
+  initialized: boolean,
+  method: string,
+  params: unknown,
+  ctx: RequestContext,
+): Promise<unknown> {
+  if (method === "initialize" && initialized) throw new RpcError(AppServerErrorCode.AlreadyInitialized, "Already initialized");
+  if (method !== "initialize" && !initialized) throw notInitialized();
+  try {
+    return await dispatch(method, params, ctx);
+  } catch (error) {
+    if (error instanceof RuntimeError) throw new RpcError(RUNTIME_ERROR_CODES[error.code], error.message, error.data);
+    throw error;
+  }
+}
