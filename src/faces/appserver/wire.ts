@@ -1,7 +1,8 @@
 // AppServer protocol: how runtime objects and events look on the wire.
 import type { RuntimeEvent } from "../../domain/events.js";
 import type { Item, Thread, ThreadRuntimeState, TokenUsage } from "../../domain/model.js";
-import type { WireThread, WireTurn } from "./protocol.js";
+import type { z } from "zod";
+import type { AppServerNotifications, WireThread, WireTurn } from "./protocol.js";
 import type { ClientCapabilities } from "./protocol.js";
 
 // The wire objects are the protocol table's (z.output of its schemas), never restated here.
@@ -48,9 +49,9 @@ export function toNotification(event: RuntimeEvent, filter: ItemFilter, ctx: Eve
   const base = { threadId: event.threadId, seq: event.seq };
   switch (event.type) {
     case "thread.created":
-      return note("thread/started", { ...base, thread: ctx.thread(event.threadId) });
+      return withThread(ctx, event.threadId, (thread) => note("thread/started", { ...base, thread }));
     case "thread.resumed":
-      return note("thread/resumed", { ...base, thread: ctx.thread(event.threadId) });
+      return withThread(ctx, event.threadId, (thread) => note("thread/resumed", { ...base, thread }));
     case "thread.renamed":
       return note("thread/renamed", { ...base, displayName: event.data.displayName });
     case "thread.deleted":
@@ -62,11 +63,11 @@ export function toNotification(event: RuntimeEvent, filter: ItemFilter, ctx: Eve
     case "turn.started":
       return note("turn/started", { ...base, turn: event.data.turn });
     case "turn.completed":
-      return note("turn/completed", { ...base, turn: ctx.turn(event.data.turnId) });
+      return withTurn(ctx, event.data.turnId, (turn) => note("turn/completed", { ...base, turn }));
     case "turn.failed":
-      return note("turn/failed", { ...base, turn: ctx.turn(event.data.turnId), error: event.data.error });
+      return withTurn(ctx, event.data.turnId, (turn) => note("turn/failed", { ...base, turn, error: event.data.error }));
     case "turn.cancelled":
-      return note("turn/cancelled", { ...base, turn: ctx.turn(event.data.turnId), reason: event.data.reason });
+      return withTurn(ctx, event.data.turnId, (turn) => note("turn/cancelled", { ...base, turn, reason: event.data.reason }));
     case "turn.diffUpdated":
       return note("turn/diff/updated", { ...base, turnId: event.data.turnId, diff: event.data.diff });
     case "turn.planUpdated":
@@ -81,7 +82,7 @@ export function toNotification(event: RuntimeEvent, filter: ItemFilter, ctx: Eve
       const { kind, turnId, itemId, delta, stream } = event.data;
       if (!filter.wantsDeltas) return undefined;
       // The hottest path of the server (one per streamed token): an object literal, no spread.
-      const params: Record<string, unknown> = { threadId: event.threadId, seq: event.seq, turnId, itemId, delta };
+      const params: DeltaParams = { threadId: event.threadId, seq: event.seq, turnId, itemId, delta };
       if (kind === "agentMessage") return note("item/agentMessage/delta", params);
       if (kind === "reasoning") return note("item/reasoning/delta", params);
       if (kind === "toolArguments") return note("item/toolCall/argumentsDelta", params);
@@ -107,6 +108,22 @@ export function toNotification(event: RuntimeEvent, filter: ItemFilter, ctx: Eve
   }
 }
 
-function note(method: string, params: Record<string, unknown>): Notification {
+type Notifications = typeof AppServerNotifications;
+type DeltaParams = z.input<Notifications["item/commandExecution/outputDelta"]>;
+
+// A thread or turn deleted between the event and its delivery has nothing left to show; its
+// thread/deleted notification follows.
+function withThread(ctx: EventContext, threadId: string, make: (thread: WireThread) => Notification): Notification | undefined {
+  const thread = ctx.thread(threadId);
+  return thread && make(thread);
+}
+
+function withTurn(ctx: EventContext, turnId: string, make: (turn: WireTurn) => Notification): Notification | undefined {
+  const turn = ctx.turn(turnId);
+  return turn && make(turn);
+}
+
+/** A notification whose params the compiler checks against the protocol table. */
+function note<M extends keyof Notifications>(method: M, params: z.input<Notifications[M]>): Notification {
   return { method, params };
 }
