@@ -5,7 +5,7 @@ import os from "node:os";
 import path from "node:path";
 import { displayPath, loadConfigFile, type LoadedConfigFile } from "../config/file.js";
 import type { ServerConfig } from "../server.js";
-import { parseBackendFlag } from "../backends/spec.js";
+import { parseBackendFlag } from "../domain/backend-spec.js";
 import type { BackendSpec } from "../domain/model.js";
 
 export interface AppServerFlags {

@@ -10,7 +10,7 @@ import { createProvider } from "../providers/select.js";
 import { DB_FILE } from "../store/sqlite-store.js";
 import { chooseProviderAndModel, resolveDataDir, type Chosen } from "./config.js";
 import { probeBackends } from "../backends/index.js";
-import { parseBackendFlag } from "../backends/spec.js";
+import { parseBackendFlag } from "../domain/backend-spec.js";
 import type { BackendSpec } from "../domain/model.js";
 import { silentLogger } from "../log.js";
 

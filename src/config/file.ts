@@ -4,7 +4,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { z } from "zod";
-import { BackendSpecSchema } from "../backends/spec.js";
+import { BackendSpecSchema } from "../domain/backend-spec.js";
 
 export const CONFIG_FILE = "config.json";
 

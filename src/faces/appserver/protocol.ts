@@ -4,8 +4,9 @@
 // TypeScript declarations and the typed client are all generated from this table.
 import { z } from "zod";
 import type { ItemPayloads } from "../../domain/model.js";
+import type { Same } from "../../domain/same-type.js";
 import type { ProtocolTable } from "../../rpc/protocol-table.js";
-import { BackendSpecSchema } from "../../backends/spec.js";
+import { BackendSpecSchema } from "../../domain/backend-spec.js";
 
 // ---- params of every client -> server request, and what they carry ----
 const threadId = z.string().min(1).describe("Thread id.");
@@ -182,7 +183,6 @@ const payloads = {
 
 // The payloads are declared twice, as domain types (what the runtime records) and here (what the
 // wire carries); the compiler holds them equal, so neither can drift.
-type Same<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false;
 type WirePayloads = { [T in keyof typeof payloads]: z.output<(typeof payloads)[T]> };
 const payloadsMatchTheDomain: Same<WirePayloads, ItemPayloads> = true;
 void payloadsMatchTheDomain;

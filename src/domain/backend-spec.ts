@@ -1,6 +1,7 @@
 // Backend specs: the zod shape (config file, faces' params) and the `--backend` flag's syntax.
 import { z } from "zod";
-import type { BackendSpec } from "../domain/model.js";
+import type { BackendSpec } from "./model.js";
+import type { Same } from "./same-type.js";
 
 const command = z.string().min(1, "expected a non-empty command");
 const args = z.array(z.string()).optional();
@@ -14,8 +15,7 @@ export const BackendSpecSchema = z.discriminatedUnion("type", [
   z.strictObject({ type: z.literal("acp"), command, args, env }),
 ]);
 
-// A type-level check that the schema and the domain type agree.
-type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : never) : never;
+// The schema and the domain type agree.
 const _specAgrees: Same<z.output<typeof BackendSpecSchema>, BackendSpec> = true;
 void _specAgrees;
 
