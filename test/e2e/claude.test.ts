@@ -428,8 +428,8 @@ describe("a recorded session of the original (claude-app-server 1.0.4)", () => {
     }
   });
 
-  it("before initialize, a server forced to this dialect answers -32000", async () => {
-    const server = spawnServer(fake, ["--dialect", "claude"]);
+  it("before initialize, a server forced to this face (--face claude) answers -32000", async () => {
+    const server = spawnServer(fake, ["--face", "claude"]);
     try {
       const client = TestClient.overStdio(server.child);
       assert.equal((await client.request("model/list", {})).error?.code, E.NotInitialized);
@@ -556,7 +556,7 @@ describe("handshake, discovery and errors", () => {
     }
   });
 
-  it("is also served when forced with --dialect claude", async () => {
+  it("is also served when forced with --dialect claude (the original's flag, an alias of --face)", async () => {
     const forced = spawnServer(fake, ["--dialect", "claude"]);
     try {
       const c = TestClient.overStdio(forced.child);
