@@ -199,7 +199,7 @@ describe("a full turn", () => {
   it("interrupts a running command promptly, killing its process", async () => {
     h.fake.enqueue({
       kind: "response",
-      toolCalls: [{ id: "call_sleep", name: "bash", arguments: { command: "echo started; echo $$ > sleeper.pid; exec sleep 30" } }],
+      toolCalls: [{ id: "call_sleep", name: "bash", arguments: { command: "echo $$ > sleeper.pid; echo started; exec sleep 30" } }],
     });
     const threadId = await h.startThread({ configuration: { approvalPolicy: "autoApprove" } });
     await h.client.call("turn/start", { threadId, input: text("sleep") });
