@@ -8,6 +8,7 @@ import { fileURLToPath } from "node:url";
 import { after, before, describe, it } from "node:test";
 import type { ApprovalDecision } from "../../src/client/index.js";
 import type { BackendSpec } from "../../src/domain/model.js";
+import type { FakeAcpScript } from "../support/fake-acp-agent.js";
 import type { FakeCodexScript } from "../support/fake-codex-app-server.js";
 import type { FakeScript } from "../support/fake-claude-cli.js";
 import { tempDir } from "../support/server-process.js";
@@ -15,6 +16,7 @@ import { itemsOf, startTypedHarness, type TypedHarness } from "../support/typed-
 
 const FAKE_CLAUDE = fileURLToPath(new URL("../support/fake-claude-cli.js", import.meta.url));
 const FAKE_CODEX = fileURLToPath(new URL("../support/fake-codex-app-server.js", import.meta.url));
+const FAKE_ACP = fileURLToPath(new URL("../support/fake-acp-agent.js", import.meta.url));
 
 /** What every backend is asked to do. `marker` is what the command prints. */
 type Scenario = { kind: "text"; text: string[] } | { kind: "shell"; command: string; marker: string; after: string } | { kind: "hang" };
@@ -72,7 +74,23 @@ const codex: Driver = {
   },
 };
 
-const DRIVERS: Driver[] = [builtin, claudeCode, codex];
+const acpAgent: Driver = {
+  name: "acp",
+  script(_h, s, prompt) {
+    // The command runs for real, in a terminal the backend serves to the agent.
+    const steps: FakeAcpScript["turns"][string] =
+      s.kind === "text"
+        ? [{ message: s.text }]
+        : s.kind === "shell"
+          ? [{ command: s.command, permission: true, terminal: true }, { message: [s.after] }]
+          : [{ waitForCancel: true }];
+    const scriptFile = path.join(tempDir("shared-acp"), "script.json");
+    fs.writeFileSync(scriptFile, JSON.stringify({ turns: { [prompt]: steps } } satisfies FakeAcpScript));
+    return { type: "acp", command: process.execPath, args: [FAKE_ACP], env: { FAKE_ACP_SCRIPT: scriptFile } };
+  },
+};
+
+const DRIVERS: Driver[] = [builtin, claudeCode, codex, acpAgent];
 
 for (const driver of DRIVERS) {
   describe(`every backend: ${driver.name}`, () => {

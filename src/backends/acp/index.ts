@@ -1,15 +1,76 @@
-// The acp backend (not implemented yet).
-import type { AgentBackend, BackendAvailability, BackendDeps } from "../backend.js";
+// The acp backend: runs a thread's turns on any Agent Client Protocol agent (its command over
+// stdio), one process per thread, kept between turns by a SessionPool.
+import os from "node:os";
+import type { BackendSpec } from "../../domain/model.js";
+import type { AgentBackend, BackendAvailability, BackendDeps, TurnContext, TurnOutcome } from "../backend.js";
+import { inputToText } from "../builtin/history.js";
+import { SessionPool } from "../pool.js";
+import { BackendFailure } from "../process.js";
+import { AcpAgentSession, type AcpSpec } from "./session.js";
 
-export function createBackend(_deps: BackendDeps): AgentBackend {
-  return {
-    type: "acp",
-    runTurn: async () => ({ status: "failed", error: { code: "backendNotFound", message: "The acp backend is not available yet." } }),
-    release: async () => {},
-    close: async () => {},
-  };
+class AcpBackend implements AgentBackend {
+  readonly type = "acp";
+  private readonly pool: SessionPool<AcpAgentSession>;
+
+  constructor(private readonly deps: BackendDeps) {
+    this.pool = new SessionPool(deps.idleTimeoutMs);
+  }
+
+  async runTurn(ctx: TurnContext): Promise<TurnOutcome> {
+    const { thread, recorder } = ctx;
+    const spec = acpSpec(ctx.backendSpec);
+    const workspace = thread.workspacePath;
+    // The agent keeps its own copy of the prompt; Switchyard's item comes from the turn's input.
+    recorder.record("userMessage", { text: inputToText(ctx.input), input: ctx.input });
+    try {
+      return await this.pool.use(
+        thread.id,
+        JSON.stringify([spec, workspace]),
+        () => AcpAgentSession.start(spec, workspace, this.deps),
+        (session) => session.runTurn(ctx),
+      );
+    } catch (error) {
+      if (!(error instanceof BackendFailure)) throw error;
+      recorder.record("error", { code: error.turnError.code, message: error.turnError.message });
+      recorder.closeOpen();
+      return { status: "failed", error: error.turnError };
+    }
+  }
+
+  release(threadId: string): Promise<void> {
+    return this.pool.release(threadId);
+  }
+
+  close(): Promise<void> {
+    return this.pool.closeAll();
+  }
 }
 
-export async function probe(): Promise<BackendAvailability> {
-  return { type: "acp", available: false, problem: "not implemented", features: [] };
+function acpSpec(spec: BackendSpec): AcpSpec {
+  if (spec.type !== "acp") throw new Error(`the acp backend was given a ${spec.type} spec`);
+  return spec;
+}
+
+export function createBackend(deps: BackendDeps): AgentBackend {
+  return new AcpBackend(deps);
+}
+
+/**
+ * Starts the agent and initializes it (ACP has no `--version`), to report its name, version and
+ * what it can do; the process is stopped at once.
+ */
+export async function probe(spec: BackendSpec, deps: BackendDeps): Promise<BackendAvailability> {
+  const { command, args = [] } = acpSpec(spec);
+  const base = { type: "acp" as const, command: [command, ...args].join(" ") };
+  try {
+    const session = await AcpAgentSession.start(spec as AcpSpec, os.tmpdir(), { log: deps.log, env: deps.env, agentRegistryDir: deps.agentRegistryDir });
+    const { loadSession, promptCapabilities } = session.capabilities;
+    const version = session.agentInfo ? `${session.agentInfo.name} ${session.agentInfo.version}` : undefined;
+    await session.close();
+    const features = ["approvals", "reasoning", "plan", "usage", ...(loadSession ? ["resume"] : []), ...(promptCapabilities?.image ? ["images"] : [])];
+    return { ...base, available: true, ...(version ? { version } : {}), features };
+  } catch (error) {
+    const problem = error instanceof BackendFailure ? `${error.turnError.code}: ${error.turnError.message}` : String(error);
+    return { ...base, available: false, problem, features: [] };
+  }
 }
