@@ -81,29 +81,25 @@ describe("choosing a backend", () => {
   });
 
   for (const type of ["claude-code", "codex", "acp"] as const) {
-    it(
-      `${type}: a missing agent binary fails the turn with backendNotFound, and the server keeps serving`,
-      { skip: type === "acp" ? "until the backend lands" : false },
-      async () => {
-        const h = await startHarness({ fake });
-        try {
-          const threadId = await h.startThread({ configuration: { backend: { type, command: MISSING } } });
-          const started = await h.client.call("turn/start", { threadId, input: text("hello") });
-          const end = await h.client.turnEnd(threadId, (started.turn as { id: string }).id);
-          assert.equal(end.method, "turn/failed");
-          const error = (end.params as { error: { code: string; message: string } }).error;
-          assert.equal(error.code, "backendNotFound");
-          assert.match(error.message, /not found/);
-          // The same server still runs built-in turns.
-          fake.enqueue({ kind: "response", text: "still here" });
-          const builtin = await h.startThread();
-          const next = await h.client.call("turn/start", { threadId: builtin, input: text("hi") });
-          assert.equal((await h.client.turnEnd(builtin, (next.turn as { id: string }).id)).method, "turn/completed");
-        } finally {
-          await h.close();
-        }
-      },
-    );
+    it(`${type}: a missing agent binary fails the turn with backendNotFound, and the server keeps serving`, {}, async () => {
+      const h = await startHarness({ fake });
+      try {
+        const threadId = await h.startThread({ configuration: { backend: { type, command: MISSING } } });
+        const started = await h.client.call("turn/start", { threadId, input: text("hello") });
+        const end = await h.client.turnEnd(threadId, (started.turn as { id: string }).id);
+        assert.equal(end.method, "turn/failed");
+        const error = (end.params as { error: { code: string; message: string } }).error;
+        assert.equal(error.code, "backendNotFound");
+        assert.match(error.message, /not found/);
+        // The same server still runs built-in turns.
+        fake.enqueue({ kind: "response", text: "still here" });
+        const builtin = await h.startThread();
+        const next = await h.client.call("turn/start", { threadId: builtin, input: text("hi") });
+        assert.equal((await h.client.turnEnd(builtin, (next.turn as { id: string }).id)).method, "turn/completed");
+      } finally {
+        await h.close();
+      }
+    });
   }
 
   it("a thread's backend survives a restart and shows in thread/read", async () => {

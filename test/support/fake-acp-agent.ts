@@ -89,8 +89,10 @@ const app = acp
     const update = (u: acp.SessionUpdate): Promise<void> => client.notify(acp.methods.client.session.update, { sessionId, update: u });
     usage = undefined;
     for (const step of steps) {
-      if ("message" in step) for (const t of step.message) await update({ sessionUpdate: "agent_message_chunk", content: { type: "text", text: t } });
-      else if ("thought" in step) for (const t of step.thought) await update({ sessionUpdate: "agent_thought_chunk", content: { type: "text", text: t } });
+      if ("message" in step)
+        for (const t of step.message) await update({ sessionUpdate: "agent_message_chunk", content: { type: "text", text: t } });
+      else if ("thought" in step)
+        for (const t of step.thought) await update({ sessionUpdate: "agent_thought_chunk", content: { type: "text", text: t } });
       else if ("command" in step) await runCommand(client, sessionId, update, step);
       else if ("edit" in step) await edit(client, sessionId, update, step);
       else if ("read" in step) {
@@ -101,14 +103,22 @@ const app = acp
         await update({ sessionUpdate: "agent_message_chunk", content: { type: "text", text: said } });
       } else if ("tool" in step) {
         const toolCallId = `call_${++calls}`;
-        await update({ sessionUpdate: "tool_call", toolCallId, title: step.tool.title, kind: "other", status: "in_progress", rawInput: step.tool.input });
+        await update({
+          sessionUpdate: "tool_call",
+          toolCallId,
+          title: step.tool.title,
+          kind: "other",
+          status: "in_progress",
+          rawInput: step.tool.input,
+        });
         await update({
           sessionUpdate: "tool_call_update",
           toolCallId,
           status: "completed",
           content: [{ type: "content", content: { type: "text", text: step.tool.result } }],
         });
-      } else if ("plan" in step) await update({ sessionUpdate: "plan", entries: step.plan.map((e) => ({ ...e, priority: "medium" as const })) });
+      } else if ("plan" in step)
+        await update({ sessionUpdate: "plan", entries: step.plan.map((e) => ({ ...e, priority: "medium" as const })) });
       else if ("usage" in step) {
         usage = { inputTokens: step.usage.input, outputTokens: step.usage.output, totalTokens: step.usage.input + step.usage.output };
         await update({
@@ -156,7 +166,11 @@ async function runCommand(
     return;
   }
   if (step.terminal) {
-    const { terminalId } = await client.request(acp.methods.client.terminal.create, { sessionId, command: "bash", args: ["-c", step.command] });
+    const { terminalId } = await client.request(acp.methods.client.terminal.create, {
+      sessionId,
+      command: "bash",
+      args: ["-c", step.command],
+    });
     await update({ sessionUpdate: "tool_call_update", toolCallId, status: "in_progress", content: [{ type: "terminal", terminalId }] });
     const exit = await client.request(acp.methods.client.terminal.waitForExit, { sessionId, terminalId });
     await client.request(acp.methods.client.terminal.release, { sessionId, terminalId });
@@ -180,8 +194,18 @@ async function edit(
 ): Promise<void> {
   const toolCallId = `call_${++calls}`;
   const diff: acp.ToolCallContent = { type: "diff", path: step.edit.path, oldText: step.edit.oldText, newText: step.edit.newText };
-  await update({ sessionUpdate: "tool_call", toolCallId, title: `Edit ${step.edit.path}`, kind: "edit", status: "pending", locations: [{ path: step.edit.path }] });
-  if (step.permission && !(await permit(client, sessionId, { toolCallId, kind: "edit", content: [diff], locations: [{ path: step.edit.path }] }))) {
+  await update({
+    sessionUpdate: "tool_call",
+    toolCallId,
+    title: `Edit ${step.edit.path}`,
+    kind: "edit",
+    status: "pending",
+    locations: [{ path: step.edit.path }],
+  });
+  if (
+    step.permission &&
+    !(await permit(client, sessionId, { toolCallId, kind: "edit", content: [diff], locations: [{ path: step.edit.path }] }))
+  ) {
     await update({ sessionUpdate: "tool_call_update", toolCallId, status: "failed" });
     return;
   }
@@ -199,7 +223,10 @@ async function edit(
   await update({ sessionUpdate: "tool_call_update", toolCallId, status: "completed", content: [diff] });
 }
 
-const stream = acp.ndJsonStream(Writable.toWeb(process.stdout) as WritableStream<Uint8Array>, Readable.toWeb(process.stdin) as ReadableStream<Uint8Array>);
+const stream = acp.ndJsonStream(
+  Writable.toWeb(process.stdout) as WritableStream<Uint8Array>,
+  Readable.toWeb(process.stdin) as ReadableStream<Uint8Array>,
+);
 const connection = app.connect(stream);
 await connection.closed;
 process.exit(0);

@@ -63,11 +63,22 @@ export async function probe(spec: BackendSpec, deps: BackendDeps): Promise<Backe
   const { command, args = [] } = acpSpec(spec);
   const base = { type: "acp" as const, command: [command, ...args].join(" ") };
   try {
-    const session = await AcpAgentSession.start(spec as AcpSpec, os.tmpdir(), { log: deps.log, env: deps.env, agentRegistryDir: deps.agentRegistryDir });
+    const session = await AcpAgentSession.start(spec as AcpSpec, os.tmpdir(), {
+      log: deps.log,
+      env: deps.env,
+      agentRegistryDir: deps.agentRegistryDir,
+    });
     const { loadSession, promptCapabilities } = session.capabilities;
     const version = session.agentInfo ? `${session.agentInfo.name} ${session.agentInfo.version}` : undefined;
     await session.close();
-    const features = ["approvals", "reasoning", "plan", "usage", ...(loadSession ? ["resume"] : []), ...(promptCapabilities?.image ? ["images"] : [])];
+    const features = [
+      "approvals",
+      "reasoning",
+      "plan",
+      "usage",
+      ...(loadSession ? ["resume"] : []),
+      ...(promptCapabilities?.image ? ["images"] : []),
+    ];
     return { ...base, available: true, ...(version ? { version } : {}), features };
   } catch (error) {
     const problem = error instanceof BackendFailure ? `${error.turnError.code}: ${error.turnError.message}` : String(error);

@@ -27,7 +27,13 @@ const REQUEST_TIMEOUT_MS = 60_000;
 
 /** What session/prompt answers; `usage` is in the unstable schema, which agents may already send. */
 type PromptResponse = acp.PromptResponse & {
-  usage?: { inputTokens: number; outputTokens: number; totalTokens: number; thoughtTokens?: number | null; cachedReadTokens?: number | null } | null;
+  usage?: {
+    inputTokens: number;
+    outputTokens: number;
+    totalTokens: number;
+    thoughtTokens?: number | null;
+    cachedReadTokens?: number | null;
+  } | null;
 };
 
 interface ActiveTurn {
@@ -160,7 +166,11 @@ export class AcpAgentSession implements PooledSession {
         try {
           // The agent replays the history as session/update; no turn is active, so it is not recorded again.
           await this.request(() =>
-            this.connection.agent.request(acp.methods.agent.session.load, { sessionId: recorded, cwd: this.workspace.root, mcpServers: [] }),
+            this.connection.agent.request(acp.methods.agent.session.load, {
+              sessionId: recorded,
+              cwd: this.workspace.root,
+              mcpServers: [],
+            }),
           );
           this.sessionId = recorded;
           return recorded;
@@ -200,10 +210,10 @@ export class AcpAgentSession implements PooledSession {
     });
     gone.catch(() => {}); // reported through the race below, or not at all once the prompt answered
     try {
-      const prompt = this.connection.agent.request(
-        acp.methods.agent.session.prompt,
-        { sessionId, prompt: this.toPrompt(ctx.input) },
-      ) as Promise<PromptResponse>;
+      const prompt = this.connection.agent.request(acp.methods.agent.session.prompt, {
+        sessionId,
+        prompt: this.toPrompt(ctx.input),
+      }) as Promise<PromptResponse>;
       return await Promise.race([prompt, gone]);
     } finally {
       ctx.signal.removeEventListener("abort", onAbort);
@@ -378,7 +388,10 @@ export class AcpAgentSession implements PooledSession {
     const failed = new Promise<never>((_, reject) => {
       this.proc.exited.then(() => reject(new BackendFailure(this.proc.failure())), reject);
       timer = setTimeout(
-        () => reject(new BackendFailure({ code: BACKEND_ERRORS.protocol, message: `The ACP agent did not answer within ${REQUEST_TIMEOUT_MS} ms.` })),
+        () =>
+          reject(
+            new BackendFailure({ code: BACKEND_ERRORS.protocol, message: `The ACP agent did not answer within ${REQUEST_TIMEOUT_MS} ms.` }),
+          ),
         REQUEST_TIMEOUT_MS,
       );
     });
@@ -393,10 +406,14 @@ export class AcpAgentSession implements PooledSession {
   /** The BackendFailure an error amounts to: the process's own story when it is gone. */
   private async failureOf(error: unknown): Promise<BackendFailure> {
     if (error instanceof BackendFailure) return error;
-    if (!this.proc.alive) return new BackendFailure(this.proc.failure());
+    if (!(error instanceof acp.RequestError)) {
+      // A connection that broke is the process going away: its exit is reported a moment later.
+      const exited = await Promise.race([this.proc.exited.then(() => true), delay(2_000).then(() => false)]);
+      if (exited) return new BackendFailure(this.proc.failure());
+    }
     const message =
       error instanceof acp.RequestError
-        ? `The ACP agent answered with an error (${error.code}): ${error.message}`
+        ? `The ACP agent answered with an error (${error.code}): ${error.message}${error.data === undefined ? "" : ` ${JSON.stringify(error.data)}`}`
         : `The ACP agent sent something unexpected: ${error instanceof Error ? error.message : String(error)}`;
     return new BackendFailure({ code: error instanceof acp.RequestError ? BACKEND_ERRORS.agent : BACKEND_ERRORS.protocol, message });
   }
@@ -423,4 +440,8 @@ function appendOutput(ctx: TurnContext, item: ItemOf<"commandExecution">, chunk:
   if (item.status === "completed") return;
   item.payload.output += chunk;
   ctx.recorder.delta(item, "commandOutput", chunk, "stdout");
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
 }
