@@ -212,3 +212,8 @@ function commandLineOf(pid: number): string {
     return "";
   }
 }
+
+/** One word of a shell command line, quoted when it needs to be (to show or run an argv as a line). */
+export function shellQuote(word: string): string {
+  return /^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`;
+}

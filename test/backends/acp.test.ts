@@ -228,7 +228,8 @@ describe("acp backend (fake ACP agent)", () => {
     await h.notification("item/agentMessage/delta", (p) => p.threadId === threadId);
     await h.client.interrupt(threadId, turnId);
     assert.equal((await h.client.turnEnd(turnId, 15_000)).method, "turn/cancelled");
-    assert.equal((await h.runTurn(threadId, "after")).method, "turn/completed");
+    const next = await h.runTurn(threadId, "after");
+    assert.equal(next.method, "turn/completed", JSON.stringify(next.params));
     assert.equal(agent.starts(), 2);
     // The new process loads the session the first one created.
     assert.equal(agent.received("session/load")[0].sessionId, agent.received("session/prompt")[0].sessionId);

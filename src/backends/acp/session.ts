@@ -16,6 +16,7 @@ import { inputToText } from "../builtin/history.js";
 import { BACKEND_ERRORS, type BackendDeps, type TurnContext, type TurnOutcome } from "../backend.js";
 import type { PooledSession } from "../pool.js";
 import { AgentProcess, BackendFailure } from "../process.js";
+import { delay } from "../../timers.js";
 import { AcpTurnMapper, commandOf } from "./mapper.js";
 import { AgentTerminals } from "./terminals.js";
 
@@ -58,6 +59,7 @@ export class AcpAgentSession implements PooledSession {
   private turn: ActiveTurn | undefined;
   /** The session's cumulative cost before the current turn (usage_update reports a running total). */
   private costUsd: number | undefined;
+  private closing = false;
 
   private constructor(spec: AcpSpec, workspacePath: string, deps: Pick<BackendDeps, "log" | "agentRegistryDir" | "env">) {
     this.log = deps.log.child({ backend: "acp" });
@@ -105,10 +107,12 @@ export class AcpAgentSession implements PooledSession {
   }
 
   get alive(): boolean {
-    return this.proc.alive;
+    return this.proc.alive && !this.closing;
   }
 
   async close(): Promise<void> {
+    // Not alive from now on, though the process takes a moment to exit: the pool starts a new one.
+    this.closing = true;
     this.terminals.releaseAll();
     this.connection.close();
     await this.proc.stop();
@@ -440,8 +444,4 @@ function appendOutput(ctx: TurnContext, item: ItemOf<"commandExecution">, chunk:
   if (item.status === "completed") return;
   item.payload.output += chunk;
   ctx.recorder.delta(item, "commandOutput", chunk, "stdout");
-}
-
-function delay(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms).unref());
 }

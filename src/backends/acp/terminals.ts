@@ -8,6 +8,7 @@ import { bashTool } from "../../tools/bash.js";
 import { MAX_OUTPUT_BYTES } from "../../tools/files.js";
 import type { ToolEnvironment, ToolResult } from "../../tools/tool.js";
 import { PathEscapeError, type Workspace } from "../../tools/workspace.js";
+import { shellQuote } from "../process.js";
 
 interface Terminal {
   readonly commandLine: string;
@@ -130,8 +131,4 @@ function append(t: Terminal, chunk: string): void {
     t.output = t.output.slice(t.output.length - t.limit);
     t.truncated = true;
   }
-}
-
-function shellQuote(word: string): string {
-  return /^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`;
 }

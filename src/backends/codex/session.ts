@@ -11,7 +11,8 @@ import { VERSION } from "../../version.js";
 import { inputToText } from "../builtin/history.js";
 import { BACKEND_ERRORS, type BackendDeps, type TurnContext, type TurnOutcome } from "../backend.js";
 import type { PooledSession } from "../pool.js";
-import { AgentProcess, BackendFailure } from "../process.js";
+import { AgentProcess, BackendFailure, shellQuote } from "../process.js";
+import { delay } from "../../timers.js";
 import { CodexTurnMapper, type TurnCompletion } from "./mapper.js";
 import {
   ApplyPatchApprovalParams,
@@ -374,14 +375,6 @@ function reviewDecision(decision: ApprovalDecision): ReviewDecision {
   }
 }
 
-function shellQuote(word: string): string {
-  return /^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`;
-}
-
 function absolute(workspace: string, file: string): string {
   return file.startsWith("/") ? file : `${workspace.replace(/\/$/, "")}/${file}`;
-}
-
-function delay(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms).unref());
 }
