@@ -8,15 +8,18 @@ import type { BackendAvailability, BackendSet, TurnContext, TurnOutcome } from "
 import type { ListedModel } from "../providers/model-catalog.js";
 import type { ThinkingMode } from "../providers/provider.js";
 import type { Store, StoredItemJson, ThreadFilter, ThreadPage } from "../store/store.js";
-import type { ApprovalAsk, ToolEnvironment } from "../tools/tool.js";
+import type { ToolEnvironment } from "../tools/tool.js";
 import type { ToolRegistry } from "../tools/registry.js";
-import { ALL_DECISIONS, ApprovalBroker, needsAsking, newApprovalRequestId, type GateSettings } from "./approvals.js";
+import { ApprovalBroker } from "./approvals.js";
+import { approve, type ApprovalGateDeps, type GatedTurn } from "./approval-gate.js";
+import { EventDelivery, type RuntimeListener } from "./delivery.js";
+import { forkThread } from "./fork.js";
+import { recoverUnfinishedTurns } from "./recovery.js";
+import { turnEndEvent } from "./turn-end.js";
 import { RuntimeError } from "../domain/errors.js";
 import type { EventType, NewEvent, RuntimeEvent } from "../domain/events.js";
 import type {
   AgentMode,
-  ApprovalDecision,
-  ApprovalSource,
   BackendSpec,
   ClientMessage,
   HistoryMode,
@@ -94,11 +97,10 @@ interface ActiveTurn {
   done: Promise<void>;
 }
 
-export type RuntimeListener = (event: RuntimeEvent) => void;
+export type { RuntimeListener } from "./delivery.js";
 
 export class Runtime implements RuntimeApi {
   readonly approvals = new ApprovalBroker();
-  private readonly listeners = new Set<RuntimeListener>();
   /** Running turns by thread id (at most one per thread). */
   private readonly active = new Map<string, ActiveTurn>();
   private readonly store: Store;
@@ -106,85 +108,28 @@ export class Runtime implements RuntimeApi {
   /** Tool environments clients attached, by thread id (the latest attached wins). */
   private readonly environments = new Map<string, ToolEnvironment[]>();
 
-  /** Committed events not yet handed to listeners. */
-  private readonly outbox: RuntimeEvent[] = [];
-  private deliveryScheduled = false;
-  private readonly deliveryWaiters: Array<() => void> = [];
+  private readonly delivery: EventDelivery;
 
   constructor(private readonly options: RuntimeOptions) {
     this.store = options.store;
     this.log = options.logger;
-    this.store.onCommit((events) => {
-      this.outbox.push(...events);
-      this.scheduleDelivery();
-    });
+    this.delivery = new EventDelivery(this.store, this.log);
   }
 
   /** Receives every event once it is committed to the log, in seq order. */
   subscribe(listener: RuntimeListener): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
+    return this.delivery.subscribe(listener);
   }
 
   private emit<T extends EventType>(event: NewEvent<T>): void {
     this.store.append(event);
   }
 
-  // Listeners get committed events on the next tick, never from inside a call: a request's
-  // answer always goes out before the events it caused, and a read that commits events cannot
-  // deliver them in the middle of another face's work.
-  private scheduleDelivery(): void {
-    if (this.deliveryScheduled) return;
-    this.deliveryScheduled = true;
-    setImmediate(() => this.deliver());
-  }
-
-  private deliver(): void {
-    this.deliveryScheduled = false;
-    for (const event of this.outbox.splice(0)) {
-      for (const listener of this.listeners) {
-        try {
-          listener(event);
-        } catch (error) {
-          this.log.error({ err: error, event: event.type }, "event listener failed");
-        }
-      }
-    }
-    for (const resolve of this.deliveryWaiters.splice(0)) resolve();
-  }
-
-  /** Commits what is pending and resolves once listeners have received it. */
-  private delivered(): Promise<void> {
-    this.store.flush();
-    if (!this.deliveryScheduled) return Promise.resolve();
-    return new Promise((resolve) => this.deliveryWaiters.push(resolve));
-  }
-
   // ---- start-up ------------------------------------------------------------------------
 
-  /**
-   * Turns that were running when the process died are marked failed. Items completed before
-   * the crash stay as they are; items that were still streaming are closed with the content
-   * their persisted deltas carried.
-   */
+  /** Turns that were running when the process died are marked failed (see recovery.ts). */
   recover(): number {
-    const unfinished = this.store.listUnfinishedTurns();
-    for (const turn of unfinished) {
-      for (const item of this.store.listItems(turn.id)) {
-        if (item.status === "completed") continue;
-        const streamed = this.store.deltasOf(item.id);
-        const payload = { ...item.payload } as Record<string, unknown>;
-        if (item.type === "agentMessage" || item.type === "reasoningContent") payload.text = streamed;
-        if (item.type === "commandExecution") Object.assign(payload, { output: streamed, interrupted: true });
-        if (item.type === "toolCall") payload.argumentsText = streamed;
-        const completed = { ...item, payload, status: "completed", completedAt: new Date().toISOString() } as typeof item;
-        this.emit({ type: "item.completed", threadId: turn.threadId, data: { item: completed } });
-      }
-      const error = { code: "serverRestarted", message: "The server stopped while this turn was running." };
-      this.emitTurnEnd(turn.threadId, turn.id, { status: "failed", error }, new Date().toISOString(), turn.tokenUsage);
-    }
-    this.store.flush();
-    return unfinished.length;
+    return recoverUnfinishedTurns(this.store, (event) => this.emit(event));
   }
 
   // ---- threads ---------------------------------------------------------------------------
@@ -220,62 +165,7 @@ export class Runtime implements RuntimeApi {
    * including `atTurnId` (all of them when absent).
    */
   forkThread(threadId: string, atTurnId?: string): Thread {
-    const source = this.getThread(threadId);
-    const turns = this.store.listTurns(threadId, { withItems: true });
-    const cut = atTurnId === undefined ? turns.length : turns.findIndex((t) => t.id === atTurnId) + 1;
-    if (atTurnId !== undefined && cut === 0)
-      throw new RuntimeError("turnNotFound", `Turn ${atTurnId} is not part of thread ${threadId}.`, { threadId, turnId: atTurnId });
-    const now = new Date().toISOString();
-    // Items get new ids; a compaction notice names items by id, so those references follow.
-    const newIds = new Map<string, string>();
-    const remapIds = (copy: Item, oldId: string): Item => {
-      newIds.set(oldId, copy.id);
-      if (copy.type !== "systemNotice") return copy;
-      const { coversThroughItemId, keptUserItemId } = copy.payload;
-      return {
-        ...copy,
-        payload: {
-          ...copy.payload,
-          ...(coversThroughItemId ? { coversThroughItemId: newIds.get(coversThroughItemId) ?? coversThroughItemId } : {}),
-          ...(keptUserItemId ? { keptUserItemId: newIds.get(keptUserItemId) ?? keptUserItemId } : {}),
-        },
-      };
-    };
-    const { plan: _plan, ...rest } = source;
-    const thread: Thread = {
-      ...rest,
-      id: newThreadId(),
-      createdAt: now,
-      lastActiveAt: now,
-      queuedInputs: [],
-      forkedFrom: { threadId, ...(atTurnId ? { turnId: atTurnId } : {}) },
-    };
-    this.emit({ type: "thread.created", threadId: thread.id, data: { thread } });
-    for (const turn of turns.slice(0, cut)) {
-      if (turn.status === "running" || turn.status === "waitingApproval") continue;
-      const { items = [], ...copy } = turn;
-      const turnId = newId("turn");
-      this.emit({
-        type: "turn.started",
-        threadId: thread.id,
-        data: { turn: { ...copy, id: turnId, threadId: thread.id, status: "running" } },
-      });
-      for (const item of items) {
-        this.emit({
-          type: "item.completed",
-          threadId: thread.id,
-          data: { item: remapIds({ ...item, id: newId("item"), threadId: thread.id, turnId }, item.id) },
-        });
-      }
-      const outcome: TurnOutcome =
-        turn.status === "completed"
-          ? { status: "completed" }
-          : turn.status === "failed"
-            ? { status: "failed", error: turn.error ?? { code: "unknown", message: "failed" } }
-            : { status: "cancelled", reason: turn.cancelReason ?? "cancelled" };
-      this.emitTurnEnd(thread.id, turnId, outcome, turn.completedAt ?? now, turn.tokenUsage);
-    }
-    return this.getThread(thread.id);
+    return this.getThread(forkThread(this.store, (event) => this.emit(event), this.getThread(threadId), atTurnId));
   }
 
   getThread(threadId: string): Thread {
@@ -633,7 +523,7 @@ export class Runtime implements RuntimeApi {
       log: this.log.child({ threadId: thread.id, turnId: active.turn.id, backend: backend.type }),
       history: () => this.priorItems(thread.id, active.turn.id),
       environment: () => this.environments.get(thread.id)?.at(-1),
-      approve: (ask, callId) => this.gate(thread, active, recorder, ask, callId),
+      approve: (ask, callId) => approve(this.gateDeps, thread, this.gatedTurn(thread.id, active, recorder), ask, callId),
       takeSteering: () => active.steering.splice(0),
       reportUsage: (usage) => this.addUsage(thread.id, active, usage),
       reportPlan: (plan) => {
@@ -654,16 +544,8 @@ export class Runtime implements RuntimeApi {
       .flatMap((t) => t.items ?? []);
   }
 
-  /** The event that ends a turn, for every way a turn ends: run, crash recovery, fork copy. */
-  private emitTurnEnd(threadId: string, turnId: string, outcome: TurnOutcome, completedAt: string, tokenUsage?: TokenUsage): void {
-    const base = { turnId, completedAt, ...(tokenUsage ? { tokenUsage } : {}) };
-    if (outcome.status === "completed") this.emit({ type: "turn.completed", threadId, data: base });
-    else if (outcome.status === "failed") this.emit({ type: "turn.failed", threadId, data: { ...base, error: outcome.error } });
-    else this.emit({ type: "turn.cancelled", threadId, data: { ...base, reason: outcome.reason } });
-  }
-
   private finish(threadId: string, active: ActiveTurn, outcome: TurnOutcome): void {
-    this.emitTurnEnd(threadId, active.turn.id, outcome, new Date().toISOString(), active.usage);
+    this.emit(turnEndEvent(threadId, active.turn.id, outcome, new Date().toISOString(), active.usage));
     this.active.delete(threadId);
     this.emitRuntimeChanged(threadId);
     if (outcome.status === "completed") this.startNextQueued(threadId);
@@ -687,69 +569,28 @@ export class Runtime implements RuntimeApi {
     this.emit({ type: "thread.runtimeChanged", threadId, data: { runtime: this.runtimeState(threadId) } });
   }
 
-  // ---- approvals -------------------------------------------------------------------------
-
-  private async gate(
-    thread: Thread,
-    active: ActiveTurn,
-    recorder: TurnRecorder,
-    ask: ApprovalAsk,
-    callId: string,
-  ): Promise<ApprovalDecision> {
-    const config = thread.configuration ?? {};
-    const settings: GateSettings = {
-      policy: config.approvalPolicy ?? "default",
-      autoApproveTypes: config.autoApproveTypes ?? [],
-      timeoutMs: config.approvalTimeoutMs ?? this.options.defaults.approvalTimeoutMs,
+  private get gateDeps(): ApprovalGateDeps {
+    return {
+      store: this.store,
+      broker: this.approvals,
+      emit: (event) => this.emit(event),
+      delivered: () => this.delivery.delivered(),
+      defaultTimeoutMs: this.options.defaults.approvalTimeoutMs,
     };
-    if (!needsAsking(ask, settings)) return "accept";
-    const requestId = newApprovalRequestId();
-    // A remembered grant or rule answers without asking; every subscriber still hears of it.
-    const remembered: { decision: ApprovalDecision; source: ApprovalSource } | undefined = this.approvals.hasSessionGrant(
-      thread.id,
-      ask.scopeKey,
-    )
-      ? { decision: "acceptForSession", source: "sessionGrant" }
-      : this.store.hasApprovalRule(thread.workspacePath, ask.scopeKey)
-        ? { decision: "acceptAlways", source: "rule" }
-        : undefined;
-    if (remembered) {
-      const response = recorder.record("approvalResponse", { requestId, ...remembered });
-      this.emit({
-        type: "approval.resolved",
-        threadId: thread.id,
-        data: { turnId: active.turn.id, itemId: response.id, requestId, ...remembered },
-      });
-      return remembered.decision;
-    }
+  }
 
-    const item = recorder.start("approvalRequest", { requestId, callId, ...ask });
-    active.waitingApprovals++;
-    active.turn.status = "waitingApproval";
-    this.emitRuntimeChanged(thread.id);
-    // Every client has seen the items the question refers to before the question itself.
-    await this.delivered();
-    const { decision, source } = await this.approvals.ask(
-      { ...ask, threadId: thread.id, turnId: active.turn.id, itemId: item.id, callId, requestId, decisions: ALL_DECISIONS },
-      settings,
-      active.abort.signal,
-    );
-    active.waitingApprovals--;
-    if (active.waitingApprovals === 0) active.turn.status = "running";
-    recorder.complete(item, { decision });
-    recorder.record("approvalResponse", { requestId, decision, source });
-    this.emit({
-      type: "approval.resolved",
-      threadId: thread.id,
-      data: { turnId: active.turn.id, itemId: item.id, requestId, decision, source },
-    });
-    this.emitRuntimeChanged(thread.id);
-
-    if (decision === "acceptForSession") this.approvals.grantForSession(thread.id, ask.scopeKey);
-    if (decision === "acceptAlways") {
-      this.emit({ type: "approval.ruleAdded", threadId: thread.id, data: { workspacePath: thread.workspacePath, scopeKey: ask.scopeKey } });
-    }
-    return decision;
+  /** The running turn as the approval gate sees it: waiting on a question shows in its status. */
+  private gatedTurn(threadId: string, active: ActiveTurn, recorder: TurnRecorder): GatedTurn {
+    return {
+      turnId: active.turn.id,
+      signal: active.abort.signal,
+      recorder,
+      waiting: (change) => {
+        active.waitingApprovals += change;
+        active.turn.status = active.waitingApprovals > 0 ? "waitingApproval" : "running";
+        this.emitRuntimeChanged(threadId);
+      },
+    };
   }
 }
 
