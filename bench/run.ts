@@ -1,6 +1,7 @@
 // `npm run bench`: benchmarks of the built CLI against the in-repo fake model server. Prints the
 // machine and one markdown table (measured, target, pass/fail). Exit code 0 when everything ran,
 // even if a target was missed; non-zero when something broke (lost delta, crash, timeout).
+import { spawn as spawnProcess } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import { performance } from "node:perf_hooks";
@@ -160,6 +161,24 @@ async function coldStart(): Promise<Row[]> {
     await stop(conn);
     if (i > 0) runs.push(ms); // the first run warms the OS file cache
   }
+  // The floor for any Node server: a process that answers one JSON-RPC line and exits.
+  const floor: number[] = [];
+  const answerOneLine =
+    'process.stdin.once("data",(d)=>{const m=JSON.parse(String(d).split("\\n")[0]);' +
+    'process.stdout.write(JSON.stringify({jsonrpc:"2.0",id:m.id,result:{}})+"\\n");process.exit(0)})';
+  for (let i = 0; i < 11; i++) {
+    const t0 = performance.now();
+    const child = spawnProcess(process.execPath, ["-e", answerOneLine], { stdio: ["pipe", "pipe", "ignore"] });
+    child.stdin.write(`${JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: {} })}\n`);
+    await new Promise((resolve) => child.stdout.once("data", resolve));
+    if (i > 0) floor.push(performance.now() - t0);
+    await new Promise((resolve) => child.once("exit", resolve));
+  }
+  const over = median(runs) - median(floor);
+  notes.push(
+    `Cold start: Switchyard ${fmt(median(runs))} ms (range ${fmt(Math.min(...runs))}–${fmt(Math.max(...runs))}); ` +
+      `a bare Node process answering one line, the floor: ${fmt(median(floor))} ms (range ${fmt(Math.min(...floor))}–${fmt(Math.max(...floor))}).`,
+  );
   return [
     {
       name: `Cold start: spawn → \`initialize\` response (median of ${runs.length}, fresh data dir each)`,
@@ -167,7 +186,78 @@ async function coldStart(): Promise<Row[]> {
       target: "< 150 ms",
       pass: median(runs) < 150,
     },
+    {
+      name: "Cold start over the bare-Node floor (same run)",
+      measured: `+${fmt(over)} ms`,
+      target: "≤ +25 ms",
+      pass: over <= 25,
+    },
   ];
+}
+
+/**
+ * The first turn of a fresh process against a later one, per provider family, the way editors
+ * do it: thread/start and turn/start as soon as initialize is answered. Times are from sending
+ * turn/start to the arrival of the first delta and of turn/completed.
+ */
+async function firstTurn(): Promise<Row[]> {
+  const fake = await FakeModelServer.start();
+  const families = [
+    { label: "Responses", provider: "openai", model: "gpt-5", env: modelEnv(fake) },
+    { label: "Chat Completions", provider: "openai-chat", model: "gpt-4.1", env: modelEnv(fake) },
+    { label: "Anthropic", provider: "anthropic", model: "claude-sonnet-4-5", env: modelEnv(fake, "anthropic") },
+  ];
+  const rows: Row[] = [];
+  try {
+    for (const family of families) {
+      const first: Array<{ delta: number; end: number }> = [];
+      const later: Array<{ delta: number; end: number }> = [];
+      for (let run = 0; run < 5; run++) {
+        await withServer({ env: family.env, args: ["--provider", family.provider, "--model", family.model] }, async (conn) => {
+          const ws = workspace();
+          for (let turn = 0; turn < 4; turn++) {
+            fake.enqueue({ kind: "response", text: ["Hello ", "there."] });
+            const thread = await unlessDied(conn, conn.client.call("thread/start", threadStartParams(ws)));
+            const threadId = (thread.thread as { id: string }).id;
+            let deltaAt = 0;
+            let endAt = 0;
+            const delta = conn.client.waitFor(
+              (m) => m.method === "item/agentMessage/delta" && m.params?.threadId === threadId && ((deltaAt = conn.lastChunkAt), true),
+              60_000,
+            );
+            delta.catch(() => {});
+            const ended = conn.client.waitFor(
+              (m) => m.method === "turn/completed" && m.params?.threadId === threadId && ((endAt = conn.lastChunkAt), true),
+              60_000,
+            );
+            ended.catch(() => {});
+            const t0 = performance.now();
+            conn.client.send({ id: `ft-${run}-${turn}`, method: "turn/start", params: { threadId, input: text("hi") } });
+            await unlessDied(conn, Promise.all([delta, ended]));
+            (turn === 0 ? first : later).push({ delta: deltaAt - t0, end: endAt - t0 });
+            conn.client.received.splice(0);
+          }
+        });
+      }
+      const m = (xs: Array<{ delta: number; end: number }>, k: "delta" | "end"): number => median(xs.map((x) => x[k]));
+      const extraDelta = m(first, "delta") - m(later, "delta");
+      const extraEnd = m(first, "end") - m(later, "end");
+      const spread = (xs: number[]): string => `${fmt(Math.min(...xs))}–${fmt(Math.max(...xs))}`;
+      rows.push({
+        name: `First turn of a fresh process, ${family.label}: extra time to the first delta / to turn/completed over a later turn (median of 5 processes)`,
+        measured: `${fmt(extraDelta)} / ${fmt(extraEnd)} ms`,
+        target: "≤ 25 ms",
+        pass: extraDelta <= 25 && extraEnd <= 25,
+      });
+      notes.push(
+        `First turn, ${family.label}: turn/start → first delta ${fmt(m(first, "delta"))} ms (range ${spread(first.map((x) => x.delta))}), ` +
+          `→ turn/completed ${fmt(m(first, "end"))} ms; later turns ${fmt(m(later, "delta"))} / ${fmt(m(later, "end"))} ms.`,
+      );
+    }
+    return rows;
+  } finally {
+    await fake.close();
+  }
 }
 
 async function streaming(): Promise<Row[]> {
@@ -354,6 +444,7 @@ async function main(): Promise<void> {
 
   const benches: Array<[string, () => Promise<Row[]>]> = [
     ["Cold start", coldStart],
+    ["First turn", firstTurn],
     ["Streaming", streaming],
     ["Idle memory", idleMemory],
     ["thread/list", threadList],
@@ -361,8 +452,10 @@ async function main(): Promise<void> {
     ["acp backend per delta", () => acpPerDelta(kit)],
     ["acp backend first delta", () => acpFirstDelta(kit)],
   ];
+  // `npm run bench -- "First turn"` runs only the benchmarks whose names contain an argument.
+  const only = process.argv.slice(2);
   const rows: Row[] = [];
-  for (const [name, bench] of benches) {
+  for (const [name, bench] of benches.filter(([n]) => only.length === 0 || only.some((o) => n.includes(o)))) {
     try {
       rows.push(...(await bench()));
     } catch (err) {

@@ -107,6 +107,21 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
   const recovered = runtime.recover();
   if (recovered > 0) log.warn({ turns: recovered }, "marked turns interrupted by the previous shutdown as failed");
 
+  // What the first turn needs (the default provider's SDK and client) loads once the first
+  // request (initialize) has been answered: off the start-up path, and usually done before the
+  // client's first turn/start; a turn that comes sooner waits for the same load, not a second.
+  let preparing = false;
+  const prepareFirstTurn = (): void => {
+    if (preparing || (config.backend && config.backend.type !== "builtin")) return;
+    preparing = true;
+    setImmediate(() => {
+      tools.specs();
+      // Node's fetch (the SDKs' HTTP client) loads its implementation on first use.
+      void new Request("http://localhost/");
+      providers.prepare().catch((error: unknown) => log.debug({ err: error }, "could not prepare the default provider"));
+    });
+  };
+
   const serve = (channel: MessageChannel): void => {
     // The face needs the connection to talk back, and the connection needs the face's
     // handlers; the router is created right after the connection, before any message arrives.
@@ -114,7 +129,11 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
     const connection = new RpcConnection(
       channel,
       {
-        onRequest: (method, params, ctx) => router?.onRequest(method, params, ctx),
+        onRequest: (method, params, ctx) => {
+          const answer = router?.onRequest(method, params, ctx);
+          void Promise.resolve(answer).then(prepareFirstTurn, prepareFirstTurn);
+          return answer;
+        },
         onNotification: (method, params, ctx) => router?.onNotification(method, params, ctx),
       },
       { logger: log, maxInFlight: config.maxInFlight },

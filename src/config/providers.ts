@@ -88,7 +88,12 @@ export interface ProviderSetup {
     /** The provider turns use when none is named: the configured one, else the detected one. */
     defaultProvider(): Promise<string | undefined>;
   };
+  /** Loads the default provider's SDK and client ahead of the first turn (see ModelProvider.prepare). */
+  prepare(): Promise<void>;
 }
+
+/** Providers kept for reuse, by selection: a turn reuses the loaded SDK and client of an earlier one. */
+const PROVIDER_CACHE_SIZE = 16;
 
 /**
  * Everything the runtime needs about providers, from the resolved configuration. When no
@@ -104,8 +109,18 @@ export function setUpProviders(
     ...(config.provider ? { provider: config.provider } : {}),
     ...(config.model ? { model: config.model } : {}),
   };
-  const build = (selection: { provider?: string; model?: string }): ModelProvider | { problem: string } =>
-    createProvider({ ...selection, env: providerEnv(env, settings, selection.provider) });
+  const built = new Map<string, ModelProvider>();
+  const build = (selection: { provider?: string; model?: string }): ModelProvider | { problem: string } => {
+    const key = JSON.stringify([selection.provider, selection.model]);
+    const cached = built.get(key);
+    if (cached) return cached;
+    const provider = createProvider({ ...selection, env: providerEnv(env, settings, selection.provider) });
+    if ("problem" in provider) return provider;
+    // Bounded: model names come from clients. The oldest entry goes first.
+    if (built.size >= PROVIDER_CACHE_SIZE) built.delete(built.keys().next().value!);
+    built.set(key, provider);
+    return provider;
+  };
 
   let detected: Promise<{ provider?: string; model?: string }> | undefined;
   const effectiveDefaults = (): Promise<{ provider?: string; model?: string }> =>
@@ -142,6 +157,10 @@ export function setUpProviders(
     catalog: {
       list: async () => (await (catalog ??= buildCatalog())).list(),
       defaultProvider: async () => (await effectiveDefaults()).provider,
+    },
+    prepare: async () => {
+      const provider = build(await effectiveDefaults());
+      if (!("problem" in provider)) await provider.prepare?.();
     },
   };
 }

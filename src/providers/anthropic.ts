@@ -47,6 +47,10 @@ export class AnthropicProvider implements ModelProvider {
     this.defaultModel = options.defaultModel ?? "claude-sonnet-4-5";
   }
 
+  async prepare(): Promise<void> {
+    await this.load();
+  }
+
   stream(request: ModelRequest, signal: AbortSignal): AsyncIterable<ModelStreamEvent> {
     const mapper = new EventMapper();
     return streamFromSdk({

@@ -49,6 +49,10 @@ export class OpenAIChatProvider implements ModelProvider {
     this.client = new LazyOpenAIClient(options);
   }
 
+  async prepare(): Promise<void> {
+    await this.client.load();
+  }
+
   stream(request: ModelRequest, signal: AbortSignal): AsyncIterable<ModelStreamEvent> {
     const label = this.options.serviceLabel;
     const mapper = new ChunkMapper();

@@ -34,6 +34,10 @@ export class OpenAIResponsesProvider implements ModelProvider {
     this.client = new LazyOpenAIClient(options);
   }
 
+  async prepare(): Promise<void> {
+    await this.client.load();
+  }
+
   stream(request: ModelRequest, signal: AbortSignal): AsyncIterable<ModelStreamEvent> {
     const mapper = new EventMapper();
     return streamFromSdk({

@@ -118,4 +118,9 @@ export interface ModelProvider {
    * simply end) when `signal` aborts. Failures are thrown as ProviderError.
    */
   stream(request: ModelRequest, signal: AbortSignal): AsyncIterable<ModelStreamEvent>;
+  /**
+   * Loads what the first call needs (the SDK module, its client), so that call does not wait
+   * for it. Optional; a failure here is only reported by the call that needs it.
+   */
+  prepare?(): Promise<void>;
 }

@@ -68,7 +68,12 @@ export function withRetries(provider: ModelProvider, policy: RetryPolicy = {}): 
     }
   }
 
-  return { name: provider.name, defaultModel: provider.defaultModel, stream };
+  return {
+    name: provider.name,
+    defaultModel: provider.defaultModel,
+    stream,
+    ...(provider.prepare ? { prepare: () => provider.prepare!() } : {}),
+  };
 }
 
 /** setTimeout that resolves as soon as `signal` aborts, and does not hold the process open then. */
