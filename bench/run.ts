@@ -360,6 +360,114 @@ async function idleMemory(): Promise<Row[]> {
   });
 }
 
+/**
+ * Memory under faults: the RSS growth of a server streaming one 200,000-delta turn to a client
+ * that reads everything, to a stdio client that stops reading for 10 s, and over WebSocket to
+ * one stalled and one reading client; and RSS after 10 turns of 20,000 deltas.
+ */
+async function memoryUnderFaults(): Promise<Row[]> {
+  const fake = await FakeModelServer.start();
+  const BIG = 200_000;
+  const rows: Row[] = [];
+  /** Peak RSS while `during` runs, sampled every 20 ms. */
+  const peakRss = async (pid: number, during: Promise<unknown>): Promise<number> => {
+    let peak = rssMb(pid);
+    const timer = setInterval(() => (peak = Math.max(peak, rssMb(pid))), 20);
+    try {
+      await during;
+    } finally {
+      clearInterval(timer);
+    }
+    return Math.max(peak, rssMb(pid));
+  };
+  const turnOn = async (client: TestClient, threadId: string, deltas: number): Promise<Message> => {
+    fake.enqueue({ kind: "response", text: Array.from({ length: deltas }, (_, i) => `d${i} `) });
+    const ended = client.waitFor((m) => m.method === "turn/completed" && m.params?.threadId === threadId, 600_000);
+    await client.call("turn/start", { threadId, input: text("stream") });
+    return ended;
+  };
+  const probe = async (name: string, run: (conn: Conn, threadId: string) => Promise<unknown>, extraArgs: string[] = []) =>
+    withServer({ env: modelEnv(fake), args: extraArgs }, async (conn) => {
+      const pid = conn.server.child.pid!;
+      const threadId = ((await conn.client.call("thread/start", threadStartParams(workspace()))).thread as { id: string }).id;
+      await turnOn(conn.client, threadId, 2_000); // warm-up
+      conn.client.received.splice(0);
+      await sleep(500);
+      const before = rssMb(pid);
+      const peak = await peakRss(pid, run(conn, threadId));
+      const growth = peak - before;
+      rows.push({ name: `200,000-delta turn, ${name}: server RSS growth`, measured: `+${fmt(growth)} MB`, target: "≤ +48 MB", pass: growth <= 48 });
+    });
+  try {
+    await probe("client reads everything", async (conn, threadId) => {
+      await turnOn(conn.client, threadId, BIG);
+      conn.client.received.splice(0);
+    });
+    await probe("stdio client stops reading for 10 s", async (conn, threadId) => {
+      const ended = turnOn(conn.client, threadId, BIG);
+      await sleep(50);
+      conn.client.pause();
+      await sleep(10_000);
+      conn.client.resume();
+      await ended;
+      conn.client.received.splice(0);
+    });
+    let alone = 0;
+    let withStalled = 0;
+    await probe(
+      "WebSocket, one stalled and one reading client",
+      async (conn, threadId) => {
+        const url = await conn.server.websocketUrl();
+        const reader = await TestClient.overWebSocket(url);
+        const stalled = await TestClient.overWebSocket(url);
+        await reader.initialize();
+        await stalled.initialize();
+        await reader.call("thread/subscribe", { threadId });
+        await stalled.call("thread/subscribe", { threadId });
+        stalled.pause();
+        const t0 = performance.now();
+        const ended = reader.waitFor((m) => m.method === "turn/completed" && m.params?.threadId === threadId, 600_000);
+        await turnOn(conn.client, threadId, BIG);
+        await ended;
+        withStalled = performance.now() - t0;
+        conn.client.received.splice(0);
+        reader.received.splice(0);
+        stalled.close();
+        // The same turn with the reading client alone.
+        const t1 = performance.now();
+        const again = reader.waitFor((m) => m.method === "turn/completed" && m.params?.threadId === threadId, 600_000);
+        await turnOn(conn.client, threadId, BIG);
+        await again;
+        alone = performance.now() - t1;
+        reader.close();
+        conn.client.received.splice(0);
+      },
+      ["--listen", "stdio://", "--listen", "ws://127.0.0.1:0"],
+    );
+    rows.push({
+      name: "200,000-delta turn over WebSocket: the reading client's turn time with a stalled client beside it, over its time alone",
+      measured: `${fmt(withStalled / alone, 2)}×`,
+      target: "≤ 1.2×",
+      pass: withStalled / alone <= 1.2,
+    });
+    await withServer({ env: modelEnv(fake) }, async (conn) => {
+      const pid = conn.server.child.pid!;
+      await sleep(1_000);
+      const idle = rssMb(pid);
+      const threadId = ((await conn.client.call("thread/start", threadStartParams(workspace()))).thread as { id: string }).id;
+      for (let i = 0; i < 10; i++) {
+        await turnOn(conn.client, threadId, 20_000);
+        conn.client.received.splice(0);
+      }
+      const after = rssMb(pid);
+      rows.push({ name: "10 turns × 20,000 deltas: RSS after the last turn over idle RSS", measured: `+${fmt(after - idle)} MB (${fmt(after)} MB)`, target: "≤ +40 MB", pass: after - idle <= 40 });
+    });
+    return rows;
+  } finally {
+    await fake.close();
+  }
+}
+
 async function threadList(): Promise<Row[]> {
   const dataDir = dir("list");
   seedThreads(dataDir, workspace(), 10_000);
@@ -447,6 +555,7 @@ async function main(): Promise<void> {
     ["First turn", firstTurn],
     ["Streaming", streaming],
     ["Idle memory", idleMemory],
+    ["Memory under faults", memoryUnderFaults],
     ["thread/list", threadList],
     ["thread/read", threadRead],
     ["acp backend per delta", () => acpPerDelta(kit)],

@@ -38,6 +38,10 @@ export interface ServerConfig {
   maxMessageBytes: number;
   maxInFlight: number;
   pingIntervalMs: number;
+  /** Unsent output per connection past which it is caught up from the event log (see EventFeed). */
+  outputBudgetBytes?: number;
+  /** A WebSocket peer that takes none of its pending output for this long is closed. */
+  stallTimeoutMs?: number;
   provider?: string;
   model?: string;
   /** The config file's `providers` section: keys and endpoints, under the environment's. */
@@ -136,7 +140,11 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
         },
         onNotification: (method, params, ctx) => router?.onNotification(method, params, ctx),
       },
-      { logger: log, maxInFlight: config.maxInFlight },
+      {
+        logger: log,
+        maxInFlight: config.maxInFlight,
+        ...(config.outputBudgetBytes ? { outputBudgetBytes: config.outputBudgetBytes } : {}),
+      },
     );
     router = new FaceRouter(
       routedFaces(),
@@ -156,6 +164,7 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
         allowedHosts: config.allowedHosts,
         maxMessageBytes: config.maxMessageBytes,
         pingIntervalMs: config.pingIntervalMs,
+        ...(config.stallTimeoutMs ? { stallTimeoutMs: config.stallTimeoutMs } : {}),
         isReady: () => true,
         logger: log,
       },

@@ -30,6 +30,8 @@ export interface AppServerFlags {
   backend?: string;
   agentIdleTimeoutMs?: number;
   pingIntervalMs: number;
+  outputBudgetBytes: number;
+  stallTimeoutMs: number;
   logLevel?: string;
 }
 
@@ -99,6 +101,8 @@ export function resolveServerConfig(flags: AppServerFlags, env: NodeJS.ProcessEn
     maxMessageBytes: flags.maxMessageBytes,
     maxInFlight: flags.maxInFlight,
     pingIntervalMs: flags.pingIntervalMs,
+    outputBudgetBytes: flags.outputBudgetBytes,
+    stallTimeoutMs: flags.stallTimeoutMs,
     ...(provider ? { provider: provider.value } : {}),
     ...(model ? { model: model.value } : {}),
     ...(file.config.providers ? { providerSettings: file.config.providers } : {}),

@@ -46,7 +46,14 @@ function addWebSocketOptions(command: Command): Command {
     .option("--allow-host <host...>", "extra Host header names allowed besides loopback names")
     .option("--max-message-bytes <n>", "largest accepted incoming message", positiveInt, 4 * 1024 * 1024)
     .option("--max-in-flight <n>", "concurrent requests per connection before -32001", positiveInt, 64)
-    .option("--ping-interval-ms <n>", "WebSocket ping interval", positiveInt, 30_000);
+    .option("--ping-interval-ms <n>", "WebSocket ping interval", positiveInt, 30_000)
+    .option(
+      "--output-budget-bytes <n>",
+      "unsent output a client may have before it is caught up from the event log instead",
+      positiveInt,
+      1024 * 1024,
+    )
+    .option("--stall-timeout-ms <n>", "close a WebSocket client that reads nothing of its pending output for this long", positiveInt, 60_000);
 }
 
 /** Starts a server and runs until it stops (stdio closed, or a signal). */

@@ -44,7 +44,14 @@ export interface ConnectionOptions {
    * "2.0"), for peers that leave it out, like Codex's app-server. What we send always has it.
    */
   jsonrpcMember?: "required" | "optional";
+  /**
+   * Unsent output (bytes) past which the connection counts as behind: faces then stop sending
+   * it live events and catch it up from the event log once it has drained. Default 1 MiB.
+   */
+  outputBudgetBytes?: number;
 }
+
+export const DEFAULT_OUTPUT_BUDGET_BYTES = 1024 * 1024;
 
 export interface RequestOptions {
   timeoutMs?: number;
@@ -101,6 +108,7 @@ export class RpcConnection {
   private inFlight = 0;
   private isClosed = false;
   private codes: EngineErrorCodes = { overloaded: ErrorCode.Overloaded };
+  private readonly outputBudgetBytes: number;
 
   constructor(
     private readonly channel: MessageChannel,
@@ -111,6 +119,7 @@ export class RpcConnection {
     this.maxInFlight = options.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT;
     this.defaultTimeoutMs = options.defaultRequestTimeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.jsonrpcOptional = options.jsonrpcMember === "optional";
+    this.outputBudgetBytes = options.outputBudgetBytes ?? DEFAULT_OUTPUT_BUDGET_BYTES;
     this.log = (options.logger ?? silentLogger).child({ conn: this.id, transport: channel.info.transport });
     channel.onMessage((text) => this.handleText(text));
     channel.onOversized((size, limit) => this.handleOversized(size, limit));
@@ -124,6 +133,21 @@ export class RpcConnection {
 
   get closed(): boolean {
     return this.isClosed;
+  }
+
+  /** Output sent but not yet taken by the peer, in bytes (0 when the transport cannot tell). */
+  pendingBytes(): number {
+    return this.channel.pendingBytes?.() ?? 0;
+  }
+
+  /** Whether the peer is behind: more unsent output than the connection's budget. */
+  overBudget(): boolean {
+    return this.pendingBytes() > this.outputBudgetBytes;
+  }
+
+  /** Resolves once the peer has taken most of its pending output (or the connection closed). */
+  whenDrained(): Promise<void> {
+    return this.channel.whenDrained?.(Math.floor(this.outputBudgetBytes / 4)) ?? Promise.resolve();
   }
 
   notify(method: string, params?: unknown): void {

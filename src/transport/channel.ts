@@ -20,4 +20,11 @@ export interface MessageChannel {
   onOversized(listener: (size: number, limit: number) => void): void;
   onClose(listener: () => void): void;
   close(): void;
+  /**
+   * Output accepted by send() that the peer has not taken yet, in bytes (approximately). A
+   * channel that cannot tell leaves it out and is never considered behind.
+   */
+  pendingBytes?(): number;
+  /** Resolves once the pending output has fallen to `lowWaterBytes` or less, or the channel closed. */
+  whenDrained?(lowWaterBytes: number): Promise<void>;
 }

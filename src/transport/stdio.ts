@@ -7,6 +7,8 @@ export interface StdioChannelOptions {
 }
 
 const LF = 0x0a;
+/** How often waiters for a drain look at pending output when the stream does not say. */
+const DRAIN_POLL_MS = 50;
 const CR = 0x0d;
 
 /**
@@ -84,11 +86,34 @@ export function createStdioChannel(input: Readable, output: Writable, opts: Stdi
   const closeListeners: Array<() => void> = [];
   let closed = false;
   const outbox: string[] = [];
+  let outboxChars = 0;
   const drain = (): void => {
     const text = outbox.join("\n") + "\n";
     outbox.length = 0;
+    outboxChars = 0;
     if (!output.destroyed && !output.writableEnded) output.write(text);
+    checkDrained();
   };
+  const pendingBytes = (): number => output.writableLength + outboxChars;
+
+  // Waiters for pending output to fall low. Checked after each write, on the stream's "drain"
+  // (which it emits only after a write that filled its buffer) and, as a fallback for levels
+  // below that buffer's size, on a slow timer while anyone waits.
+  const drainWaiters = new Map<() => void, number>();
+  let drainTimer: NodeJS.Timeout | undefined;
+  const checkDrained = (): void => {
+    for (const [resolve, lowWater] of drainWaiters) {
+      if (closed || output.destroyed || pendingBytes() <= lowWater) {
+        drainWaiters.delete(resolve);
+        resolve();
+      }
+    }
+    if (drainWaiters.size === 0 && drainTimer) {
+      clearInterval(drainTimer);
+      drainTimer = undefined;
+    }
+  };
+  output.on("drain", checkDrained);
 
   const splitter = new LineSplitter(
     opts.maxMessageBytes,
@@ -122,6 +147,8 @@ export function createStdioChannel(input: Readable, output: Writable, opts: Stdi
     input.off("close", onEnd);
     // The "error" listener stays so a late stream error cannot become an uncaught exception.
     input.pause();
+    output.off("drain", checkDrained);
+    checkDrained();
     for (const l of closeListeners.splice(0)) l();
   }
 
@@ -138,6 +165,15 @@ export function createStdioChannel(input: Readable, output: Writable, opts: Stdi
       // Messages sent in the same tick (a burst of streamed deltas) go out in one write.
       if (outbox.length === 0) queueMicrotask(drain);
       outbox.push(message);
+      outboxChars += message.length + 1;
+    },
+    pendingBytes,
+    whenDrained(lowWaterBytes) {
+      return new Promise<void>((resolve) => {
+        drainWaiters.set(resolve, lowWaterBytes);
+        drainTimer ??= setInterval(checkDrained, DRAIN_POLL_MS).unref();
+        checkDrained();
+      });
     },
     onMessage(listener) {
       messageListeners.push(listener);

@@ -4,6 +4,11 @@ import { WebSocket, type RawData } from "ws";
 import type { Logger } from "../log.js";
 import type { ChannelInfo, MessageChannel } from "./channel.js";
 
+/** A peer that reads nothing of its pending output for this long is closed (1008, "stalled"). */
+export const DEFAULT_STALL_TIMEOUT_MS = 60_000;
+/** How often pending output is looked at while some is waiting (ws has no drain event of its own). */
+const PROGRESS_POLL_MS = 50;
+
 export function createWebSocketChannel(
   ws: WebSocket,
   remote: string,
@@ -11,6 +16,8 @@ export function createWebSocketChannel(
   log: Logger,
   /** Unsent bytes the connection may hold before it is closed as too slow. */
   maxBufferedBytes = 64 * 1024 * 1024,
+  /** How long a peer may take nothing of pending output before it is closed as stalled. */
+  stallTimeoutMs = DEFAULT_STALL_TIMEOUT_MS,
 ): MessageChannel {
   const info: ChannelInfo = { transport: "websocket", remote };
   const messageListeners: Array<(message: string) => void> = [];
@@ -21,8 +28,40 @@ export function createWebSocketChannel(
   const fireClose = (): void => {
     if (closed) return;
     closed = true;
+    clearInterval(watch);
     for (const l of closeListeners.splice(0)) l();
   };
+
+  // While output is pending, watch the peer take it: wake whoever waits for it to drain, and
+  // close a peer that takes nothing for stallTimeoutMs (it answers pings, but does not read).
+  const drainWaiters: Array<{ lowWater: number; resolve: () => void }> = [];
+  let watch: NodeJS.Timeout | undefined;
+  let lastPending = 0;
+  let lastProgressAt = 0;
+  const startWatching = (): void => {
+    if (watch || closed) return;
+    lastPending = ws.bufferedAmount;
+    lastProgressAt = Date.now();
+    watch = setInterval(() => {
+      const pending = ws.bufferedAmount;
+      if (pending < lastPending) lastProgressAt = Date.now();
+      lastPending = pending;
+      for (let i = drainWaiters.length - 1; i >= 0; i--) {
+        if (pending <= drainWaiters[i]!.lowWater) drainWaiters.splice(i, 1)[0]!.resolve();
+      }
+      if (pending === 0 && drainWaiters.length === 0) {
+        clearInterval(watch);
+        watch = undefined;
+      } else if (pending > 0 && Date.now() - lastProgressAt >= stallTimeoutMs) {
+        log.warn({ remote, pending, stallTimeoutMs }, "closing a WebSocket peer that stopped reading");
+        ws.close(1008, `Stalled: the client read nothing for ${Math.round(stallTimeoutMs / 1000)} s`);
+        setTimeout(() => ws.terminate(), 1_000).unref();
+        fireClose();
+      }
+    }, PROGRESS_POLL_MS);
+    watch.unref();
+  };
+  closeListeners.push(() => drainWaiters.splice(0).forEach((w) => w.resolve()));
 
   ws.on("message", (data: RawData) => {
     if (closed) return;
@@ -55,6 +94,15 @@ export function createWebSocketChannel(
         return;
       }
       ws.send(message);
+      if (ws.bufferedAmount > 0) startWatching();
+    },
+    pendingBytes: () => ws.bufferedAmount,
+    whenDrained(lowWaterBytes) {
+      if (closed || ws.bufferedAmount <= lowWaterBytes) return Promise.resolve();
+      return new Promise<void>((resolve) => {
+        drainWaiters.push({ lowWater: lowWaterBytes, resolve });
+        startWatching();
+      });
     },
     onMessage(listener) {
       messageListeners.push(listener);

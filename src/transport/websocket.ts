@@ -24,6 +24,8 @@ export interface WebSocketServerOptions {
   pingIntervalMs?: number;
   /** Unsent bytes a connection may hold before it is closed as too slow. Default 64 MiB. */
   maxBufferedBytes?: number;
+  /** A peer that takes none of its pending output for this long is closed. */
+  stallTimeoutMs?: number;
   isReady?: () => boolean;
   /**
    * Accept the upgrade on any path, as the claude-app-server does. Otherwise on `/ws` and `/`
@@ -112,7 +114,7 @@ export async function startWebSocketServer(
       ws.on("pong", () => alive.set(ws, true));
       const remote = remoteOf(req);
       log.debug({ remote }, "WebSocket connected");
-      onChannel(createWebSocketChannel(ws, remote, opts.maxMessageBytes, log, opts.maxBufferedBytes));
+      onChannel(createWebSocketChannel(ws, remote, opts.maxMessageBytes, log, opts.maxBufferedBytes, opts.stallTimeoutMs));
     });
   });
 

@@ -19,7 +19,14 @@ function withConfig(content: unknown): string {
   return dir;
 }
 
-const FLAGS: AppServerFlags = { listen: ["stdio://"], maxMessageBytes: 1024, maxInFlight: 4, pingIntervalMs: 1000 };
+const FLAGS: AppServerFlags = {
+  listen: ["stdio://"],
+  maxMessageBytes: 1024,
+  maxInFlight: 4,
+  pingIntervalMs: 1000,
+  outputBudgetBytes: 1 << 20,
+  stallTimeoutMs: 60_000,
+};
 
 describe("config file", () => {
   it("is optional", () => {

@@ -38,12 +38,15 @@ export class TestClient {
   private constructor(
     private readonly write: (text: string) => void,
     private readonly end: () => void,
+    /** Stops and restarts reading what the server sends (a client that stalls). */
+    private readonly flow: { pause(): void; resume(): void },
   ) {}
 
   static overStdio(child: ChildProcessWithoutNullStreams): TestClient {
     const client = new TestClient(
       (text) => child.stdin.write(text + "\n"),
       () => child.stdin.end(),
+      { pause: () => child.stdout.pause(), resume: () => child.stdout.resume() },
     );
     // Pieces of the current line; only each new chunk is searched, so a huge line stays linear.
     let pieces: string[] = [];
@@ -73,6 +76,11 @@ export class TestClient {
     const client = new TestClient(
       (text) => socket.send(text),
       () => socket.close(),
+      // ws keeps its TCP socket private; pausing it stops reading the way a stalled peer does.
+      {
+        pause: () => (socket as unknown as { _socket: import("node:net").Socket })._socket.pause(),
+        resume: () => (socket as unknown as { _socket: import("node:net").Socket })._socket.resume(),
+      },
     );
     socket.on("message", (data) => client.receive(data.toString()));
     socket.on("close", () => client.closedResolve());
@@ -192,5 +200,14 @@ export class TestClient {
 
   close(): void {
     this.end();
+  }
+
+  /** Stops reading the server's output: it piles up in the pipe or socket, then in the server. */
+  pause(): void {
+    this.flow.pause();
+  }
+
+  resume(): void {
+    this.flow.resume();
   }
 }

@@ -2,6 +2,7 @@
 // subscriptions, event delivery, and approvals asked of this client.
 import type { Logger } from "../../log.js";
 import type { RpcConnection, RpcHandlers, RequestContext } from "../../rpc/connection.js";
+import { EventFeed } from "../event-feed.js";
 import { dispatchRequests, type Dispatch } from "../../rpc/methods.js";
 import type { RequestHandlers } from "../../rpc/protocol-table.js";
 import { dispatchInitialized } from "./errors.js";
@@ -44,8 +45,7 @@ export class AppServerSession implements RpcHandlers {
   private filter = new ItemFilter({});
   private optOut = new Set<string>();
   private readonly subscriptions = new Set<string>();
-  /** The last seq handed to this connection per thread, so live delivery never repeats a replay. */
-  private readonly sentSeq = new Map<string, number>();
+  private readonly feed: EventFeed;
   private readonly dispatch: Dispatch;
   private readonly detach: Array<() => void> = [];
 
@@ -56,7 +56,14 @@ export class AppServerSession implements RpcHandlers {
     private readonly log: Logger,
   ) {
     this.dispatch = dispatchRequests(AppServerRequests, this.handlers());
-    this.detach.push(runtime.subscribe((event) => this.deliver(event)));
+    this.feed = new EventFeed(
+      runtime,
+      connection,
+      (event) => this.wants(event),
+      (event) => this.send(event),
+      log,
+    );
+    this.detach.push(runtime.subscribe((event) => this.feed.live(event)));
     connection.onClose(() => this.detach.forEach((undo) => undo()));
   }
 
@@ -132,17 +139,15 @@ export class AppServerSession implements RpcHandlers {
       "thread/subscribe": ({ threadId, afterSeq }) => {
         rt.getThread(threadId);
         // Replay reads the log up to now; live delivery then skips what the replay sent (by
-        // seq), so nothing is missed and nothing comes twice.
-        let replayed = 0;
-        if (afterSeq !== undefined) {
-          for (const event of rt.eventsAfter(threadId, afterSeq, Number.MAX_SAFE_INTEGER)) {
-            replayed += this.send(event) ? 1 : 0;
-          }
-        }
+        // seq), so nothing is missed and nothing comes twice. A replay larger than the output
+        // budget continues after this answer, as the connection drains.
+        if (afterSeq !== undefined) rt.eventsAfter(threadId, afterSeq, 0); // refuses a seq beyond the log
         this.subscriptions.add(threadId);
+        const replayed = afterSeq === undefined ? 0 : this.feed.replay(threadId, afterSeq);
         return { subscribed: true, replayed, runtime: rt.runtimeState(threadId) };
       },
       "thread/unsubscribe": ({ threadId }) => {
+        this.feed.forget(threadId);
         return { unsubscribed: this.subscriptions.delete(threadId) };
       },
       "thread/rename": ({ threadId, displayName }) => {
@@ -241,19 +246,15 @@ export class AppServerSession implements RpcHandlers {
     },
   };
 
-  /** Live delivery: thread/started, thread/deleted and thread/statusChanged go to every client (their thread lists change); the rest only to subscribers. */
-  private deliver(event: RuntimeEvent): void {
-    if (!this.initialized || this.connection.closed) return;
+  /** thread/started, thread/deleted and thread/statusChanged go to every client (their thread lists change); the rest only to subscribers. */
+  private wants(event: RuntimeEvent): boolean {
+    if (!this.initialized) return false;
     const broadcast = event.type === "thread.created" || event.type === "thread.deleted" || event.type === "thread.statusChanged";
-    if (!broadcast && !this.subscriptions.has(event.threadId)) return;
-    // A replay may already have sent it (thread/subscribe with afterSeq).
-    if (event.seq <= (this.sentSeq.get(event.threadId) ?? 0)) return;
-    this.send(event);
-    if (event.type === "thread.deleted") this.subscriptions.delete(event.threadId);
+    return broadcast || this.subscriptions.has(event.threadId);
   }
 
   private send(event: RuntimeEvent): boolean {
-    this.sentSeq.set(event.threadId, Math.max(event.seq, this.sentSeq.get(event.threadId) ?? 0));
+    if (event.type === "thread.deleted") this.subscriptions.delete(event.threadId);
     const notification = toNotification(event, this.filter, this.eventContext);
     if (!notification || this.optOut.has(notification.method)) return false;
     this.connection.notify(notification.method, notification.params);

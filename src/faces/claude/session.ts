@@ -4,6 +4,7 @@ import type { Logger } from "../../log.js";
 import type { ListedModel } from "../../providers/model-catalog.js";
 import { ConnectionClosedError, type RequestContext, type RpcConnection, type RpcHandlers } from "../../rpc/connection.js";
 import { RpcError } from "../../rpc/errors.js";
+import { EventFeed } from "../event-feed.js";
 import { dispatchRequests, type Dispatch } from "../../rpc/methods.js";
 import type { RequestHandlers } from "../../rpc/protocol-table.js";
 import type { ApprovalRequest, Approver } from "../../runtime/approvals.js";
@@ -108,7 +109,14 @@ export class ClaudeSession implements RpcHandlers {
     private readonly log: Logger,
   ) {
     this.dispatch = dispatchRequests(ClaudeRequests, this.handlers());
-    this.detach.push(runtime.subscribe((event) => this.deliver(event)));
+    const feed = new EventFeed(
+      runtime,
+      connection,
+      (event) => this.wants(event),
+      (event) => this.sendEvent(event),
+      log,
+    );
+    this.detach.push(runtime.subscribe((event) => feed.live(event)));
     connection.onClose(() => {
       this.detach.forEach((undo) => undo());
       for (const approval of [...this.pending.values()]) approval.fail(new ConnectionClosedError());
@@ -140,7 +148,7 @@ export class ClaudeSession implements RpcHandlers {
         this.log.info({ client: params.client?.name, transport: this.connection.info.transport }, "client initialized");
         // The spec sends `initialized` after the response. Responses go out once the handler's
         // promise settles (microtasks); setImmediate runs after those, so the order holds.
-        setImmediate(() => this.send({ method: "initialized", params: { server: SERVER_NAME } }));
+        setImmediate(() => this.notify({ method: "initialized", params: { server: SERVER_NAME } }));
         const skills = rt.listTools().map((t) => t.name);
         return { server: { name: SERVER_NAME, version: this.serverVersion }, capabilities: { ...CAPABILITIES, models, skills } };
       },
@@ -267,15 +275,19 @@ export class ClaudeSession implements RpcHandlers {
     if (!this.followed.has(threadId)) this.followed.set(threadId, this.runtime.lastSeq());
   }
 
-  private deliver(event: RuntimeEvent): void {
-    if (!this.initialized || this.connection.closed) return;
+  private wants(event: RuntimeEvent): boolean {
     const from = this.followed.get(event.threadId);
-    if (from === undefined || event.seq <= from) return;
-    for (const notification of toNotifications(event, (turnId) => this.runtime.findTurn(turnId))) this.send(notification);
-    if (event.type === "thread.deleted") this.followed.delete(event.threadId);
+    return this.initialized && from !== undefined && event.seq > from;
   }
 
-  private send(notification: ClaudeNotification): void {
+  private sendEvent(event: RuntimeEvent): boolean {
+    if (event.type === "thread.deleted") this.followed.delete(event.threadId);
+    const notifications = toNotifications(event, (turnId) => this.runtime.findTurn(turnId));
+    for (const notification of notifications) this.notify(notification);
+    return notifications.length > 0;
+  }
+
+  private notify(notification: ClaudeNotification): void {
     this.connection.notify(notification.method, notification.params);
   }
 
@@ -306,7 +318,7 @@ export class ClaudeSession implements RpcHandlers {
             },
           });
           signal.addEventListener("abort", withdraw, { once: true });
-          this.send({ method: "approval/request", params: this.approvalParams(request) });
+          this.notify({ method: "approval/request", params: this.approvalParams(request) });
         }),
     };
   }
