@@ -396,7 +396,12 @@ async function memoryUnderFaults(): Promise<Row[]> {
       const before = rssMb(pid);
       const peak = await peakRss(pid, run(conn, threadId));
       const growth = peak - before;
-      rows.push({ name: `200,000-delta turn, ${name}: server RSS growth`, measured: `+${fmt(growth)} MB`, target: "≤ +48 MB", pass: growth <= 48 });
+      rows.push({
+        name: `200,000-delta turn, ${name}: server RSS growth`,
+        measured: `+${fmt(growth)} MB`,
+        target: "≤ +48 MB",
+        pass: growth <= 48,
+      });
     });
   try {
     await probe("client reads everything", async (conn, threadId) => {
@@ -460,7 +465,12 @@ async function memoryUnderFaults(): Promise<Row[]> {
         conn.client.received.splice(0);
       }
       const after = rssMb(pid);
-      rows.push({ name: "10 turns × 20,000 deltas: RSS after the last turn over idle RSS", measured: `+${fmt(after - idle)} MB (${fmt(after)} MB)`, target: "≤ +40 MB", pass: after - idle <= 40 });
+      rows.push({
+        name: "10 turns × 20,000 deltas: RSS after the last turn over idle RSS",
+        measured: `+${fmt(after - idle)} MB (${fmt(after)} MB)`,
+        target: "≤ +40 MB",
+        pass: after - idle <= 40,
+      });
     });
     return rows;
   } finally {

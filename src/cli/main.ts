@@ -53,7 +53,12 @@ function addWebSocketOptions(command: Command): Command {
       positiveInt,
       1024 * 1024,
     )
-    .option("--stall-timeout-ms <n>", "close a WebSocket client that reads nothing of its pending output for this long", positiveInt, 60_000);
+    .option(
+      "--stall-timeout-ms <n>",
+      "close a WebSocket client that reads nothing of its pending output for this long",
+      positiveInt,
+      60_000,
+    );
 }
 
 /** Starts a server and runs until it stops (stdio closed, or a signal). */

@@ -84,7 +84,10 @@ export class EventFeed {
 
   private async catchUp(): Promise<void> {
     this.catchingUp = true;
-    this.log.debug({ pendingBytes: this.connection.pendingBytes(), threads: this.behind.size }, "client fell behind; catching it up from the event log");
+    this.log.debug(
+      { pendingBytes: this.connection.pendingBytes(), threads: this.behind.size },
+      "client fell behind; catching it up from the event log",
+    );
     try {
       while (this.behind.size > 0 && !this.connection.closed) {
         await this.connection.whenDrained();

@@ -70,7 +70,11 @@ describe("a client that stops reading", () => {
         const got = seenBy(stalled, threadId);
         assert.equal(got.text, expected.join(""), "every delta, in order");
         assertInOrderOnce(got.seqs);
-        assert.deepEqual(got.seqs, seenBy(observer, threadId).seqs.filter((s) => got.seqs.includes(s)), "the same events as a client that kept up");
+        assert.deepEqual(
+          got.seqs,
+          seenBy(observer, threadId).seqs.filter((s) => got.seqs.includes(s)),
+          "the same events as a client that kept up",
+        );
       } finally {
         observer.close();
         if (transport === "websocket") stalled.close();
