@@ -53,14 +53,21 @@ export class EventFeed {
    * sent now.
    */
   replay(threadId: string, afterSeq: number): number {
-    this.sentSeq.set(threadId, Math.max(afterSeq, this.sentSeq.get(threadId) ?? 0));
+    // Everything after `afterSeq` is sent, also what this connection was sent before: the
+    // client asked for it again.
+    let cursor = afterSeq;
     let sent = 0;
     for (;;) {
-      const events = this.runtime.eventsAfter(threadId, this.sentSeq.get(threadId)!, CATCH_UP_PAGE);
-      for (const event of events) sent += this.deliver(event) ? 1 : 0;
+      const events = this.runtime.eventsAfter(threadId, cursor, CATCH_UP_PAGE);
+      for (const event of events) {
+        cursor = event.seq;
+        sent += this.deliver(event) ? 1 : 0;
+      }
       if (events.length < CATCH_UP_PAGE) return sent;
       if (this.connection.overBudget()) {
-        this.fallBehind(threadId, this.sentSeq.get(threadId)!);
+        // The rest comes from the log as the connection drains, from where the replay stopped.
+        this.sentSeq.set(threadId, cursor);
+        this.fallBehind(threadId, cursor);
         return sent;
       }
     }
