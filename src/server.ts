@@ -42,6 +42,8 @@ export interface ServerConfig {
   outputBudgetBytes?: number;
   /** A WebSocket peer that takes none of its pending output for this long is closed. */
   stallTimeoutMs?: number;
+  /** How long running turns wait for the data directory to accept writes again before they fail. */
+  storageTimeoutMs?: number;
   provider?: string;
   model?: string;
   /** The config file's `providers` section: keys and endpoints, under the environment's. */
@@ -106,6 +108,7 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
       backend: config.backend ?? { type: "builtin" },
       ...(providers.defaults.model ? { model: providers.defaults.model } : {}),
       approvalTimeoutMs: config.approvalTimeoutMs,
+      ...(config.storageTimeoutMs ? { storageTimeoutMs: config.storageTimeoutMs } : {}),
     },
   });
   const recovered = runtime.recover();

@@ -1051,6 +1051,15 @@ export interface ItemApprovalResolvedNotification {
   [key: string]: unknown;
 }
 
+/** Params of the `server/statusChanged` notification. The server's storage became unavailable (disk full, I/O error: reads still work, writes answer -32030, running turns wait) or available again (sent to every connection; not part of any thread's log). */
+export interface ServerStatusChangedNotification {
+  status: "ok" | "storageUnavailable";
+  /** SQLite's or the system's error code, e.g. SQLITE_FULL or ENOSPC. */
+  cause?: string;
+  message?: string;
+  since?: string;
+}
+
 // ---- server requests (server -> client) ----
 
 /** Params of the `item/approval/request` server request. Asks the client to approve a shell command or a file write; the first answer wins. */
@@ -1172,6 +1181,8 @@ export interface Notifications {
   "item/usage/delta": ItemUsageDeltaNotification;
   /** An approval was decided: by a client, a session grant, a remembered rule, the policy or a timeout. itemId is the approvalRequest item, or the approvalResponse item when a grant or rule answered without asking. */
   "item/approval/resolved": ItemApprovalResolvedNotification;
+  /** The server's storage became unavailable (disk full, I/O error: reads still work, writes answer -32030, running turns wait) or available again (sent to every connection; not part of any thread's log). */
+  "server/statusChanged": ServerStatusChangedNotification;
 }
 
 /** Server -> client requests: each method's params and the client's answer. */

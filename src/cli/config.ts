@@ -32,6 +32,7 @@ export interface AppServerFlags {
   pingIntervalMs: number;
   outputBudgetBytes: number;
   stallTimeoutMs: number;
+  storageTimeoutMs?: number;
   logLevel?: string;
 }
 
@@ -103,6 +104,7 @@ export function resolveServerConfig(flags: AppServerFlags, env: NodeJS.ProcessEn
     pingIntervalMs: flags.pingIntervalMs,
     outputBudgetBytes: flags.outputBudgetBytes,
     stallTimeoutMs: flags.stallTimeoutMs,
+    ...(flags.storageTimeoutMs ? { storageTimeoutMs: flags.storageTimeoutMs } : {}),
     ...(provider ? { provider: provider.value } : {}),
     ...(model ? { model: model.value } : {}),
     ...(file.config.providers ? { providerSettings: file.config.providers } : {}),

@@ -156,6 +156,18 @@ function checkDataDir(dataDir: string, report: Report): void {
   } catch (error) {
     report("data dir", "problem", `${shown} is not writable (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
   }
+  checkFreeSpace(dataDir, report);
+}
+
+/** Below this, a long turn can fill the disk (the server then holds writes; see docs/reliability.md). */
+const LOW_SPACE_BYTES = 100 * 1024 * 1024;
+
+function checkFreeSpace(dataDir: string, report: Report): void {
+  const { bavail, bsize } = fs.statfsSync(dataDir);
+  const free = bavail * bsize;
+  const shown = free >= 1024 ** 3 ? `${(free / 1024 ** 3).toFixed(1)} GiB` : `${(free / 1024 ** 2).toFixed(1)} MiB`;
+  if (free < LOW_SPACE_BYTES) report("disk space", "problem", `only ${shown} free for the data directory`);
+  else report("disk space", "ok", `${shown} free`);
 }
 
 function checkDatabase(dataDir: string, report: Report): void {

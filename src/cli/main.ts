@@ -58,6 +58,12 @@ function addWebSocketOptions(command: Command): Command {
       "close a WebSocket client that reads nothing of its pending output for this long",
       positiveInt,
       60_000,
+    )
+    .option(
+      "--storage-timeout-ms <n>",
+      "how long running turns wait for a full data directory to accept writes again before they fail",
+      positiveInt,
+      60_000,
     );
 }
 

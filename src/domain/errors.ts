@@ -1,7 +1,15 @@
 // Errors the runtime raises for bad requests. Faces map `code` to their wire error codes.
 
 export type RuntimeErrorCode =
-  "threadNotFound" | "threadNotActive" | "turnInProgress" | "turnNotFound" | "turnNotRunning" | "invalidInput" | "replayGap";
+  | "threadNotFound"
+  | "threadNotActive"
+  | "turnInProgress"
+  | "turnNotFound"
+  | "turnNotRunning"
+  | "invalidInput"
+  | "replayGap"
+  /** The data directory cannot be written (disk full, I/O error): reads still work. */
+  | "storageUnavailable";
 
 export class RuntimeError extends Error {
   constructor(

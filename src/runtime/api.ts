@@ -15,12 +15,12 @@ import type {
   Turn,
 } from "../domain/model.js";
 import type { ListedModel } from "../providers/model-catalog.js";
-import type { StoredItemJson, ThreadFilter, ThreadPage } from "../store/store.js";
+import type { StorageStatus, StoredItemJson, ThreadFilter, ThreadPage } from "../store/store.js";
 import type { AnyTool, ToolEnvironment } from "../tools/tool.js";
 import type { Approver } from "./approvals.js";
 import type { ModelSelection, RuntimeListener, StartThreadParams, StartTurnParams } from "./runtime.js";
 
-export type { ModelSelection, RuntimeListener, StartThreadParams, StartTurnParams };
+export type { ModelSelection, RuntimeListener, StartThreadParams, StartTurnParams, StorageStatus };
 
 export interface ToolSummary {
   name: string;
@@ -37,6 +37,10 @@ export interface RuntimeApi {
   lastSeq(): number;
   /** The thread's events after `afterSeq`, for a client catching up (throws replayGap past the log's end). */
   eventsAfter(threadId: string, afterSeq: number, limit?: number): RuntimeEvent[];
+  /** Whether the data directory can be written; while not, writes are refused (storageUnavailable). */
+  storageStatus(): StorageStatus;
+  /** Called when the storage status changes (not an event of the log: it could not be written). */
+  onStorageStatus(listener: (status: StorageStatus) => void): () => void;
 
   // ---- threads ----
   startThread(params: StartThreadParams): Thread;

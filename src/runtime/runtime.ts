@@ -7,7 +7,7 @@ import type { Logger } from "../log.js";
 import type { BackendAvailability, BackendSet, TurnContext, TurnOutcome } from "../backends/backend.js";
 import type { ListedModel } from "../providers/model-catalog.js";
 import type { ThinkingMode } from "../providers/provider.js";
-import type { Store, StoredItemJson, ThreadFilter, ThreadPage } from "../store/store.js";
+import type { StorageStatus, Store, StoredItemJson, ThreadFilter, ThreadPage } from "../store/store.js";
 import type { ToolEnvironment } from "../tools/tool.js";
 import type { ToolRegistry } from "../tools/registry.js";
 import { ApprovalBroker } from "./approvals.js";
@@ -32,6 +32,7 @@ import type {
   ThreadRuntimeState,
   TokenUsage,
   Turn,
+  TurnError,
 } from "../domain/model.js";
 import { TurnRecorder } from "../domain/turn-recorder.js";
 import type { RuntimeApi, ToolSummary } from "./api.js";
@@ -55,8 +56,12 @@ export interface RuntimeOptions {
     /** The built-in engine's default model. */
     model?: string;
     approvalTimeoutMs: number;
+    /** How long running turns wait for the disk to accept writes again before they fail. Default 60 s. */
+    storageTimeoutMs?: number;
   };
 }
+
+const DEFAULT_STORAGE_TIMEOUT_MS = 60_000;
 
 export interface StartThreadParams {
   workspacePath: string;
@@ -94,6 +99,8 @@ interface ActiveTurn {
   steering: InputPart[][];
   waitingApprovals: number;
   usage?: TokenUsage;
+  /** Set when the turn is stopped for a reason of the server's (the disk stayed full): how it ends. */
+  failure?: TurnError;
   done: Promise<void>;
 }
 
@@ -109,11 +116,58 @@ export class Runtime implements RuntimeApi {
   private readonly environments = new Map<string, ToolEnvironment[]>();
 
   private readonly delivery: EventDelivery;
+  private readonly storageListeners = new Set<(status: StorageStatus) => void>();
+  private storageTimer: NodeJS.Timeout | undefined;
 
   constructor(private readonly options: RuntimeOptions) {
     this.store = options.store;
     this.log = options.logger;
     this.delivery = new EventDelivery(this.store, this.log);
+    this.store.onStorageStatus((status) => this.storageChanged(status));
+  }
+
+  storageStatus(): StorageStatus {
+    return this.store.storageStatus();
+  }
+
+  onStorageStatus(listener: (status: StorageStatus) => void): () => void {
+    this.storageListeners.add(listener);
+    return () => this.storageListeners.delete(listener);
+  }
+
+  /**
+   * The disk refused or accepted writes again. Everyone hears at once (it cannot be an event of
+   * the log). Running turns wait, their events held by the store; if the disk stays full past
+   * the storage timeout, they are stopped and fail with storageUnavailable, recorded once it can be.
+   */
+  private storageChanged(status: StorageStatus): void {
+    clearTimeout(this.storageTimer);
+    this.storageTimer = undefined;
+    if (status.available) this.log.info("the data directory can be written again");
+    else {
+      this.log.error({ cause: status.cause }, status.message);
+      this.storageTimer = setTimeout(() => {
+        for (const active of this.active.values()) {
+          this.log.warn({ threadId: active.turn.threadId, turnId: active.turn.id }, "turn aborted: the data directory stayed unwritable");
+          active.failure = { code: "storageUnavailable", message: status.message };
+          active.abort.abort();
+        }
+      }, this.options.defaults.storageTimeoutMs ?? DEFAULT_STORAGE_TIMEOUT_MS);
+      this.storageTimer.unref();
+    }
+    for (const listener of this.storageListeners) {
+      try {
+        listener(status);
+      } catch (error) {
+        this.log.error({ err: error }, "storage status listener failed");
+      }
+    }
+  }
+
+  /** Refuses a client's write while the data directory cannot be written. */
+  private writable(): void {
+    const status = this.store.storageStatus();
+    if (!status.available) throw new RuntimeError("storageUnavailable", status.message, { cause: status.cause });
   }
 
   /** Receives every event once it is committed to the log, in seq order. */
@@ -135,6 +189,7 @@ export class Runtime implements RuntimeApi {
   // ---- threads ---------------------------------------------------------------------------
 
   startThread(params: StartThreadParams): Thread {
+    this.writable();
     const workspacePath = path.resolve(params.workspacePath);
     if (!isDirectory(workspacePath)) {
       throw new RuntimeError("invalidInput", `Workspace "${params.workspacePath}" is not an existing directory.`);
@@ -165,6 +220,7 @@ export class Runtime implements RuntimeApi {
    * including `atTurnId` (all of them when absent).
    */
   forkThread(threadId: string, atTurnId?: string): Thread {
+    this.writable();
     return this.getThread(forkThread(this.store, (event) => this.emit(event), this.getThread(threadId), atTurnId));
   }
 
@@ -203,11 +259,15 @@ export class Runtime implements RuntimeApi {
 
   resumeThread(threadId: string): Thread {
     this.getThread(threadId);
-    this.emit({ type: "thread.resumed", threadId, data: { lastActiveAt: new Date().toISOString() } });
+    // Resuming is how a client reads a thread back: it works while the disk is full, unrecorded.
+    if (this.store.storageStatus().available) {
+      this.emit({ type: "thread.resumed", threadId, data: { lastActiveAt: new Date().toISOString() } });
+    }
     return this.getThread(threadId);
   }
 
   renameThread(threadId: string, displayName: string): Thread {
+    this.writable();
     this.getThread(threadId);
     this.emit({ type: "thread.renamed", threadId, data: { displayName } });
     return this.getThread(threadId);
@@ -215,6 +275,7 @@ export class Runtime implements RuntimeApi {
 
   /** Merges the given settings into the thread's configuration. */
   configureThread(threadId: string, changes: ThreadConfiguration): Thread {
+    this.writable();
     const thread = this.getThread(threadId);
     const configuration = { ...thread.configuration, ...changes };
     this.emit({ type: "thread.configured", threadId, data: { configuration } });
@@ -222,6 +283,7 @@ export class Runtime implements RuntimeApi {
   }
 
   setMode(threadId: string, mode: AgentMode): Thread {
+    this.writable();
     this.getThread(threadId);
     this.emit({ type: "thread.modeChanged", threadId, data: { mode } });
     return this.getThread(threadId);
@@ -233,6 +295,7 @@ export class Runtime implements RuntimeApi {
    * unarchived first.
    */
   pauseThread(threadId: string): Thread {
+    this.writable();
     const thread = this.getThread(threadId);
     if (thread.status === "archived") throw notActive(thread, "unarchive it first");
     if (thread.status === "active") this.emit({ type: "thread.statusChanged", threadId, data: { status: "paused" } });
@@ -241,6 +304,7 @@ export class Runtime implements RuntimeApi {
 
   /** Makes a paused thread active again; an idle thread then starts its next queued input. */
   unpauseThread(threadId: string): Thread {
+    this.writable();
     const thread = this.getThread(threadId);
     if (thread.status === "archived") throw notActive(thread, "unarchive it instead");
     return this.activate(thread);
@@ -251,6 +315,7 @@ export class Runtime implements RuntimeApi {
    * cancelled, queued inputs are kept but wait, and no turn starts until it is unarchived.
    */
   async archiveThread(threadId: string): Promise<Thread> {
+    this.writable();
     const thread = this.getThread(threadId);
     if (thread.status !== "archived") this.emit({ type: "thread.statusChanged", threadId, data: { status: "archived" } });
     if (this.active.has(threadId)) await this.interrupt(threadId);
@@ -259,6 +324,7 @@ export class Runtime implements RuntimeApi {
 
   /** Makes an archived thread active again (paused or not before); an idle thread then starts its next queued input. */
   unarchiveThread(threadId: string): Thread {
+    this.writable();
     const thread = this.getThread(threadId);
     if (thread.status === "paused") throw notActive(thread, "unpause it instead");
     return this.activate(thread);
@@ -272,6 +338,7 @@ export class Runtime implements RuntimeApi {
   }
 
   async deleteThread(threadId: string): Promise<void> {
+    this.writable();
     this.getThread(threadId);
     if (this.active.has(threadId)) await this.interrupt(threadId);
     await this.options.backends.release(threadId);
@@ -365,6 +432,7 @@ export class Runtime implements RuntimeApi {
   // ---- turns -----------------------------------------------------------------------------
 
   startTurn(threadId: string, params: StartTurnParams): Turn {
+    this.writable();
     const thread = this.getThread(threadId);
     if (thread.status !== "active")
       throw notActive(thread, thread.status === "paused" ? "unpause it, or queue the input with turn/enqueue" : "unarchive it first");
@@ -394,6 +462,7 @@ export class Runtime implements RuntimeApi {
 
   /** Queues input behind the running turn, or starts it now when the thread is idle. */
   enqueue(threadId: string, input: InputPart[]): { turn?: Turn; queuedInput?: QueuedInput; queuedInputs: QueuedInput[] } {
+    this.writable();
     const thread = this.getThread(threadId);
     if (thread.historyMode === "client") {
       throw new RuntimeError(
@@ -417,6 +486,7 @@ export class Runtime implements RuntimeApi {
   }
 
   removeQueued(threadId: string, queuedInputId: string): QueuedInput[] {
+    this.writable();
     const thread = this.getThread(threadId);
     const queuedInputs = thread.queuedInputs.filter((q) => q.id !== queuedInputId);
     if (queuedInputs.length === thread.queuedInputs.length) {
@@ -466,6 +536,7 @@ export class Runtime implements RuntimeApi {
 
   /** Cancels every running turn (graceful shutdown) and flushes the store. */
   async shutdown(): Promise<void> {
+    clearTimeout(this.storageTimer);
     for (const active of this.active.values()) active.abort.abort();
     await this.idle();
     await this.options.backends.close();
@@ -544,7 +615,8 @@ export class Runtime implements RuntimeApi {
       .flatMap((t) => t.items ?? []);
   }
 
-  private finish(threadId: string, active: ActiveTurn, outcome: TurnOutcome): void {
+  private finish(threadId: string, active: ActiveTurn, result: TurnOutcome): void {
+    const outcome: TurnOutcome = active.failure ? { status: "failed", error: active.failure } : result;
     this.emit(turnEndEvent(threadId, active.turn.id, outcome, new Date().toISOString(), active.usage));
     this.active.delete(threadId);
     this.emitRuntimeChanged(threadId);

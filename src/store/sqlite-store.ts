@@ -7,7 +7,7 @@ import path from "node:path";
 import { RuntimeError } from "../domain/errors.js";
 import type { DeltaKind, EventType, NewEvent, RuntimeEvent } from "../domain/events.js";
 import type { ItemType, AgentMode, HistoryMode, Item, Thread, ThreadStatus, TokenUsage, Turn, TurnStatus } from "../domain/model.js";
-import type { Store, StoredItemJson, ThreadFilter, ThreadPage } from "./store.js";
+import type { Store, StorageStatus, StoredItemJson, ThreadFilter, ThreadPage } from "./store.js";
 
 export const DB_FILE = "switchyard.db";
 
@@ -259,6 +259,25 @@ export interface SqliteStoreOptions {
   onError?: (err: unknown) => void;
 }
 
+/** Commit retries while the disk refuses writes: the first after this long, then doubling up to the max. */
+const RETRY_FIRST_MS = 200;
+const RETRY_MAX_MS = 5_000;
+/** Events (serialized) held while they cannot be committed; past it, appends are refused. */
+const MAX_PENDING_BYTES = 64 * 1024 * 1024;
+
+/** The error code of a failure to write the data directory (disk full, I/O), else undefined. */
+function storageFailureCode(err: unknown): string | undefined {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code !== "string") return undefined;
+  if (code === "SQLITE_FULL" || code.startsWith("SQLITE_IOERR") || code === "SQLITE_CANTOPEN") return code;
+  if (code === "ENOSPC" || code === "EDQUOT" || code === "EIO" || code === "EROFS") return code;
+  return undefined;
+}
+
+function isStorageUnavailable(err: unknown): boolean {
+  return err instanceof RuntimeError && err.code === "storageUnavailable";
+}
+
 /** Non-delta events read per page by rebuild(); better-sqlite3 can't write while a statement iterates. */
 const REPLAY_PAGE = 1000;
 
@@ -369,6 +388,12 @@ export class SqliteStore implements Store {
   private scheduled: NodeJS.Immediate | undefined;
   private readonly commitListeners: Array<(events: RuntimeEvent[]) => void> = [];
   private closed = false;
+  private storage: StorageStatus = { available: true };
+  private readonly statusListeners: Array<(status: StorageStatus) => void> = [];
+  private retryTimer: NodeJS.Timeout | undefined;
+  private retryDelayMs = RETRY_FIRST_MS;
+  /** Serialized size of the pending events, bounded while they cannot be committed. */
+  private pendingBytes = 0;
 
   constructor(file: string, opts: SqliteStoreOptions = {}) {
     this.onError = opts.onError ?? defaultOnError;
@@ -413,6 +438,16 @@ export class SqliteStore implements Store {
   append<T extends EventType>(event: NewEvent<T>): Extract<RuntimeEvent, { type: T }> {
     if (this.closed) throw new Error("Store is closed");
     const data = JSON.stringify(event.data); // first: if it throws, no seq is consumed
+    if (!this.storage.available && this.pendingBytes + data.length > MAX_PENDING_BYTES) {
+      throw new RuntimeError(
+        "storageUnavailable",
+        `${this.storage.message} ${MAX_PENDING_BYTES / 1024 / 1024} MiB of events are waiting to be written.`,
+        {
+          cause: this.storage.cause,
+        },
+      );
+    }
+    this.pendingBytes += data.length;
     const stored = { type: event.type, threadId: event.threadId, data: event.data, seq: ++this.seq, ts: new Date().toISOString() };
     this.pending.push({
       seq: stored.seq,
@@ -422,15 +457,18 @@ export class SqliteStore implements Store {
       data,
       event: stored as RuntimeEvent,
     });
-    this.scheduled ??= setImmediate(() => {
-      this.scheduled = undefined;
-      try {
-        this.flush();
-      } catch (err) {
-        // The batch stays pending; the next append or read retries it.
-        this.onError(err);
-      }
-    });
+    // While the disk refuses writes, the retry timer commits; appends only wait.
+    if (this.storage.available) {
+      this.scheduled ??= setImmediate(() => {
+        this.scheduled = undefined;
+        try {
+          this.flush();
+        } catch (err) {
+          // The batch stays pending; the next append or read, or the retry timer, retries it.
+          if (!isStorageUnavailable(err)) this.onError(err);
+        }
+      });
+    }
     return stored as unknown as Extract<RuntimeEvent, { type: T }>; // TS can't correlate T across the union
   }
 
@@ -448,14 +486,73 @@ export class SqliteStore implements Store {
     } catch (err) {
       // Nothing was committed: put the batch back in front so seq order is preserved.
       this.pending = batch.concat(this.pending);
-      throw err;
+      const cause = storageFailureCode(err);
+      if (cause === undefined) throw err;
+      throw this.storageFailed(cause, err);
     }
+    this.pendingBytes = this.pending.reduce((n, e) => n + e.data.length, 0);
+    if (!this.storage.available) this.setStorage({ available: true });
     for (const err of errors) this.onError(err);
     for (const listener of this.commitListeners) listener(batch.map((e) => e.event));
   }
 
   onCommit(listener: (events: RuntimeEvent[]) => void): void {
     this.commitListeners.push(listener);
+  }
+
+  storageStatus(): StorageStatus {
+    return this.storage;
+  }
+
+  onStorageStatus(listener: (status: StorageStatus) => void): void {
+    this.statusListeners.push(listener);
+  }
+
+  /** Reads see pending events too, once committed; while the disk refuses, what was committed. */
+  private flushForRead(): void {
+    if (!this.storage.available) return;
+    try {
+      this.flush();
+    } catch (err) {
+      if (!isStorageUnavailable(err)) throw err;
+    }
+  }
+
+  /** The disk refused a commit: say so (once), retry on a timer, and give the caller a clear error. */
+  private storageFailed(cause: string, err: unknown): RuntimeError {
+    if (this.storage.available) {
+      const detail = err instanceof Error ? err.message : String(err);
+      this.setStorage({
+        available: false,
+        cause,
+        message: `The data directory cannot be written (${cause}: ${detail}). Reads still work; writes resume once it can be written again.`,
+        since: new Date().toISOString(),
+      });
+    }
+    this.retryLater();
+    const storage = this.storage as Extract<StorageStatus, { available: false }>;
+    return new RuntimeError("storageUnavailable", storage.message, { cause });
+  }
+
+  private retryLater(): void {
+    if (this.retryTimer || this.closed) return;
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = undefined;
+      try {
+        this.flush();
+        this.retryDelayMs = RETRY_FIRST_MS;
+      } catch (err) {
+        if (!isStorageUnavailable(err)) this.onError(err);
+        this.retryDelayMs = Math.min(this.retryDelayMs * 2, RETRY_MAX_MS);
+        this.retryLater();
+      }
+    }, this.retryDelayMs);
+    this.retryTimer.unref();
+  }
+
+  private setStorage(status: StorageStatus): void {
+    this.storage = status;
+    for (const listener of this.statusListeners) listener(status);
   }
 
   /**
@@ -579,16 +676,16 @@ export class SqliteStore implements Store {
   }
 
   // -------------------------------------------------------------------------------------------
-  // Reading. Every read flushes first so it sees every append.
+  // Reading. Every read flushes first so it sees every append (when the disk lets it).
 
   getThread(threadId: string): Thread | undefined {
-    this.flush();
+    this.flushForRead();
     const row = this.stmts.getThread.get(threadId);
     return row && toThread(row);
   }
 
   listThreads(filter: ThreadFilter, opts: { limit: number; cursor?: string }): ThreadPage {
-    this.flush();
+    this.flushForRead();
     const limit = Math.min(Math.max(1, Math.floor(opts.limit) || 1), 1_000_000); // NaN -> 1, Infinity -> cap
     const where: string[] = [];
     const params: unknown[] = [];
@@ -628,7 +725,7 @@ export class SqliteStore implements Store {
   }
 
   listTurns(threadId: string, opts: { withItems: boolean }): Turn[] {
-    this.flush();
+    this.flushForRead();
     const turns = this.stmts.turnsOfThread.all(threadId).map(toTurn);
     if (!opts.withItems) return turns;
     // One query for all items of the thread, grouped by turn.
@@ -645,12 +742,12 @@ export class SqliteStore implements Store {
   }
 
   listItemsJson(threadId: string): StoredItemJson[] {
-    this.flush();
+    this.flushForRead();
     return this.stmts.itemsJsonOfThread.all(threadId).map(([turnId, type, json]) => ({ turnId, type: type as ItemType, json }));
   }
 
   getTurn(turnId: string): Turn | undefined {
-    this.flush();
+    this.flushForRead();
     const row = this.stmts.getTurn.get(turnId);
     if (row === undefined) return undefined;
     const turn = toTurn(row);
@@ -659,26 +756,26 @@ export class SqliteStore implements Store {
   }
 
   listItems(turnId: string): Item[] {
-    this.flush();
+    this.flushForRead();
     return this.stmts.itemsOfTurn.all(turnId).map(toItem);
   }
 
   /** Unfinished turns, oldest first, without items (use listItems). */
   listUnfinishedTurns(): Turn[] {
-    this.flush();
+    this.flushForRead();
     return this.stmts.unfinishedTurns.all().map(toTurn);
   }
 
   turnUsages(threadIds: string[]): Array<{ threadId: string; usage: TokenUsage }> {
     if (threadIds.length === 0) return [];
-    this.flush();
+    this.flushForRead();
     return this.stmts.turnUsages
       .all(JSON.stringify(threadIds))
       .map((r) => ({ threadId: r.thread_id, usage: parse<TokenUsage>(r.token_usage) }));
   }
 
   eventsAfter(threadId: string, afterSeq: number, limit = 10_000): RuntimeEvent[] {
-    this.flush();
+    this.flushForRead();
     return this.stmts.eventsAfter.all(threadId, afterSeq, limit).map(toEvent);
   }
 
@@ -687,7 +784,7 @@ export class SqliteStore implements Store {
   }
 
   hasApprovalRule(workspacePath: string, scopeKey: string): boolean {
-    this.flush();
+    this.flushForRead();
     return this.stmts.hasRule.get(workspacePath, scopeKey) !== undefined;
   }
 
@@ -696,7 +793,7 @@ export class SqliteStore implements Store {
    * the partial text of an item that was streaming when the process died.
    */
   deltasOf(itemId: string, kind?: DeltaKind): string {
-    this.flush();
+    this.flushForRead();
     const anchor = this.stmts.deltaAnchor.get(itemId);
     const rows = anchor ? this.stmts.deltasInThread.all(anchor.thread_id, anchor.seq, itemId) : this.stmts.deltasAnywhere.all(itemId);
     let text = "";
@@ -728,8 +825,13 @@ export class SqliteStore implements Store {
 
   close(): void {
     if (this.closed) return;
+    clearTimeout(this.retryTimer);
     try {
       this.flush();
+    } catch (err) {
+      if (!isStorageUnavailable(err)) throw err;
+      // Shutting down with the disk still full: what it refused is lost, the log stays consistent.
+      this.onError(new Error(`${this.pending.length} events could not be written before shutdown: ${(err as Error).message}`));
     } finally {
       this.closed = true;
       this.db.close();

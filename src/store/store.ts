@@ -26,6 +26,16 @@ export interface StoredItemJson {
   json: string;
 }
 
+export type StorageStatus =
+  | { available: true }
+  | {
+      available: false;
+      /** SQLite's or the system's error code, e.g. SQLITE_FULL or ENOSPC. */
+      cause: string;
+      message: string;
+      since: string;
+    };
+
 export interface Store {
   /**
    * Appends events to the log and applies them to the derived tables. Returns the stored
@@ -40,6 +50,13 @@ export interface Store {
    * outside world goes through here, so nobody sees an event that a crash could still lose.
    */
   onCommit(listener: (events: RuntimeEvent[]) => void): void;
+  /**
+   * Whether events can be committed now. While they cannot (disk full, I/O error), appends wait
+   * in a bounded buffer and commit is retried on a timer; reads serve what was committed.
+   */
+  storageStatus(): StorageStatus;
+  /** Called when the storage status changes. */
+  onStorageStatus(listener: (status: StorageStatus) => void): void;
 
   getThread(threadId: string): Thread | undefined;
   listThreads(filter: ThreadFilter, opts: { limit: number; cursor?: string }): ThreadPage;

@@ -45,8 +45,7 @@ const isNotification = (e: ClientEvent): e is ServerNotification => e.method !==
 function logOf(events: ClientEvent[], threadId: string): string[] {
   return events
     .filter(isNotification)
-    .filter((e) => e.params.threadId === threadId)
-    .map((e) => `${e.method}#${e.params.seq}`);
+    .flatMap((e) => ("threadId" in e.params && e.params.threadId === threadId ? [`${e.method}#${e.params.seq}`] : []));
 }
 
 /** The thread's whole event log as a fresh raw connection gets it: thread/subscribe from seq 0. */
@@ -183,7 +182,7 @@ describe("switchyard/client", () => {
       seen.push(event);
       if (event.method === "turn/completed") break;
     }
-    assert.ok(seen.every((e) => isNotification(e) && e.params.threadId === a.id));
+    assert.ok(seen.every((e) => isNotification(e) && "threadId" in e.params && e.params.threadId === a.id));
     const deltasOfA = seen.flatMap((e) => (e.method === "item/agentMessage/delta" ? [e.params.delta] : []));
     assert.deepEqual(deltasOfA, ["for ", "a"]);
     assert.ok(logOf(all, b.id).some((entry) => entry.startsWith("turn/completed#")));

@@ -51,6 +51,7 @@ describe("switchyard doctor", () => {
     assert.match(run.stdout, /provider\s+openai-chat \(auto-detected/);
     assert.match(run.stdout, /model\s+gpt-4\.1 \(the provider's default\)/);
     assert.match(run.stdout, /OK\s+data dir\s+.* is writable/);
+    assert.match(run.stdout, /OK\s+disk space\s+.*(MiB|GiB) free/);
     assert.match(run.stdout, /OK\s+database\s+.*switchyard\.db opens \(0 threads\)/);
     assert.match(run.stdout, /OK\s+live check\s+.*\/v1\/models answered and offers gpt-4\.1/);
     assert.match(run.stdout, /Everything looks fine\./);

@@ -37,7 +37,9 @@ function record(client: SwitchyardClient): ClientEvent[] {
 /** "method#seq" of the thread's notifications, thread/started aside: it is a broadcast, not part of the subscription. */
 function methods(events: ClientEvent[], threadId: string): string[] {
   return events.flatMap((e) =>
-    e.method !== "gap" && e.method !== "thread/started" && e.params.threadId === threadId ? [`${e.method}#${e.params.seq}`] : [],
+    e.method !== "gap" && e.method !== "thread/started" && "threadId" in e.params && e.params.threadId === threadId
+      ? [`${e.method}#${e.params.seq}`]
+      : [],
   );
 }
 

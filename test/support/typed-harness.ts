@@ -217,7 +217,7 @@ export async function startTypedHarness(opts: TypedHarnessOptions = {}): Promise
 
   const notifications = <M extends AppServerNotificationMethod>(method: M, threadId?: string): Array<ClientEventMap[M]> =>
     received
-      .filter((n) => n.method === method && (threadId === undefined || n.params.threadId === threadId))
+      .filter((n) => n.method === method && (threadId === undefined || ("threadId" in n.params && n.params.threadId === threadId)))
       .map((n) => n.params as ClientEventMap[M]);
 
   const startTurn = async (threadId: string, text: string): Promise<string> => (await client.startTurn(threadId, text)).turn.id;

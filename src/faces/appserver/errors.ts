@@ -14,6 +14,7 @@ export const AppServerErrorCode = {
   TurnNotFound: -32013,
   TurnNotRunning: -32014,
   ApprovalTimeout: -32020,
+  StorageUnavailable: -32030,
 } as const;
 
 const RUNTIME_ERROR_CODES: Record<RuntimeError["code"], number> = {
@@ -24,6 +25,7 @@ const RUNTIME_ERROR_CODES: Record<RuntimeError["code"], number> = {
   turnNotRunning: AppServerErrorCode.TurnNotRunning,
   invalidInput: AppServerErrorCode.InvalidParams,
   replayGap: AppServerErrorCode.InvalidRequest,
+  storageUnavailable: AppServerErrorCode.StorageUnavailable,
 };
 
 /** The answer to any request but initialize on a connection that has not initialized. */

@@ -466,6 +466,16 @@ export const AppServerNotifications = {
   }).describe(
     "An approval was decided: by a client, a session grant, a remembered rule, the policy or a timeout. itemId is the approvalRequest item, or the approvalResponse item when a grant or rule answered without asking.",
   ),
+  "server/statusChanged": z
+    .object({
+      status: z.enum(["ok", "storageUnavailable"]),
+      cause: z.string().optional().describe("SQLite's or the system's error code, e.g. SQLITE_FULL or ENOSPC."),
+      message: z.string().optional(),
+      since: z.string().optional(),
+    })
+    .describe(
+      "The server's storage became unavailable (disk full, I/O error: reads still work, writes answer -32030, running turns wait) or available again (sent to every connection; not part of any thread's log).",
+    ),
 } as const;
 
 /** Server -> client requests. */

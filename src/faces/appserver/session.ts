@@ -12,7 +12,7 @@ import type { RuntimeEvent } from "../../domain/events.js";
 import type { RuntimeApi } from "../../runtime/api.js";
 import { ApprovalAnswer } from "./protocol.js";
 import { AppServerRequests } from "./protocol.js";
-import { ItemFilter, toNotification, wireThread, type EventContext, type WireItem, type WireThread } from "./wire.js";
+import { ItemFilter, storageNotification, toNotification, wireThread, type EventContext, type WireItem, type WireThread } from "./wire.js";
 
 export interface ServerInfo {
   name: string;
@@ -64,6 +64,13 @@ export class AppServerSession implements RpcHandlers {
       log,
     );
     this.detach.push(runtime.subscribe((event) => this.feed.live(event)));
+    this.detach.push(
+      runtime.onStorageStatus((status) => {
+        if (!this.initialized || this.connection.closed) return;
+        const { method, params } = storageNotification(status);
+        this.connection.notify(method, params);
+      }),
+    );
     connection.onClose(() => this.detach.forEach((undo) => undo()));
   }
 

@@ -1,4 +1,5 @@
 // AppServer protocol: how runtime objects and events look on the wire.
+import type { StorageStatus } from "../../store/store.js";
 import type { RuntimeEvent } from "../../domain/events.js";
 import type { Item, Thread, ThreadRuntimeState, TokenUsage } from "../../domain/model.js";
 import type { z } from "zod";
@@ -126,4 +127,14 @@ function withTurn(ctx: EventContext, turnId: string, make: (turn: WireTurn) => N
 /** A notification whose params the compiler checks against the protocol table. */
 function note<M extends keyof Notifications>(method: M, params: z.input<Notifications[M]>): Notification {
   return { method, params };
+}
+
+/** The storage status as server/statusChanged. */
+export function storageNotification(status: StorageStatus): Notification {
+  return note(
+    "server/statusChanged",
+    status.available
+      ? { status: "ok" }
+      : { status: "storageUnavailable", cause: status.cause, message: status.message, since: status.since },
+  );
 }

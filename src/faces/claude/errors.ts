@@ -18,6 +18,7 @@ export const ClaudeErrorCode = {
   // Switchyard's, where the original has none: past its range, so no original code changes meaning.
   Overloaded: -32005,
   ThreadNotActive: -32006,
+  StorageUnavailable: -32007,
 } as const;
 
 const RUNTIME_ERROR_CODES: Record<RuntimeError["code"], number> = {
@@ -30,6 +31,7 @@ const RUNTIME_ERROR_CODES: Record<RuntimeError["code"], number> = {
   turnNotRunning: ClaudeErrorCode.NoActiveTurn,
   invalidInput: ClaudeErrorCode.InvalidParams,
   replayGap: ClaudeErrorCode.InvalidRequest,
+  storageUnavailable: ClaudeErrorCode.StorageUnavailable,
 };
 
 /** A runtime error as this face's RpcError; any other error unchanged. */
