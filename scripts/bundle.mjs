@@ -24,7 +24,11 @@ const englishOnlyZod = {
 
 await build({
   // search_files runs its regular expressions in a worker, loaded from next to the bundle.
-  entryPoints: { switchyard: "dist/src/cli/main.js", "search-worker": "dist/src/tools/search-worker.js" },
+  entryPoints: {
+    switchyard: "dist/src/cli/main.js",
+    agentcraft: "dist/src/cli/agentcraft-bin.js",
+    "search-worker": "dist/src/tools/search-worker.js",
+  },
   outdir: "dist",
   entryNames: "[name]",
   chunkNames: "chunks/[name]-[hash]",

@@ -176,12 +176,15 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
     log.info({ url: ws.url }, "listening");
   }
 
-  const ownListeners: FaceListener[] = [];
-  for (const { listen, options } of listenerFaces) ownListeners.push(await listen({ runtime, log, serverVersion: VERSION, options }));
-
   let resolveClosed!: () => void;
   const closed = new Promise<void>((resolve) => (resolveClosed = resolve));
   let stopping: Promise<void> | undefined;
+  const requestStop = (): void => void stop().catch((error: unknown) => log.error({ err: error }, "could not stop cleanly"));
+  const ownListeners: FaceListener[] = [];
+  for (const { listen, options } of listenerFaces) {
+    ownListeners.push(await listen({ runtime, log, serverVersion: VERSION, options, requestStop }));
+  }
+
   const stop = (): Promise<void> =>
     (stopping ??= (async () => {
       try {

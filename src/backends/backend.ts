@@ -70,10 +70,20 @@ export interface AgentBackend {
    * outcome with a machine-readable code; the promise rejects only on a bug.
    */
   runTurn(ctx: TurnContext): Promise<TurnOutcome>;
+  /**
+   * Starts the thread's agent process ahead of its first turn (or finds it running), for
+   * backends that keep one; says its process id.
+   */
+  warm?(thread: Thread, spec: BackendSpec): Promise<AgentProcessInfo>;
   /** Stops the thread's agent process, if one is running (thread deleted). */
   release(threadId: string): Promise<void>;
   /** Stops every agent process (shutdown). */
   close(): Promise<void>;
+}
+
+/** A thread's running agent process, as far as its backend can tell. */
+export interface AgentProcessInfo {
+  pid?: number;
 }
 
 /** The backends a runtime can run turns on . */

@@ -2,8 +2,8 @@
 // The `switchyard` command (also installed as `dotcraft`, the command name AppServer protocol
 // clients spawn, so they run unmodified).
 import { Command, InvalidArgumentError, Option } from "commander";
-import { createLogger, LOG_LEVELS, type LogLevel } from "../log.js";
-import { startServer, type ServerConfig } from "../server.js";
+import { LOG_LEVELS } from "../log.js";
+import { serve } from "./serve.js";
 import { VERSION } from "../version.js";
 import { resolveAcpConfig, resolveServerConfig, type AcpFlags, type AppServerFlags } from "./config.js";
 import type { DoctorFlags } from "./doctor.js";
@@ -67,22 +67,6 @@ function addWebSocketOptions(command: Command): Command {
     );
 }
 
-/** Starts a server and runs until it stops (stdio closed, or a signal). */
-async function serve(flags: { logLevel?: string }, resolve: () => ServerConfig): Promise<void> {
-  const level = (flags.logLevel ?? process.env.SWITCHYARD_LOG_LEVEL ?? "info") as LogLevel;
-  const log = createLogger(LOG_LEVELS.includes(level) ? level : "info");
-  const server = await startServer(resolve(), log);
-  const stop = (signal: string): void => {
-    log.info({ signal }, "shutting down");
-    server.stop().catch((error: unknown) => log.error({ err: error }, "could not stop cleanly"));
-  };
-  process.once("SIGINT", () => stop("SIGINT"));
-  process.once("SIGTERM", () => stop("SIGTERM"));
-  await server.closed;
-  log.info("stopped");
-  process.exit(0);
-}
-
 addWebSocketOptions(
   addRuntimeOptions(
     program
@@ -136,7 +120,13 @@ function positiveInt(value: string): number {
   return n;
 }
 
-program.parseAsync().catch((error: unknown) => {
-  process.stderr.write(`switchyard: ${error instanceof Error ? error.message : String(error)}\n`);
-  process.exit(1);
-});
+// `switchyard agentcraft …` is the `agentcraft` command, with its own parser.
+if (process.argv[2] === "agentcraft") {
+  const { runAgentCraft } = await import("./agentcraft/main.js");
+  process.exitCode = await runAgentCraft(process.argv.slice(3));
+} else {
+  await program.parseAsync().catch((error: unknown) => {
+    process.stderr.write(`switchyard: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.exit(1);
+  });
+}

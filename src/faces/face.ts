@@ -27,6 +27,8 @@ export interface StreamContext extends FaceHost {
 /** A listener a face runs itself (e.g. an HTTP + WebSocket relay), with its own options. */
 export interface ListenContext extends FaceHost {
   options: Record<string, unknown>;
+  /** Asks the whole server to stop (a face's own shutdown request, e.g. daemon.shutdown). */
+  requestStop(): void;
 }
 
 export interface FaceListener {

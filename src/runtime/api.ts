@@ -1,7 +1,7 @@
 // The runtime as faces see it: thread and turn calls, the committed event stream, approvals.
 // Faces hold this interface, never the Runtime class, so a face can run in process or, later,
 // against a remote Switchyard through the typed client.
-import type { BackendAvailability } from "../backends/backend.js";
+import type { AgentProcessInfo, BackendAvailability } from "../backends/backend.js";
 import type { RuntimeEvent } from "../domain/events.js";
 import type {
   AgentMode,
@@ -67,6 +67,14 @@ export interface RuntimeApi {
   threadUsage(threadIds: string[]): Map<string, TokenUsage>;
   /** Lets a client provide the thread's file system and command runner; returns the detach. */
   attachEnvironment(threadId: string, environment: ToolEnvironment): () => void;
+
+  /**
+   * Starts the thread's external agent process before its first turn (kept until stopAgent,
+   * deletion or the idle timeout), or finds it running. The built-in engine has none: {}.
+   */
+  startAgent(threadId: string): Promise<AgentProcessInfo>;
+  /** Stops the thread's external agent process, if one runs; its next turn starts a new one. */
+  stopAgent(threadId: string): Promise<void>;
 
   // ---- turns ----
   startTurn(threadId: string, params: StartTurnParams): Turn;

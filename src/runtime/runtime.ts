@@ -4,7 +4,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { newId, newThreadId } from "../ids.js";
 import type { Logger } from "../log.js";
-import type { BackendAvailability, BackendSet, TurnContext, TurnOutcome } from "../backends/backend.js";
+import type { AgentProcessInfo, BackendAvailability, BackendSet, TurnContext, TurnOutcome } from "../backends/backend.js";
 import type { ListedModel } from "../providers/model-catalog.js";
 import type { ThinkingMode } from "../providers/provider.js";
 import type { StorageStatus, Store, StoredItemJson, ThreadFilter, ThreadPage } from "../store/store.js";
@@ -427,6 +427,18 @@ export class Runtime implements RuntimeApi {
       if (remaining.length > 0) this.environments.set(threadId, remaining);
       else this.environments.delete(threadId);
     };
+  }
+
+  async startAgent(threadId: string): Promise<AgentProcessInfo> {
+    const thread = this.getThread(threadId);
+    const spec = this.backendSpecOf(thread);
+    const backend = await this.options.backends.backendFor(spec);
+    return backend.warm ? backend.warm(thread, spec) : {};
+  }
+
+  async stopAgent(threadId: string): Promise<void> {
+    this.getThread(threadId);
+    await this.options.backends.release(threadId);
   }
 
   // ---- turns -----------------------------------------------------------------------------

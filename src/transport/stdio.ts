@@ -4,6 +4,8 @@ import type { ChannelInfo, MessageChannel } from "./channel.js";
 
 export interface StdioChannelOptions {
   maxMessageBytes: number;
+  /** How the channel shows in logs (default: stdio); a Unix socket connection is JSON Lines too. */
+  info?: ChannelInfo;
 }
 
 const LF = 0x0a;
@@ -80,7 +82,7 @@ class LineSplitter {
 }
 
 export function createStdioChannel(input: Readable, output: Writable, opts: StdioChannelOptions): MessageChannel {
-  const info: ChannelInfo = { transport: "stdio", remote: "stdio" };
+  const info: ChannelInfo = opts.info ?? { transport: "stdio", remote: "stdio" };
   const messageListeners: Array<(message: string) => void> = [];
   const oversizedListeners: Array<(size: number, limit: number) => void> = [];
   const closeListeners: Array<() => void> = [];

@@ -1,8 +1,8 @@
 // The acp backend: runs a thread's turns on any Agent Client Protocol agent (its command over
 // stdio), one process per thread, kept between turns by a SessionPool.
 import os from "node:os";
-import type { BackendSpec } from "../../domain/model.js";
-import type { AgentBackend, BackendAvailability, BackendDeps, TurnContext, TurnOutcome } from "../backend.js";
+import type { BackendSpec, Thread } from "../../domain/model.js";
+import type { AgentBackend, AgentProcessInfo, BackendAvailability, BackendDeps, TurnContext, TurnOutcome } from "../backend.js";
 import { inputToText } from "../builtin/history.js";
 import { SessionPool } from "../pool.js";
 import { BackendFailure } from "../process.js";
@@ -35,6 +35,16 @@ class AcpBackend implements AgentBackend {
       recorder.closeOpen();
       return { status: "failed", error: error.turnError };
     }
+  }
+
+  warm(thread: Thread, spec: BackendSpec): Promise<AgentProcessInfo> {
+    const acp = acpSpec(spec);
+    return this.pool.use(
+      thread.id,
+      JSON.stringify([acp, thread.workspacePath]),
+      () => AcpAgentSession.start(acp, thread.workspacePath, this.deps),
+      (session) => Promise.resolve(session.pid === undefined ? {} : { pid: session.pid }),
+    );
   }
 
   release(threadId: string): Promise<void> {

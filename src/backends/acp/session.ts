@@ -106,6 +106,10 @@ export class AcpAgentSession implements PooledSession {
     return this.agentCapabilities;
   }
 
+  get pid(): number | undefined {
+    return this.proc.pid;
+  }
+
   get alive(): boolean {
     return this.proc.alive && !this.closing;
   }

@@ -7,7 +7,7 @@ import type { ToolRegistry } from "../../tools/registry.js";
 import { Workspace } from "../../tools/workspace.js";
 import type { AgentBackend, TurnContext, TurnOutcome } from "../backend.js";
 import { historyFromClientMessages, rebuildHistory, type RebuiltHistory } from "./history.js";
-import { systemPrompt } from "./system-prompt.js";
+import { projectInstructions, systemPrompt } from "./system-prompt.js";
 import { TurnRunner } from "./turn-runner.js";
 import { userMessage } from "./user-input.js";
 
@@ -58,7 +58,11 @@ export class BuiltinBackend implements AgentBackend {
       provider,
       model,
       ...(ctx.thinking ? { thinking: ctx.thinking } : {}),
-      system: [config.systemPrompt ?? systemPrompt({ workspacePath: workspace.root, mode: thread.mode }), client?.system]
+      system: [
+        config.systemPrompt ?? systemPrompt({ workspacePath: workspace.root, mode: thread.mode }),
+        projectInstructions(workspace.root),
+        client?.system,
+      ]
         .filter(Boolean)
         .join("\n\n"),
       tools,

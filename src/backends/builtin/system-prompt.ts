@@ -1,5 +1,26 @@
 // The default system prompt. Kept short: the tool descriptions carry the details.
+import { readFileSync } from "node:fs";
+import path from "node:path";
 import type { AgentMode } from "../../domain/model.js";
+
+/** Project instructions longer than this are cut (they go into every model call). */
+const MAX_INSTRUCTIONS_CHARS = 32 * 1024;
+
+/** The workspace's AGENTS.md, read fresh for each turn as Codex does; undefined when there is none. */
+export function projectInstructions(workspacePath: string): string | undefined {
+  let text: string;
+  try {
+    text = readFileSync(path.join(workspacePath, "AGENTS.md"), "utf8");
+  } catch {
+    return undefined;
+  }
+  if (text.trim() === "") return undefined;
+  const cut =
+    text.length > MAX_INSTRUCTIONS_CHARS
+      ? `${text.slice(0, MAX_INSTRUCTIONS_CHARS)}\n[AGENTS.md cut at ${MAX_INSTRUCTIONS_CHARS} characters]`
+      : text;
+  return `Project instructions from AGENTS.md:\n\n${cut}`;
+}
 
 export function systemPrompt(opts: { workspacePath: string; mode: AgentMode }): string {
   const lines = [
