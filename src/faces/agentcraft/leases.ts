@@ -9,6 +9,7 @@ import type { ApprovalDecision } from "../../domain/model.js";
 import type { ApprovalRequest } from "../../runtime/approvals.js";
 import { decisionFor, PERMISSION_OPTIONS, SessionUpdateMapper } from "../acp/wire.js";
 import { AgentCraftError } from "./errors.js";
+import { sessionBackend } from "./launch.js";
 import type { AgentManager } from "./manager.js";
 import type { SessionLeaseInfo } from "./protocol.js";
 import { promptThread } from "./turns.js";
@@ -75,13 +76,14 @@ export class LeaseRegistry {
         return this.hold(lease, clientId, holder);
       }
     }
-    const thread = this.manager.newThread(meta);
+    const sessionId = `lease_${randomBytes(8).toString("hex")}`;
+    const thread = this.manager.newThread(meta, sessionBackend(this.manager.command(meta, sessionId)));
     // Approvals go to the holder (the daemon's default for its own sessions is to approve).
     this.runtime.configureThread(thread.id, { approvalPolicy: "default" });
     const now = new Date().toISOString();
     const lease: Lease = {
       info: {
-        sessionId: `lease_${randomBytes(8).toString("hex")}`,
+        sessionId,
         agentName,
         clientId,
         state: "active",

@@ -55,8 +55,13 @@ export class AgentManager {
     return this.catalog.listTemplates().find((t) => t.name === meta.templateName);
   }
 
-  command(meta: AgentInstanceMeta): AgentCommand {
-    return agentCommand(meta, this.templateOf(meta), path.join(this.paths.agentState, meta.name));
+  /**
+   * The agent's ACP command. A `switchyard` agent keeps its own data directory, one per process:
+   * the instance's, or a leased session's (`session`), since each session runs its own process.
+   */
+  command(meta: AgentInstanceMeta, session?: string): AgentCommand {
+    const state = path.join(this.paths.agentState, meta.name, session ?? "main");
+    return agentCommand(meta, this.templateOf(meta), state);
   }
 
   resolve(name: string, template: string | undefined, overrides: CreateOptions) {
