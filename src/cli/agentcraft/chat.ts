@@ -2,8 +2,7 @@
 // leases a session of the daemon's agent, starting the agent first (and stopping it after) when
 // it was not running. `exit`, `quit` or Ctrl+C ends it.
 import { createInterface } from "node:readline/promises";
-import { DaemonClient } from "./client.js";
-import { describeError } from "./main.js";
+import { DaemonClient, describeError } from "./client.js";
 
 export async function chat(socketPath: string, name: string): Promise<void> {
   const client = await DaemonClient.connect(socketPath, {

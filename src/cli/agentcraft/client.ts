@@ -76,3 +76,15 @@ export async function callOnce<M extends Method>(socketPath: string, method: M, 
     client.close();
   }
 }
+
+/** An error as §5.5 shows it: daemon not running, then RPC errors with their codes. */
+export function describeError(error: unknown): string {
+  if (error instanceof ConnectionError) return error.message;
+  if (error instanceof RpcError) {
+    const data = error.data as { errorCode?: string; context?: unknown } | undefined;
+    const code = data?.errorCode ? `${data.errorCode} (${error.code})` : String(error.code);
+    const context = data?.context && Object.keys(data.context).length > 0 ? `\n  context: ${JSON.stringify(data.context)}` : "";
+    return `${code}: ${error.message}${context}`;
+  }
+  return error instanceof Error ? error.message : String(error);
+}

@@ -4,9 +4,8 @@ import path from "node:path";
 import { createInterface } from "node:readline/promises";
 import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
 import { agentCraftPaths, type AgentCraftPaths } from "../../faces/agentcraft/home.js";
-import { RpcError } from "../../rpc/errors.js";
 import { VERSION } from "../../version.js";
-import { callOnce, ConnectionError, type Method, type Params, type Result } from "./client.js";
+import { callOnce, describeError, type Method, type Params, type Result } from "./client.js";
 import { COLUMNS, FORMATS, formatList, formatOne, type Format } from "./format.js";
 
 type Out = (text: string) => void;
@@ -248,18 +247,6 @@ export function buildProgram(paths: AgentCraftPaths, out: Out): Command {
       else one({ ...ping, socket: paths.socket }, o.format, "version");
     });
   return program;
-}
-
-/** An error as §5.5 shows it: daemon not running, then RPC errors with their codes. */
-export function describeError(error: unknown): string {
-  if (error instanceof ConnectionError) return error.message;
-  if (error instanceof RpcError) {
-    const data = error.data as { errorCode?: string; context?: unknown } | undefined;
-    const code = data?.errorCode ? `${data.errorCode} (${error.code})` : String(error.code);
-    const context = data?.context && Object.keys(data.context).length > 0 ? `\n  context: ${JSON.stringify(data.context)}` : "";
-    return `${code}: ${error.message}${context}`;
-  }
-  return error instanceof Error ? error.message : String(error);
 }
 
 /** Runs one command line; resolves with its exit code. */

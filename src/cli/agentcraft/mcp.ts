@@ -5,8 +5,7 @@ import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { z } from "zod";
 import { VERSION } from "../../version.js";
-import { callOnce, type Method, type Params } from "./client.js";
-import { describeError } from "./main.js";
+import { callOnce, type Method, type Params, describeError } from "./client.js";
 
 type ToolResult = { content: Array<{ type: "text"; text: string }>; isError?: boolean };
 

@@ -8,8 +8,7 @@ import { Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk";
 import { RpcError } from "../../rpc/errors.js";
 import { VERSION } from "../../version.js";
-import { callOnce, DaemonClient } from "./client.js";
-import { describeError } from "./main.js";
+import { callOnce, DaemonClient, describeError } from "./client.js";
 
 const AGENT_NOT_FOUND = -32003;
 
