@@ -81,6 +81,8 @@ export interface AgentInstanceMeta {
   /** Switchyard: the runtime thread of the agent's main session, visible from every face. */
   threadId?: string;
   lastError?: string;
+  /** Switchyard: the running agent's ACP capabilities, as it gave them at initialize (the lease proxy answers with them). */
+  agentCapabilities?: Record<string, unknown>;
 }
 
 export interface SessionLeaseInfo {
@@ -129,7 +131,7 @@ export type TemplateListParams = Record<string, unknown>;
 /** Result of the `template.list` request. */
 export type TemplateListResult = AgentTemplate[];
 
-/** Params of the `template.get` request. */
+/** Params of the `template.get` request. One template by name. */
 export interface TemplateGetParams {
   name: string;
 }
@@ -145,7 +147,7 @@ export interface TemplateLoadParams {
 /** Result of the `template.load` request. */
 export type TemplateLoadResult = AgentTemplate;
 
-/** Params of the `template.unload` request. */
+/** Params of the `template.unload` request. Forgets a template (and its copy in configs/templates). */
 export interface TemplateUnloadParams {
   name: string;
 }
@@ -155,7 +157,7 @@ export interface TemplateUnloadResult {
   success: boolean;
 }
 
-/** Params of the `template.validate` request. */
+/** Params of the `template.validate` request. Checks a template file: the template, or every problem with its path. */
 export interface TemplateValidateParams {
   filePath: string;
 }
@@ -170,7 +172,7 @@ export interface TemplateValidateResult {
   }>;
 }
 
-/** Params of the `agent.create` request. */
+/** Params of the `agent.create` request. Creates an instance from a template: its workspace, context files and .agentcraft.json. */
 export interface AgentCreateParams {
   name: string;
   template: string;
@@ -186,7 +188,7 @@ export interface AgentCreateParams {
 /** Result of the `agent.create` request. */
 export type AgentCreateResult = AgentInstanceMeta;
 
-/** Params of the `agent.start` request. */
+/** Params of the `agent.start` request. Starts the instance's agent (its main session, a runtime thread) under the daemon. */
 export interface AgentStartParams {
   name: string;
 }
@@ -194,7 +196,7 @@ export interface AgentStartParams {
 /** Result of the `agent.start` request. */
 export type AgentStartResult = AgentInstanceMeta;
 
-/** Params of the `agent.stop` request. */
+/** Params of the `agent.stop` request. Stops a started agent (its leased sessions end); an attached one is only marked stopped. */
 export interface AgentStopParams {
   name: string;
 }
@@ -202,7 +204,7 @@ export interface AgentStopParams {
 /** Result of the `agent.stop` request. */
 export type AgentStopResult = AgentInstanceMeta;
 
-/** Params of the `agent.destroy` request. */
+/** Params of the `agent.destroy` request. Removes the instance and what AgentCraft wrote for it (force: also a running or corrupted one). */
 export interface AgentDestroyParams {
   name: string;
   force?: boolean;
@@ -213,7 +215,7 @@ export interface AgentDestroyResult {
   success: boolean;
 }
 
-/** Params of the `agent.status` request. */
+/** Params of the `agent.status` request. The instance's metadata. */
 export interface AgentStatusParams {
   name: string;
 }
@@ -221,7 +223,7 @@ export interface AgentStatusParams {
 /** Result of the `agent.status` request. */
 export type AgentStatusResult = AgentInstanceMeta;
 
-/** Params of the `agent.list` request. */
+/** Params of the `agent.list` request. Every instance's metadata. */
 export type AgentListParams = Record<string, unknown>;
 
 /** Result of the `agent.list` request. */
@@ -249,7 +251,7 @@ export interface AgentResolveResult {
   created: boolean;
 }
 
-/** Params of the `agent.attach` request. */
+/** Params of the `agent.attach` request. Registers a process a client spawned for the instance; it is watched, and crashed if it dies undetached. */
 export interface AgentAttachParams {
   name: string;
   pid: number;
@@ -259,7 +261,7 @@ export interface AgentAttachParams {
 /** Result of the `agent.attach` request. */
 export type AgentAttachResult = AgentInstanceMeta;
 
-/** Params of the `agent.detach` request. */
+/** Params of the `agent.detach` request. The client stopped its process (cleanup: remove an ephemeral workspace). */
 export interface AgentDetachParams {
   name: string;
   cleanup?: boolean;
@@ -316,13 +318,13 @@ export interface AgentPromptResult {
   sessionId: string;
 }
 
-/** Params of the `skill.list` request. */
+/** Params of the `skill.list` request. Every loaded skill. */
 export type SkillListParams = Record<string, unknown>;
 
 /** Result of the `skill.list` request. */
 export type SkillListResult = SkillDefinition[];
 
-/** Params of the `skill.get` request. */
+/** Params of the `skill.get` request. One skill (CONFIG_NOT_FOUND is -32000). */
 export interface SkillGetParams {
   name: string;
 }
@@ -330,13 +332,13 @@ export interface SkillGetParams {
 /** Result of the `skill.get` request. */
 export type SkillGetResult = SkillDefinition;
 
-/** Params of the `prompt.list` request. */
+/** Params of the `prompt.list` request. Every loaded prompt. */
 export type PromptListParams = Record<string, unknown>;
 
 /** Result of the `prompt.list` request. */
 export type PromptListResult = PromptDefinition[];
 
-/** Params of the `prompt.get` request. */
+/** Params of the `prompt.get` request. One prompt. */
 export interface PromptGetParams {
   name: string;
 }
@@ -344,13 +346,13 @@ export interface PromptGetParams {
 /** Result of the `prompt.get` request. */
 export type PromptGetResult = PromptDefinition;
 
-/** Params of the `mcp.list` request. */
+/** Params of the `mcp.list` request. Every loaded MCP server definition. */
 export type McpListParams = Record<string, unknown>;
 
 /** Result of the `mcp.list` request. */
 export type McpListResult = McpServerDefinition[];
 
-/** Params of the `mcp.get` request. */
+/** Params of the `mcp.get` request. One MCP server definition. */
 export interface McpGetParams {
   name: string;
 }
@@ -358,13 +360,13 @@ export interface McpGetParams {
 /** Result of the `mcp.get` request. */
 export type McpGetResult = McpServerDefinition;
 
-/** Params of the `workflow.list` request. */
+/** Params of the `workflow.list` request. Every loaded workflow. */
 export type WorkflowListParams = Record<string, unknown>;
 
 /** Result of the `workflow.list` request. */
 export type WorkflowListResult = WorkflowDefinition[];
 
-/** Params of the `workflow.get` request. */
+/** Params of the `workflow.get` request. One workflow. */
 export interface WorkflowGetParams {
   name: string;
 }
@@ -394,7 +396,7 @@ export interface SessionPromptResult {
   stopReason: string;
 }
 
-/** Params of the `session.cancel` request. */
+/** Params of the `session.cancel` request. Interrupts the session's running prompt. */
 export interface SessionCancelParams {
   sessionId: string;
 }
@@ -404,7 +406,7 @@ export interface SessionCancelResult {
   ok: boolean;
 }
 
-/** Params of the `session.close` request. */
+/** Params of the `session.close` request. Ends the lease and its agent process. */
 export interface SessionCloseParams {
   sessionId: string;
 }
@@ -414,7 +416,7 @@ export interface SessionCloseResult {
   ok: boolean;
 }
 
-/** Params of the `session.list` request. */
+/** Params of the `session.list` request. Leases, of one agent or all. */
 export interface SessionListParams {
   agentName?: string;
 }
@@ -434,7 +436,7 @@ export interface ProxyConnectResult {
   agentName: string;
 }
 
-/** Params of the `proxy.disconnect` request. */
+/** Params of the `proxy.disconnect` request. Legacy: closes a proxy session. */
 export interface ProxyDisconnectParams {
   sessionId: string;
 }
@@ -453,7 +455,7 @@ export interface ProxyForwardParams {
 /** Result of the `proxy.forward` request. */
 export type ProxyForwardResult = Record<string, unknown>;
 
-/** Params of the `proxy.envCallback` request. */
+/** Params of the `proxy.envCallback` request. Legacy, not implemented: environment passthrough. */
 export interface ProxyEnvCallbackParams {
   sessionId: string;
   response: unknown;
@@ -464,7 +466,7 @@ export interface ProxyEnvCallbackResult {
   ok: boolean;
 }
 
-/** Params of the `daemon.ping` request. */
+/** Params of the `daemon.ping` request. Version, uptime in seconds and how many agents run. */
 export type DaemonPingParams = Record<string, unknown>;
 
 /** Result of the `daemon.ping` request. */
@@ -474,7 +476,7 @@ export interface DaemonPingResult {
   agents: number;
 }
 
-/** Params of the `daemon.shutdown` request. */
+/** Params of the `daemon.shutdown` request. Stops the daemon: managed agents stop, the socket and daemon.pid go. */
 export type DaemonShutdownParams = Record<string, unknown>;
 
 /** Result of the `daemon.shutdown` request. */
@@ -510,47 +512,73 @@ export interface SessionRequestPermissionResult {
 export interface Requests {
   /** Every loaded template. */
   "template.list": { params: TemplateListParams; result: TemplateListResult };
+  /** One template by name. */
   "template.get": { params: TemplateGetParams; result: TemplateGetResult };
   /** Validates a template file and loads it (kept in configs/templates). */
   "template.load": { params: TemplateLoadParams; result: TemplateLoadResult };
+  /** Forgets a template (and its copy in configs/templates). */
   "template.unload": { params: TemplateUnloadParams; result: TemplateUnloadResult };
+  /** Checks a template file: the template, or every problem with its path. */
   "template.validate": { params: TemplateValidateParams; result: TemplateValidateResult };
+  /** Creates an instance from a template: its workspace, context files and .agentcraft.json. */
   "agent.create": { params: AgentCreateParams; result: AgentCreateResult };
+  /** Starts the instance's agent (its main session, a runtime thread) under the daemon. */
   "agent.start": { params: AgentStartParams; result: AgentStartResult };
+  /** Stops a started agent (its leased sessions end); an attached one is only marked stopped. */
   "agent.stop": { params: AgentStopParams; result: AgentStopResult };
+  /** Removes the instance and what AgentCraft wrote for it (force: also a running or corrupted one). */
   "agent.destroy": { params: AgentDestroyParams; result: AgentDestroyResult };
+  /** The instance's metadata. */
   "agent.status": { params: AgentStatusParams; result: AgentStatusResult };
+  /** Every instance's metadata. */
   "agent.list": { params: AgentListParams; result: AgentListResult };
   /** Everything needed to spawn the agent (an ACP command), without starting it. */
   "agent.resolve": { params: AgentResolveParams; result: AgentResolveResult };
+  /** Registers a process a client spawned for the instance; it is watched, and crashed if it dies undetached. */
   "agent.attach": { params: AgentAttachParams; result: AgentAttachResult };
+  /** The client stopped its process (cleanup: remove an ephemeral workspace). */
   "agent.detach": { params: AgentDetachParams; result: AgentDetachResult };
   /** {name, prompt, options}: one prompt on an instance; {template, prompt, cleanup}: an ephemeral instance runs it. */
   "agent.run": { params: AgentRunParams; result: AgentRunResult };
   /** A message to a started agent, on its session (or the session given). */
   "agent.prompt": { params: AgentPromptParams; result: AgentPromptResult };
+  /** Every loaded skill. */
   "skill.list": { params: SkillListParams; result: SkillListResult };
+  /** One skill (CONFIG_NOT_FOUND is -32000). */
   "skill.get": { params: SkillGetParams; result: SkillGetResult };
+  /** Every loaded prompt. */
   "prompt.list": { params: PromptListParams; result: PromptListResult };
+  /** One prompt. */
   "prompt.get": { params: PromptGetParams; result: PromptGetResult };
+  /** Every loaded MCP server definition. */
   "mcp.list": { params: McpListParams; result: McpListResult };
+  /** One MCP server definition. */
   "mcp.get": { params: McpGetParams; result: McpGetResult };
+  /** Every loaded workflow. */
   "workflow.list": { params: WorkflowListParams; result: WorkflowListResult };
+  /** One workflow. */
   "workflow.get": { params: WorkflowGetParams; result: WorkflowGetResult };
   /** Leases a new session of a started agent to this connection. */
   "session.create": { params: SessionCreateParams; result: SessionCreateResult };
   /** Runs a prompt; the session's ACP updates arrive as session.update notifications meanwhile. */
   "session.prompt": { params: SessionPromptParams; result: SessionPromptResult };
+  /** Interrupts the session's running prompt. */
   "session.cancel": { params: SessionCancelParams; result: SessionCancelResult };
+  /** Ends the lease and its agent process. */
   "session.close": { params: SessionCloseParams; result: SessionCloseResult };
+  /** Leases, of one agent or all. */
   "session.list": { params: SessionListParams; result: SessionListResult };
   /** Legacy: opens a proxy session on a started agent. */
   "proxy.connect": { params: ProxyConnectParams; result: ProxyConnectResult };
+  /** Legacy: closes a proxy session. */
   "proxy.disconnect": { params: ProxyDisconnectParams; result: ProxyDisconnectResult };
   /** Legacy: session/prompt and session/cancel messages, answered as ACP responses. */
   "proxy.forward": { params: ProxyForwardParams; result: ProxyForwardResult };
+  /** Legacy, not implemented: environment passthrough. */
   "proxy.envCallback": { params: ProxyEnvCallbackParams; result: ProxyEnvCallbackResult };
+  /** Version, uptime in seconds and how many agents run. */
   "daemon.ping": { params: DaemonPingParams; result: DaemonPingResult };
+  /** Stops the daemon: managed agents stop, the socket and daemon.pid go. */
   "daemon.shutdown": { params: DaemonShutdownParams; result: DaemonShutdownResult };
 }
 

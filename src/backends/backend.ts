@@ -84,6 +84,9 @@ export interface AgentBackend {
 /** A thread's running agent process, as far as its backend can tell. */
 export interface AgentProcessInfo {
   pid?: number;
+  /** What the agent said of itself when it started (ACP: agentCapabilities and agentInfo of initialize). */
+  capabilities?: Record<string, unknown>;
+  agentInfo?: { name: string; version: string };
 }
 
 /** The backends a runtime can run turns on . */

@@ -1,4 +1,5 @@
 // search_files: regex search over file contents, grep-style "path:line:text" output.
+import { existsSync } from "node:fs";
 import fs from "node:fs/promises";
 import { Worker } from "node:worker_threads";
 import { z } from "zod";
@@ -58,6 +59,15 @@ export const searchFilesTool = defineTool({
 export const SEARCH_TIMEOUT_MS = 20_000;
 
 /**
+ * The worker's file: next to this module when compiled (dist/src/tools) or bundled into an
+ * entry (dist), one level up when this module landed in a shared chunk (dist/chunks).
+ */
+function searchWorkerUrl(): URL {
+  const beside = new URL("./search-worker.js", import.meta.url);
+  return existsSync(beside) ? beside : new URL("../search-worker.js", import.meta.url);
+}
+
+/**
  * Runs a search in a worker thread: a pathological regular expression (catastrophic
  * backtracking) then blocks the worker, which is terminated at the time limit or on interrupt,
  * instead of the server's event loop.
@@ -68,8 +78,7 @@ export function searchInWorker(
   timeoutMs = SEARCH_TIMEOUT_MS,
 ): Promise<SearchResult | { error: string }> {
   return new Promise((resolve) => {
-    // Next to this module both when compiled (dist/src/tools) and when bundled (dist).
-    const worker = new Worker(new URL("./search-worker.js", import.meta.url), { workerData: job });
+    const worker = new Worker(searchWorkerUrl(), { workerData: job });
     const finish = (outcome: SearchResult | { error: string }): void => {
       clearTimeout(timer);
       signal.removeEventListener("abort", onAbort);

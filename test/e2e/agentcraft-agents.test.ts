@@ -7,7 +7,8 @@ import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { pidAlive } from "../../src/faces/agentcraft/process-watch.js";
-import { AgentCraftHome, eventually, template } from "../support/agentcraft.js";
+import { spawn } from "node:child_process";
+import { AGENTCRAFT_CLI, AgentCraftHome, eventually, template } from "../support/agentcraft.js";
 import { FakeModelServer } from "../support/fake-model-server.js";
 import { modelEnv } from "../support/harness.js";
 import { FULL_CAPABILITIES, TestClient } from "../support/test-client.js";
@@ -66,6 +67,48 @@ describe("agentcraft agents", () => {
     assert.equal(stopped.status, "stopped");
     await eventually(async () => (pidAlive(meta.pid) ? undefined : true), "the agent's process to end");
     assert.match((await home.cli("agent", "prompt", "bard", "-m", "hello")).stderr, /AGENT_NOT_ATTACHED \(-32010\)/);
+  });
+
+  it("chats in the terminal with the answer streamed, starting the agent for the chat and stopping it after", async () => {
+    assert.equal((await home.cli("agent", "create", "talker", "-t", "poet")).code, 0);
+    fake.enqueue({ kind: "response", text: ["Hi ", "there, ", "human"] });
+    const chat = spawn(process.execPath, [AGENTCRAFT_CLI, "agent", "chat", "talker"], { env: home.processEnv() });
+    let stdout = "";
+    chat.stdout.setEncoding("utf8").on("data", (c: string) => {
+      stdout += c;
+      // The first prompt is up once the session is: say hello, then leave after the answer.
+      if (c.includes("Type exit to leave")) chat.stdin.write("hello\n");
+      if (stdout.includes("human")) chat.stdin.end("exit\n");
+    });
+    const code = await new Promise((resolve) => chat.once("exit", resolve));
+    assert.equal(code, 0);
+    assert.match(stdout, /Chatting with talker \(session lease_/);
+    assert.match(stdout, /Hi there, human/);
+    assert.equal(home.meta("talker").status, "stopped", "started for the chat, stopped after it");
+  });
+
+  it("serves the legacy proxy methods: connect, forward a session/prompt and a cancel, disconnect", async () => {
+    assert.equal((await home.cli("agent", "create", "legacy", "-t", "poet")).code, 0);
+    assert.equal((await home.cli("agent", "start", "legacy")).code, 0);
+    const updates: unknown[] = [];
+    const client = await home.client({ onNotification: (_method, params) => void updates.push(params) });
+    try {
+      const { sessionId } = await client.call("proxy.connect", { agentName: "legacy" });
+      fake.enqueue({ kind: "response", text: "legacy answer" });
+      const answer = await client.call("proxy.forward", {
+        sessionId,
+        acpMessage: { jsonrpc: "2.0", id: 7, method: "session/prompt", params: { sessionId, prompt: [{ type: "text", text: "hi" }] } },
+      });
+      assert.deepEqual(answer, { jsonrpc: "2.0", id: 7, result: { stopReason: "end_turn" } });
+      assert.ok(updates.length > 0, "the session's updates came as session.update");
+      await assert.rejects(client.call("proxy.forward", { sessionId, acpMessage: { method: "fs/read_text_file" } }), { code: -32000 });
+      await assert.rejects(client.call("proxy.envCallback", { sessionId, response: {} }), /not implemented/);
+      assert.deepEqual(await client.call("proxy.disconnect", { sessionId }), { ok: true });
+      assert.deepEqual(await client.call("session.list", { agentName: "legacy" }), []);
+    } finally {
+      client.close();
+      await home.cli("agent", "stop", "legacy");
+    }
   });
 
   it("runs a prompt in print mode on an agent that is not started, and continues its session", async () => {

@@ -17,6 +17,7 @@ class Editor {
   readonly updates: acp.SessionNotification[] = [];
   readonly permissions: acp.RequestPermissionRequest[] = [];
   readonly agent: acp.ClientContext;
+  initialized: acp.InitializeResponse | undefined;
   private readonly child: ChildProcessWithoutNullStreams;
   private readonly connection: acp.ClientConnection;
   stderr = "";
@@ -41,7 +42,10 @@ class Editor {
   }
 
   async session(cwd: string): Promise<string> {
-    await this.agent.request(acp.methods.agent.initialize, { protocolVersion: acp.PROTOCOL_VERSION, clientCapabilities: {} });
+    this.initialized = await this.agent.request(acp.methods.agent.initialize, {
+      protocolVersion: acp.PROTOCOL_VERSION,
+      clientCapabilities: {},
+    });
     return (await this.agent.request(acp.methods.agent.session.new, { cwd, mcpServers: [] })).sessionId;
   }
 
@@ -125,6 +129,13 @@ describe("agentcraft proxy", () => {
     assert.equal((await home.cli("agent", "start", "leased")).code, 0);
     const editor = new Editor(home, ["leased", "--lease"]);
     const sessionId = await editor.session(cwd);
+    // initialize was answered with the running agent's own capabilities (switchyard acp's).
+    assert.equal(
+      home.meta("leased").agentCapabilities && (home.meta("leased").agentCapabilities as { loadSession: boolean }).loadSession,
+      true,
+    );
+    assert.deepEqual(editor.initialized?.agentCapabilities?.mcpCapabilities, { http: false, sse: false });
+    assert.equal(editor.initialized?.agentCapabilities?.loadSession, false);
     const client = await home.client();
     const [lease] = await client.call("session.list", { agentName: "leased" });
     assert.equal(lease?.sessionId, sessionId);

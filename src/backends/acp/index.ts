@@ -43,7 +43,12 @@ class AcpBackend implements AgentBackend {
       thread.id,
       JSON.stringify([acp, thread.workspacePath]),
       () => AcpAgentSession.start(acp, thread.workspacePath, this.deps),
-      (session) => Promise.resolve(session.pid === undefined ? {} : { pid: session.pid }),
+      (session) =>
+        Promise.resolve({
+          ...(session.pid === undefined ? {} : { pid: session.pid }),
+          capabilities: session.capabilities as Record<string, unknown>,
+          ...(session.agentInfo ? { agentInfo: { name: session.agentInfo.name, version: session.agentInfo.version } } : {}),
+        }),
     );
   }
 

@@ -80,13 +80,21 @@ export async function leaseProxy(socketPath: string, name: string, template?: st
     if (!(error instanceof RpcError && error.code === AGENT_NOT_FOUND && template)) throw error;
     return daemon.call("agent.create", { name, template });
   });
-  if (status.processOwnership !== "managed") await daemon.call("agent.start", { name });
+  const running = status.processOwnership === "managed" ? status : await daemon.call("agent.start", { name });
+  // The running agent's own capabilities, less what a lease cannot carry (loading old sessions).
+  const cached = (running.agentCapabilities ?? {}) as acp.AgentCapabilities;
 
   const app = acp
     .agent({ name: "agentcraft-proxy" })
     .onRequest(acp.methods.agent.initialize, () => ({
       protocolVersion: acp.PROTOCOL_VERSION,
-      agentCapabilities: { loadSession: false, promptCapabilities: { image: false, audio: false, embeddedContext: false } },
+      // Prompts travel as text (session.prompt); old sessions cannot be loaded through a lease.
+      agentCapabilities: {
+        ...cached,
+        loadSession: false,
+        sessionCapabilities: {},
+        promptCapabilities: { image: false, audio: false, embeddedContext: false },
+      },
       agentInfo: { name: `agentcraft:${name}`, title: `AgentCraft agent ${name}`, version: VERSION },
       authMethods: [],
     }))

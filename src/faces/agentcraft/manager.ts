@@ -119,11 +119,17 @@ export class AgentManager {
     this.instances.update(name, { status: "starting", lastError: undefined });
     try {
       const threadId = this.sessionThread(meta);
-      const { pid } = await this.runtime.startAgent(threadId);
+      const { pid, capabilities } = await this.runtime.startAgent(threadId);
       this.restarts.started(name);
       if (pid !== undefined) this.watcher.watch(name, pid);
       this.log.info({ agent: name, pid, threadId }, "agent started");
-      return this.instances.update(name, { status: "running", processOwnership: "managed", pid, threadId });
+      return this.instances.update(name, {
+        status: "running",
+        processOwnership: "managed",
+        pid,
+        threadId,
+        ...(capabilities ? { agentCapabilities: capabilities } : {}),
+      });
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
       this.instances.update(name, { status: "error", lastError: message, pid: undefined, processOwnership: undefined });
@@ -166,7 +172,7 @@ export class AgentManager {
       if (meta.threadId && this.runtime.findThread(meta.threadId)) await this.runtime.stopAgent(meta.threadId);
     }
     this.log.info({ agent: name }, "agent stopped");
-    return this.instances.update(name, { status: "stopped", pid: undefined, processOwnership: undefined });
+    return this.instances.update(name, { status: "stopped", pid: undefined, processOwnership: undefined, agentCapabilities: undefined });
   }
 
   attach(name: string, pid: number, metadata?: Record<string, string>): AgentInstanceMeta {

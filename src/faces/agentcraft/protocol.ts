@@ -88,6 +88,10 @@ export const AgentInstanceMeta = z
     workspaceDir: z.string().describe("Switchyard: the instance's workspace (its directory, or the workDir it links to)."),
     threadId: z.string().optional().describe("Switchyard: the runtime thread of the agent's main session, visible from every face."),
     lastError: z.string().optional(),
+    agentCapabilities: z
+      .record(z.string(), z.unknown())
+      .optional()
+      .describe("Switchyard: the running agent's ACP capabilities, as it gave them at initialize (the lease proxy answers with them)."),
   })
   .describe("An agent instance, stored as .agentcraft.json in its workspace.");
 export type AgentInstanceMeta = z.infer<typeof AgentInstanceMeta>;
@@ -153,26 +157,40 @@ const ValidationError = z.object({ path: z.string(), message: z.string() });
 
 export const AgentCraftRequests = {
   "template.list": { params: Empty, result: z.array(AgentTemplate), description: "Every loaded template." },
-  "template.get": { params: Named, result: AgentTemplate },
+  "template.get": { params: Named, result: AgentTemplate, description: "One template by name." },
   "template.load": {
     params: z.object({ filePath: z.string().min(1) }),
     result: AgentTemplate,
     description: "Validates a template file and loads it (kept in configs/templates).",
   },
-  "template.unload": { params: Named, result: Success },
+  "template.unload": { params: Named, result: Success, description: "Forgets a template (and its copy in configs/templates)." },
   "template.validate": {
     params: z.object({ filePath: z.string().min(1) }),
     result: z.object({ valid: z.boolean(), template: AgentTemplate.optional(), errors: z.array(ValidationError).optional() }),
+    description: "Checks a template file: the template, or every problem with its path.",
   },
   "agent.create": {
     params: z.object({ name: instanceName, template: name, overrides: CreateOverrides.optional() }),
     result: AgentInstanceMeta,
+    description: "Creates an instance from a template: its workspace, context files and .agentcraft.json.",
   },
-  "agent.start": { params: z.object({ name: instanceName }), result: AgentInstanceMeta },
-  "agent.stop": { params: z.object({ name: instanceName }), result: AgentInstanceMeta },
-  "agent.destroy": { params: z.object({ name: instanceName, force: z.boolean().optional() }), result: Success },
-  "agent.status": { params: z.object({ name: instanceName }), result: AgentInstanceMeta },
-  "agent.list": { params: Empty, result: z.array(AgentInstanceMeta) },
+  "agent.start": {
+    params: z.object({ name: instanceName }),
+    result: AgentInstanceMeta,
+    description: "Starts the instance's agent (its main session, a runtime thread) under the daemon.",
+  },
+  "agent.stop": {
+    params: z.object({ name: instanceName }),
+    result: AgentInstanceMeta,
+    description: "Stops a started agent (its leased sessions end); an attached one is only marked stopped.",
+  },
+  "agent.destroy": {
+    params: z.object({ name: instanceName, force: z.boolean().optional() }),
+    result: Success,
+    description: "Removes the instance and what AgentCraft wrote for it (force: also a running or corrupted one).",
+  },
+  "agent.status": { params: z.object({ name: instanceName }), result: AgentInstanceMeta, description: "The instance's metadata." },
+  "agent.list": { params: Empty, result: z.array(AgentInstanceMeta), description: "Every instance's metadata." },
   "agent.resolve": {
     params: z.object({ name: instanceName, template: name.optional(), overrides: Overrides.optional() }),
     result: z.object({
@@ -189,10 +207,12 @@ export const AgentCraftRequests = {
   "agent.attach": {
     params: z.object({ name: instanceName, pid: z.number().int().positive(), metadata: z.record(z.string(), z.string()).optional() }),
     result: AgentInstanceMeta,
+    description: "Registers a process a client spawned for the instance; it is watched, and crashed if it dies undetached.",
   },
   "agent.detach": {
     params: z.object({ name: instanceName, cleanup: z.boolean().optional() }),
     result: z.object({ ok: z.boolean(), workspaceCleaned: z.boolean() }),
+    description: "The client stopped its process (cleanup: remove an ephemeral workspace).",
   },
   "agent.run": {
     params: z.union([RunOnInstance, RunOfTemplate]),
@@ -207,14 +227,14 @@ export const AgentCraftRequests = {
     result: z.object({ response: z.string(), sessionId: z.string() }),
     description: "A message to a started agent, on its session (or the session given).",
   },
-  "skill.list": { params: Empty, result: z.array(SkillDefinition) },
-  "skill.get": { params: Named, result: SkillDefinition },
-  "prompt.list": { params: Empty, result: z.array(PromptDefinition) },
-  "prompt.get": { params: Named, result: PromptDefinition },
-  "mcp.list": { params: Empty, result: z.array(McpServerDefinition) },
-  "mcp.get": { params: Named, result: McpServerDefinition },
-  "workflow.list": { params: Empty, result: z.array(WorkflowDefinition) },
-  "workflow.get": { params: Named, result: WorkflowDefinition },
+  "skill.list": { params: Empty, result: z.array(SkillDefinition), description: "Every loaded skill." },
+  "skill.get": { params: Named, result: SkillDefinition, description: "One skill (CONFIG_NOT_FOUND is -32000)." },
+  "prompt.list": { params: Empty, result: z.array(PromptDefinition), description: "Every loaded prompt." },
+  "prompt.get": { params: Named, result: PromptDefinition, description: "One prompt." },
+  "mcp.list": { params: Empty, result: z.array(McpServerDefinition), description: "Every loaded MCP server definition." },
+  "mcp.get": { params: Named, result: McpServerDefinition, description: "One MCP server definition." },
+  "workflow.list": { params: Empty, result: z.array(WorkflowDefinition), description: "Every loaded workflow." },
+  "workflow.get": { params: Named, result: WorkflowDefinition, description: "One workflow." },
   "session.create": {
     params: z.object({ agentName: instanceName, clientId: z.string().min(1), idleTtlMs: z.number().int().positive().optional() }),
     result: SessionLeaseInfo,
@@ -225,23 +245,39 @@ export const AgentCraftRequests = {
     result: z.object({ response: z.string(), stopReason: z.string() }),
     description: "Runs a prompt; the session's ACP updates arrive as session.update notifications meanwhile.",
   },
-  "session.cancel": { params: z.object({ sessionId: z.string() }), result: Ok },
-  "session.close": { params: z.object({ sessionId: z.string() }), result: Ok },
-  "session.list": { params: z.object({ agentName: instanceName.optional() }), result: z.array(SessionLeaseInfo) },
+  "session.cancel": { params: z.object({ sessionId: z.string() }), result: Ok, description: "Interrupts the session's running prompt." },
+  "session.close": { params: z.object({ sessionId: z.string() }), result: Ok, description: "Ends the lease and its agent process." },
+  "session.list": {
+    params: z.object({ agentName: instanceName.optional() }),
+    result: z.array(SessionLeaseInfo),
+    description: "Leases, of one agent or all.",
+  },
   "proxy.connect": {
     params: z.object({ agentName: instanceName, envPassthrough: z.boolean().optional() }),
     result: z.object({ sessionId: z.string(), agentName: z.string() }),
     description: "Legacy: opens a proxy session on a started agent.",
   },
-  "proxy.disconnect": { params: z.object({ sessionId: z.string() }), result: Ok },
+  "proxy.disconnect": { params: z.object({ sessionId: z.string() }), result: Ok, description: "Legacy: closes a proxy session." },
   "proxy.forward": {
     params: z.object({ sessionId: z.string(), acpMessage: z.record(z.string(), z.unknown()) }),
     result: z.record(z.string(), z.unknown()),
     description: "Legacy: session/prompt and session/cancel messages, answered as ACP responses.",
   },
-  "proxy.envCallback": { params: z.object({ sessionId: z.string(), response: z.unknown() }), result: Ok },
-  "daemon.ping": { params: Empty, result: z.object({ version: z.string(), uptime: z.number(), agents: z.number() }) },
-  "daemon.shutdown": { params: Empty, result: Success },
+  "proxy.envCallback": {
+    params: z.object({ sessionId: z.string(), response: z.unknown() }),
+    result: Ok,
+    description: "Legacy, not implemented: environment passthrough.",
+  },
+  "daemon.ping": {
+    params: Empty,
+    result: z.object({ version: z.string(), uptime: z.number(), agents: z.number() }),
+    description: "Version, uptime in seconds and how many agents run.",
+  },
+  "daemon.shutdown": {
+    params: Empty,
+    result: Success,
+    description: "Stops the daemon: managed agents stop, the socket and daemon.pid go.",
+  },
 } as const;
 
 export const AgentCraftNotifications = {
