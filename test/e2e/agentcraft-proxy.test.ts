@@ -158,6 +158,15 @@ describe("agentcraft proxy", () => {
     assert.equal(await editor.close(), 0);
     await waitFor(async () => (await client.call("session.list", { agentName: "leased" }))[0]?.state === "idle");
     assert.equal((await client.call("agent.status", { name: "leased" })).status, "running", "the agent keeps running");
+
+    // The editor comes back: its idle session resumes, with the conversation so far.
+    const back = new Editor(home, ["leased", "--lease"]);
+    assert.equal(await back.session(cwd), sessionId);
+    assert.equal((await client.call("session.list", { agentName: "leased" }))[0]?.state, "active");
+    fake.enqueue({ kind: "response", text: "still here" });
+    assert.equal((await back.prompt(sessionId, "remember?")).stopReason, "end_turn");
+    assert.match(JSON.stringify(fake.requests.at(-1)!.body.messages), /All done/);
+    assert.equal(await back.close(), 0);
     client.close();
   });
 });

@@ -99,7 +99,8 @@ export async function leaseProxy(socketPath: string, name: string, template?: st
       authMethods: [],
     }))
     .onRequest(acp.methods.agent.session.new, async () => {
-      const lease = await daemon.call("session.create", { agentName: name, clientId: `proxy-${process.pid}` });
+      // One client id per agent and user: an editor that reconnects resumes its idle session.
+      const lease = await daemon.call("session.create", { agentName: name, clientId: `proxy:${name}` });
       return { sessionId: lease.sessionId };
     })
     .onRequest(acp.methods.agent.session.prompt, async ({ params }) => {
