@@ -6,6 +6,7 @@
 // into their chunks: loaded as one file each on the first model call, @anthropic-ai/sdk takes
 // ~35 ms instead of ~190 ms from node_modules' hundreds of files, openai ~8 ms instead of ~70.
 // The native SQLite binding and the ACP SDK stay external, resolved from node_modules.
+import { chmodSync, writeFileSync } from "node:fs";
 import { build } from "esbuild";
 
 /** zod bundles the error messages of ~40 languages; Switchyard reports in English only. */
@@ -26,7 +27,6 @@ await build({
   // search_files runs its regular expressions in a worker, loaded from next to the bundle.
   entryPoints: {
     switchyard: "dist/src/cli/main.js",
-    agentcraft: "dist/src/cli/agentcraft-bin.js",
     "search-worker": "dist/src/tools/search-worker.js",
   },
   outdir: "dist",
@@ -47,3 +47,11 @@ await build({
   sourcemap: "linked",
   logLevel: "warning",
 });
+
+// `agentcraft` is `switchyard agentcraft`: a second entry point would split the bundle into
+// shared chunks and slow every start, so it is a two-line launcher instead.
+writeFileSync(
+  "dist/agentcraft.js",
+  "#!/usr/bin/env node\n// The agentcraft command: switchyard agentcraft.\nprocess.argv.splice(2, 0, \"agentcraft\");\nawait import(\"./switchyard.js\");\n",
+);
+chmodSync("dist/agentcraft.js", 0o755);
