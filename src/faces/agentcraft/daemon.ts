@@ -5,7 +5,7 @@ import { RpcConnection } from "../../rpc/connection.js";
 import { listenUnixSocket } from "../../transport/unix-socket.js";
 import type { FaceListener, ListenContext } from "../face.js";
 import { AGENTCRAFT_CODES } from "./errors.js";
-import { openConnection } from "./handlers.js";
+import { openConnection } from "./session.js";
 import { Catalog, type AgentCraftPaths } from "./home.js";
 import { LeaseRegistry } from "./leases.js";
 import { AgentManager } from "./manager.js";

@@ -12,7 +12,7 @@ import { AgentCraftError } from "./errors.js";
 import { sessionBackend } from "./launch.js";
 import type { AgentManager } from "./manager.js";
 import type { SessionLeaseInfo } from "./protocol.js";
-import { promptThread } from "./turns.js";
+import { promptThread } from "./wire.js";
 
 export const DEFAULT_IDLE_TTL_MS = 30 * 60_000;
 const SWEEP_INTERVAL_MS = 60_000;

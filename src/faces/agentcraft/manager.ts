@@ -12,7 +12,7 @@ import { Instances, META_FILE, type CreateOptions } from "./instances.js";
 import { agentCommand, printBackend, sessionBackend, type AgentCommand } from "./launch.js";
 import { pidAlive, ProcessWatcher, RestartTracker, type RestartPolicy } from "./process-watch.js";
 import type { AgentInstanceMeta, AgentTemplate, RunOptions } from "./protocol.js";
-import { promptThread } from "./turns.js";
+import { promptThread } from "./wire.js";
 
 export const ORIGIN_CHANNEL = "agentcraft";
 

@@ -1,5 +1,5 @@
-// Runs one prompt as a turn of a runtime thread and waits for its end: the answer of
-// agent.prompt, agent.run and session.prompt. Every event of the turn can be watched meanwhile.
+// The mapping between runtime turns and AgentCraft prompt results: one prompt runs as a turn of
+// a runtime thread; its agent messages become the answer and its failure an AgentCraft error.
 import type { RuntimeEvent } from "../../domain/events.js";
 import { RuntimeError } from "../../domain/errors.js";
 import type { RuntimeApi } from "../../runtime/api.js";
