@@ -52,6 +52,13 @@ await build({
 // shared chunks and slow every start, so it is a two-line launcher instead.
 writeFileSync(
   "dist/agentcraft.js",
-  "#!/usr/bin/env node\n// The agentcraft command: switchyard agentcraft.\nprocess.argv.splice(2, 0, \"agentcraft\");\nawait import(\"./switchyard.js\");\n",
+  '#!/usr/bin/env node\n// The agentcraft command: switchyard agentcraft.\nprocess.argv.splice(2, 0, "agentcraft");\nawait import("./switchyard.js");\n',
 );
 chmodSync("dist/agentcraft.js", 0o755);
+
+// `ac` is `switchyard agentcompany` (the AgentCompany protocol's own command name).
+writeFileSync(
+  "dist/ac.js",
+  '#!/usr/bin/env node\n// The ac command: switchyard agentcompany.\nprocess.argv.splice(2, 0, "agentcompany");\nawait import("./switchyard.js");\n',
+);
+chmodSync("dist/ac.js", 0o755);

@@ -92,6 +92,30 @@ addWebSocketOptions(
   ),
 ).action((flags: AcpFlags) => serve(flags, () => resolveAcpConfig(flags, process.env)));
 
+addRuntimeOptions(
+  program
+    .command("agentcompany")
+    .description("The AgentCompany control plane (also `ac`): `agentcompany server:start` serves protocol v1 on stdio.")
+    .argument("<command>", "server:start"),
+).action((command: string, flags: AppServerFlags) => {
+  if (command !== "server:start") throw new InvalidArgumentError(`unknown command "${command}"; the command is server:start`);
+  return serve(flags, () => ({
+    ...resolveServerConfig(
+      {
+        ...flags,
+        listen: ["stdio://"],
+        maxMessageBytes: 16 * 1024 * 1024,
+        maxInFlight: 64,
+        pingIntervalMs: 30_000,
+        outputBudgetBytes: 1024 * 1024,
+        stallTimeoutMs: 60_000,
+      },
+      process.env,
+    ),
+    face: "agentcompany",
+  }));
+});
+
 program
   .command("doctor")
   .description("Explain which provider and model app-server would use, and check the configuration, data directory and provider.")

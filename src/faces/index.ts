@@ -1,6 +1,7 @@
 // The registry: every face this server speaks, once. The server routes connections by it, and
 // `switchyard schema` exports its protocol tables. Adding a face is one folder and one line here.
 import { acpFace } from "./acp/index.js";
+import { agentCompanyFace } from "./agentcompany/index.js";
 import { agentCraftFace } from "./agentcraft/index.js";
 import { notInitialized } from "./appserver/errors.js";
 import { appServerFace } from "./appserver/index.js";
@@ -8,7 +9,7 @@ import { claudeFace } from "./claude/index.js";
 import type { Face } from "./face.js";
 
 /** The first face is the default of a connection whose initialize no face claims. */
-export const FACES: readonly Face[] = [appServerFace, claudeFace, acpFace, agentCraftFace];
+export const FACES: readonly Face[] = [appServerFace, claudeFace, acpFace, agentCraftFace, agentCompanyFace];
 
 /** What a connection gets for a request before its first initialize: the default face's answer. */
 export const refuseBeforeInitialize = notInitialized;

@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
-import { pidAlive } from "../../src/faces/agentcraft/process-watch.js";
+import { pidAlive } from "../../src/pid.js";
 import { spawn } from "node:child_process";
 import { AGENTCRAFT_CLI, AgentCraftHome, eventually, template } from "../support/agentcraft.js";
 import { FakeModelServer } from "../support/fake-model-server.js";

@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { existsSync, lstatSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
-import { pidAlive } from "../../src/faces/agentcraft/process-watch.js";
+import { pidAlive } from "../../src/pid.js";
 import { AgentCraftHome, eventually, template } from "../support/agentcraft.js";
 import { tempDir } from "../support/server-process.js";
 

@@ -10,7 +10,8 @@ import { AgentCraftError } from "./errors.js";
 import type { AgentCraftPaths, Catalog } from "./home.js";
 import { Instances, META_FILE, type CreateOptions } from "./instances.js";
 import { agentCommand, printBackend, sessionBackend, type AgentCommand } from "./launch.js";
-import { pidAlive, ProcessWatcher, RestartTracker, type RestartPolicy } from "./process-watch.js";
+import { pidAlive } from "../../pid.js";
+import { ProcessWatcher, RestartTracker, type RestartPolicy } from "./process-watch.js";
 import type { AgentInstanceMeta, AgentTemplate, RunOptions } from "./protocol.js";
 import { promptThread } from "./wire.js";
 

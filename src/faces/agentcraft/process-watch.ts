@@ -1,15 +1,6 @@
 // Process watching for AgentCraft instances: pid liveness by polling `kill(pid, 0)` (the only
 // way to follow a process this daemon did not spawn), and the acp-service restart backoff.
-
-/** Whether a process with this pid exists (EPERM: it does, owned by someone else). */
-export function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
+import { pidAlive } from "../../pid.js";
 
 export class ProcessWatcher {
   private readonly watched = new Map<string, number>();

@@ -1,0 +1,180 @@
+// `.local/index.sqlite`: a cache of the workspace's runs and events, never the truth.
+// rebuild() recreates it from the files alone; sync() indexes only the lines appended to each
+// run's events.jsonl since (seq = line number) and forgets runs that are gone.
+import { mkdirSync, rmSync } from "node:fs";
+import path from "node:path";
+import Database from "better-sqlite3";
+import { readRunLog, type EventEnvelope } from "./run-log.js";
+import { eventsFile, listRuns } from "./runs.js";
+import { layout } from "./workspace.js";
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS runs (
+  project_id TEXT NOT NULL, run_id TEXT NOT NULL, created_at TEXT NOT NULL, status TEXT NOT NULL,
+  provider TEXT NOT NULL, agent_id TEXT NOT NULL, events_relpath TEXT NOT NULL,
+  PRIMARY KEY (project_id, run_id));
+CREATE TABLE IF NOT EXISTS events (
+  project_id TEXT NOT NULL, run_id TEXT NOT NULL, seq INTEGER NOT NULL, type TEXT NOT NULL,
+  ts_wallclock TEXT NOT NULL, ts_monotonic_ms INTEGER NOT NULL, actor TEXT NOT NULL, session_ref TEXT NOT NULL,
+  visibility TEXT NOT NULL, payload_json TEXT NOT NULL, raw_json TEXT NOT NULL,
+  PRIMARY KEY (project_id, run_id, seq));
+CREATE INDEX IF NOT EXISTS events_by_time ON events (ts_monotonic_ms, project_id, run_id, seq);
+CREATE TABLE IF NOT EXISTS event_parse_errors (
+  project_id TEXT NOT NULL, run_id TEXT NOT NULL, seq INTEGER NOT NULL, error TEXT NOT NULL, raw_line TEXT NOT NULL,
+  PRIMARY KEY (project_id, run_id, seq));
+`;
+
+export interface IndexedEvent {
+  project_id: string;
+  run_id: string;
+  seq: number;
+  type: string;
+  ts_monotonic_ms: number;
+  event: EventEnvelope;
+}
+
+export class WorkspaceIndex {
+  private db: Database.Database;
+
+  constructor(private readonly ws: string) {
+    this.db = WorkspaceIndex.open(ws);
+  }
+
+  private static open(ws: string): Database.Database {
+    const file = layout.index(ws);
+    mkdirSync(path.dirname(file), { recursive: true });
+    const db = new Database(file);
+    db.pragma("journal_mode = WAL");
+    db.exec(SCHEMA);
+    return db;
+  }
+
+  /** Drops the index file and indexes every run from the files. */
+  rebuild(): { runs: number; events: number; parse_errors: number } {
+    this.db.close();
+    const file = layout.index(this.ws);
+    for (const suffix of ["", "-wal", "-shm"]) rmSync(file + suffix, { force: true });
+    this.db = WorkspaceIndex.open(this.ws);
+    return this.sync();
+  }
+
+  /** Indexes what was appended since the last sync; returns what it added. */
+  sync(): { runs: number; events: number; parse_errors: number } {
+    const added = { runs: 0, events: 0, parse_errors: 0 };
+    const runs = listRuns(this.ws);
+    const lastSeq = this.db.prepare<[{ project: string; run: string }], { seq: number | null }>(
+      "SELECT max(seq) AS seq FROM (SELECT seq FROM events WHERE project_id = @project AND run_id = @run UNION ALL SELECT seq FROM event_parse_errors WHERE project_id = @project AND run_id = @run)",
+    );
+    const upsertRun = this.db.prepare(
+      "INSERT INTO runs VALUES (@project_id, @id, @created_at, @status, @provider, @agent_id, @events_relpath) ON CONFLICT (project_id, run_id) DO UPDATE SET status = excluded.status",
+    );
+    const insertEvent = this.db.prepare("INSERT OR IGNORE INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    const insertError = this.db.prepare("INSERT OR IGNORE INTO event_parse_errors VALUES (?, ?, ?, ?, ?)");
+    const known = new Set(
+      this.db
+        .prepare<[], { key: string }>("SELECT project_id || '/' || run_id AS key FROM runs")
+        .all()
+        .map((r) => r.key),
+    );
+    this.db.transaction(() => {
+      for (const run of runs) {
+        if (!known.has(`${run.project_id}/${run.id}`)) added.runs++;
+        known.delete(`${run.project_id}/${run.id}`);
+        upsertRun.run(run);
+        const after = lastSeq.get({ project: run.project_id, run: run.id })?.seq ?? 0;
+        for (const line of readRunLog(eventsFile(this.ws, run.project_id, run.id))) {
+          if (line.seq <= after) continue;
+          if (line.event) {
+            const e = line.event;
+            insertEvent.run(
+              run.project_id,
+              run.id,
+              line.seq,
+              e.type,
+              e.ts_wallclock,
+              e.ts_monotonic_ms,
+              e.actor,
+              e.session_ref,
+              e.visibility,
+              JSON.stringify(e.payload),
+              line.raw,
+            );
+            added.events++;
+          } else {
+            insertError.run(run.project_id, run.id, line.seq, line.error ?? "unreadable", line.raw);
+            added.parse_errors++;
+          }
+        }
+      }
+      // Runs whose files are gone.
+      for (const key of known) {
+        const [projectId, runId] = key.split("/") as [string, string];
+        for (const table of ["runs", "events", "event_parse_errors"])
+          this.db.prepare(`DELETE FROM ${table} WHERE project_id = ? AND run_id = ?`).run(projectId, runId);
+      }
+    })();
+    return added;
+  }
+
+  stats(): { runs: number; events: number; event_parse_errors: number } {
+    const count = (table: string): number => this.db.prepare<[], { n: number }>(`SELECT count(*) AS n FROM ${table}`).get()!.n;
+    return { runs: count("runs"), events: count("events"), event_parse_errors: count("event_parse_errors") };
+  }
+
+  listRuns(projectId?: string, limit = 200): Array<Record<string, unknown>> {
+    return this.db
+      .prepare<[{ project: string | null; limit: number }], Record<string, unknown>>(
+        "SELECT * FROM runs WHERE (@project IS NULL OR project_id = @project) ORDER BY created_at DESC, run_id DESC LIMIT @limit",
+      )
+      .all({ project: projectId ?? null, limit });
+  }
+
+  /** Events in the order of the clock (then run and line); the envelope as persisted. */
+  listEvents(filter: {
+    project_id?: string;
+    run_id?: string;
+    types?: string[];
+    after_ts?: number;
+    since_seq?: number;
+    limit: number;
+    order: "asc" | "desc";
+  }): IndexedEvent[] {
+    const rows = this.db
+      .prepare<
+        [Record<string, string | number | null>],
+        { project_id: string; run_id: string; seq: number; type: string; ts_monotonic_ms: number; raw_json: string }
+      >(
+        `SELECT project_id, run_id, seq, type, ts_monotonic_ms, raw_json FROM events
+         WHERE (@project IS NULL OR project_id = @project) AND (@run IS NULL OR run_id = @run)
+           AND (@after_ts IS NULL OR ts_monotonic_ms > @after_ts) AND (@since_seq IS NULL OR seq > @since_seq)
+           AND (@types IS NULL OR type IN (SELECT value FROM json_each(@types)))
+         ORDER BY ts_monotonic_ms ${filter.order === "desc" ? "DESC" : "ASC"}, project_id, run_id, seq LIMIT @limit`,
+      )
+      .all({
+        project: filter.project_id ?? null,
+        run: filter.run_id ?? null,
+        after_ts: filter.after_ts ?? null,
+        since_seq: filter.since_seq ?? null,
+        types: filter.types ? JSON.stringify(filter.types) : null,
+        limit: filter.limit,
+      });
+    return rows.map((r) => ({
+      project_id: r.project_id,
+      run_id: r.run_id,
+      seq: r.seq,
+      type: r.type,
+      ts_monotonic_ms: r.ts_monotonic_ms,
+      event: JSON.parse(r.raw_json) as EventEnvelope,
+    }));
+  }
+
+  listParseErrors(limit = 200): Array<Record<string, unknown>> {
+    return this.db
+      .prepare<[number], Record<string, unknown>>("SELECT * FROM event_parse_errors ORDER BY project_id, run_id, seq LIMIT ?")
+      .all(limit);
+  }
+
+  close(): void {
+    this.db.close();
+  }
+}

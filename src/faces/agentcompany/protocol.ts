@@ -1,0 +1,148 @@
+// AgentCompany JSON-RPC protocol v1 (local stdio): the methods Switchyard serves so far, with
+// the params of the protocol document (snake_case) and result shapes of the original.
+import { z } from "zod";
+import type { ProtocolTable } from "../../rpc/protocol-table.js";
+import { EventEnvelope } from "./run-log.js";
+
+const workspaceDir = z.string().min(1).describe("The workspace directory.");
+const Ws = z.object({ workspace_dir: workspaceDir });
+const limit = (max: number, fallback: number) => z.number().int().positive().max(max).default(fallback);
+
+const Issue = z.object({ path: z.string(), message: z.string() });
+const Validation = z.object({ workspace_dir: z.string(), valid: z.boolean(), issues: z.array(Issue) });
+const Project = z.object({ id: z.string(), name: z.string(), created_at: z.string() }).passthrough();
+const Agent = z.object({ id: z.string(), name: z.string(), role: z.string(), provider: z.string() }).passthrough();
+const Run = z
+  .object({
+    id: z.string(),
+    project_id: z.string(),
+    agent_id: z.string(),
+    provider: z.string(),
+    status: z.string(),
+    created_at: z.string(),
+  })
+  .passthrough();
+const SyncCounts = z.object({ runs: z.number(), events: z.number(), parse_errors: z.number() });
+const IndexedRun = z.record(z.string(), z.unknown());
+
+export const AgentCompanyRequests = {
+  "workspace.init": {
+    params: Ws.extend({ company_name: z.string().min(1).optional(), force: z.boolean().optional() }),
+    result: z.object({
+      workspace_dir: z.string(),
+      company_id: z.string(),
+      project_id: z.string(),
+      agent_id: z.string(),
+      team_id: z.string(),
+    }),
+    description: "Creates the workspace layout, its company, and a default team, agent and project (v1 has no method that creates them).",
+  },
+  "workspace.open": {
+    params: Ws,
+    result: Validation.extend({ projects: z.array(Project), agents: z.array(Agent) }),
+    description: "Validates the workspace and lists its projects and agents.",
+  },
+  "workspace.validate": { params: Ws, result: Validation, description: "Every missing or invalid file of the layout." },
+  "workspace.doctor": {
+    params: Ws.extend({ rebuild_index: z.boolean().optional(), sync_index: z.boolean().optional() }),
+    result: z.object({
+      workspace_dir: z.string(),
+      ok: z.boolean(),
+      validation: Validation,
+      index: z.object({ rebuilt: z.boolean(), synced: z.boolean(), stats: z.record(z.string(), z.number()) }),
+    }),
+    description: "Validation plus the index: rebuilt or synced when asked, and its counts.",
+  },
+  "run.create": {
+    params: Ws.extend({ project_id: z.string(), agent_id: z.string(), provider: z.string().default("switchyard") }),
+    result: z.object({ run_id: z.string(), project_id: z.string(), events_relpath: z.string(), run: Run }),
+    description: "Creates a run (run.yaml, events.jsonl with run.started).",
+  },
+  "run.list": {
+    params: Ws.extend({ project_id: z.string().optional() }),
+    result: z.array(Run),
+    description: "Every run, from the files, oldest first.",
+  },
+  "run.replay": {
+    params: Ws.extend({
+      project_id: z.string(),
+      run_id: z.string(),
+      tail: z.number().int().positive().optional(),
+      mode: z.enum(["raw", "verified"]).default("raw"),
+    }),
+    result: z.object({
+      project_id: z.string(),
+      run_id: z.string(),
+      mode: z.string(),
+      events: z.array(z.record(z.string(), z.unknown())),
+      parse_errors: z.array(z.object({ seq: z.number(), error: z.string(), raw_line: z.string() })),
+      verification: z
+        .object({ ok: z.boolean(), checked: z.number(), first_broken: z.object({ seq: z.number(), reason: z.string() }).optional() })
+        .optional(),
+    }),
+    description: "A run's events as stored; verified checks the hash chain and names the first broken link.",
+  },
+  "index.rebuild": { params: Ws, result: SyncCounts, description: "Recreates .local/index.sqlite from the files alone." },
+  "index.sync": { params: Ws, result: SyncCounts, description: "Indexes what was appended since the last sync." },
+  "index.stats": {
+    params: Ws,
+    result: z.object({ runs: z.number(), events: z.number(), event_parse_errors: z.number() }),
+    description: "Row counts of the index.",
+  },
+  "index.list_runs": {
+    params: Ws.extend({ project_id: z.string().optional(), limit: limit(1000, 200) }),
+    result: z.array(IndexedRun),
+    description: "Indexed runs, newest first.",
+  },
+  "index.list_events": {
+    params: Ws.extend({
+      project_id: z.string().optional(),
+      run_id: z.string().optional(),
+      since_seq: z.number().int().nonnegative().optional(),
+      limit: limit(5000, 200),
+      order: z.enum(["asc", "desc"]).default("asc"),
+    }),
+    result: z.array(z.object({ project_id: z.string(), run_id: z.string(), seq: z.number(), type: z.string(), event: EventEnvelope })),
+    description: "Indexed events with their envelope as persisted.",
+  },
+  "index.list_event_parse_errors": {
+    params: Ws.extend({ limit: limit(1000, 200) }),
+    result: z.array(IndexedRun),
+    description: "Lines of events.jsonl files that could not be read.",
+  },
+  "events.subscribe": {
+    params: z.object({
+      subscription_id: z.string().min(1).optional(),
+      workspace_dir: workspaceDir.optional(),
+      project_id: z.string().optional(),
+      run_id: z.string().optional(),
+      event_types: z.array(z.string()).optional(),
+      backfill_limit: z.number().int().nonnegative().max(5000).optional(),
+    }),
+    result: z.object({ subscription_id: z.string(), backfilled: z.number(), resumed_after_ts: z.number().optional() }),
+    description:
+      "Streams events.notification for new events; backfill_limit replays recent ones first (no gap, no duplicate). Re-subscribing with the id of an acknowledged subscription resumes after its last ack.",
+  },
+  "events.unsubscribe": { params: z.object({ subscription_id: z.string() }), result: z.object({ removed: z.boolean() }) },
+  "events.ack": {
+    params: z.object({ subscription_id: z.string(), last_ack_ts_monotonic_ms: z.number().optional() }),
+    result: z.object({ ok: z.boolean() }),
+    description: "Records the position the client has processed (persisted in the workspace).",
+  },
+} as const;
+
+export const AgentCompanyNotifications = {
+  "events.notification": z
+    .object({ subscription_id: z.string(), project_id: z.string(), event: EventEnvelope })
+    .describe("One persisted run event, verbatim, for a subscription whose filters it matches."),
+} as const;
+
+export const agentCompanyProtocol: ProtocolTable = {
+  name: "agentcompany",
+  title: "AgentCompany protocol v1",
+  source: "src/faces/agentcompany/protocol.ts",
+  requests: AgentCompanyRequests,
+  notifications: AgentCompanyNotifications,
+  serverRequests: {},
+  objects: { EventEnvelope },
+};

@@ -1,0 +1,124 @@
+// One AgentCompany connection: the v1 methods served so far, over the shared services of the
+// server (write locks, the event bus, open indexes). Writes to one workspace run one at a time.
+import { randomBytes } from "node:crypto";
+import type { RpcHandlers } from "../../rpc/connection.js";
+import { dispatchRequests } from "../../rpc/methods.js";
+import type { RequestHandlers } from "../../rpc/protocol-table.js";
+import type { RuntimeApi } from "../../runtime/api.js";
+import type { FaceContext } from "../face.js";
+import { toRpcError } from "./errors.js";
+import { WorkspaceIndex } from "./index-db.js";
+import { AgentCompanyRequests } from "./protocol.js";
+import { createRun, listRuns, replayRun } from "./runs.js";
+import { EventBus, Subscriptions } from "./subscriptions.js";
+import { initWorkspace, listAgents, listProjects, requireWorkspace, validateWorkspace, WorkspaceLocks } from "./workspace.js";
+
+/** What every connection of one server shares. */
+class CompanyServices {
+  readonly locks = new WorkspaceLocks();
+  readonly bus = new EventBus();
+  private readonly indexes = new Map<string, WorkspaceIndex>();
+
+  index(ws: string): WorkspaceIndex {
+    let index = this.indexes.get(ws);
+    if (!index) {
+      index = new WorkspaceIndex(ws);
+      this.indexes.set(ws, index);
+    }
+    return index;
+  }
+}
+
+const servicesByRuntime = new WeakMap<RuntimeApi, CompanyServices>();
+
+export function openAgentCompany({ runtime, connection }: FaceContext): RpcHandlers {
+  let services = servicesByRuntime.get(runtime);
+  if (!services) {
+    services = new CompanyServices();
+    servicesByRuntime.set(runtime, services);
+  }
+  const { locks, bus } = services;
+  const index = (dir: string): WorkspaceIndex => services.index(requireWorkspace(dir));
+  const subscriptions = new Subscriptions(bus, (subscriptionId, e) =>
+    connection.notify("events.notification", { subscription_id: subscriptionId, project_id: e.project_id, event: e.event }),
+  );
+  connection.onClose(() => subscriptions.close());
+
+  const handlers: RequestHandlers<typeof AgentCompanyRequests> = {
+    "workspace.init": ({ workspace_dir, company_name, force }) =>
+      locks.write(workspace_dir, () => initWorkspace(workspace_dir, company_name, force)),
+    "workspace.open": ({ workspace_dir }) => {
+      const ws = requireWorkspace(workspace_dir);
+      return { ...validateWorkspace(ws), projects: listProjects(ws), agents: listAgents(ws) };
+    },
+    "workspace.validate": ({ workspace_dir }) => validateWorkspace(workspace_dir),
+    "workspace.doctor": ({ workspace_dir, rebuild_index, sync_index }) => {
+      const ws = requireWorkspace(workspace_dir);
+      const validation = validateWorkspace(ws);
+      const idx = services.index(ws);
+      if (rebuild_index) idx.rebuild();
+      else if (sync_index !== false) idx.sync();
+      return {
+        workspace_dir: ws,
+        ok: validation.valid,
+        validation,
+        index: { rebuilt: rebuild_index === true, synced: !rebuild_index && sync_index !== false, stats: idx.stats() },
+      };
+    },
+    "run.create": ({ workspace_dir, project_id, agent_id, provider }) => {
+      const ws = requireWorkspace(workspace_dir);
+      return locks.write(ws, () => {
+        const { run, started } = createRun(ws, { project_id, agent_id, provider });
+        bus.emit("event", { workspace_dir: ws, project_id, run_id: run.id, seq: 1, event: started });
+        return { run_id: run.id, project_id, events_relpath: run.events_relpath, run };
+      });
+    },
+    "run.list": ({ workspace_dir, project_id }) => listRuns(requireWorkspace(workspace_dir), project_id),
+    "run.replay": ({ workspace_dir, project_id, run_id, tail, mode }) =>
+      replayRun(requireWorkspace(workspace_dir), project_id, run_id, { mode, ...(tail ? { tail } : {}) }),
+    "index.rebuild": ({ workspace_dir }) => index(workspace_dir).rebuild(),
+    "index.sync": ({ workspace_dir }) => index(workspace_dir).sync(),
+    "index.stats": ({ workspace_dir }) => index(workspace_dir).stats(),
+    "index.list_runs": ({ workspace_dir, project_id, limit }) => index(workspace_dir).listRuns(project_id, limit),
+    "index.list_events": ({ workspace_dir, project_id, run_id, since_seq, limit, order }) =>
+      index(workspace_dir)
+        .listEvents({
+          ...(project_id ? { project_id } : {}),
+          ...(run_id ? { run_id } : {}),
+          ...(since_seq !== undefined ? { since_seq } : {}),
+          limit,
+          order,
+        })
+        .map(({ project_id: p, run_id: r, seq, type, event }) => ({ project_id: p, run_id: r, seq, type, event })),
+    "index.list_event_parse_errors": ({ workspace_dir, limit }) => index(workspace_dir).listParseErrors(limit),
+    "events.subscribe": ({ subscription_id, workspace_dir, project_id, run_id, event_types, backfill_limit }) => {
+      const ws = workspace_dir ? requireWorkspace(workspace_dir) : undefined;
+      const id = subscription_id ?? `sub_${Date.now()}_${randomBytes(4).toString("hex")}`;
+      return subscriptions.subscribe(
+        id,
+        {
+          ...(ws ? { workspace_dir: ws } : {}),
+          ...(project_id ? { project_id } : {}),
+          ...(run_id ? { run_id } : {}),
+          ...(event_types ? { event_types } : {}),
+        },
+        { ...(backfill_limit ? { backfillLimit: backfill_limit } : {}), ...(ws ? { index: services.index(ws) } : {}) },
+      );
+    },
+    "events.unsubscribe": ({ subscription_id }) => ({ removed: subscriptions.unsubscribe(subscription_id) }),
+    "events.ack": ({ subscription_id, last_ack_ts_monotonic_ms }) => {
+      subscriptions.ack(subscription_id, last_ack_ts_monotonic_ms);
+      return { ok: true };
+    },
+  };
+  const dispatch = dispatchRequests(AgentCompanyRequests, handlers);
+  return {
+    onRequest: async (method, params, ctx) => {
+      try {
+        return await dispatch(method, params, ctx);
+      } catch (error) {
+        throw toRpcError(error);
+      }
+    },
+  };
+}

@@ -1,0 +1,163 @@
+// The AgentCompany face over real stdio (`switchyard agentcompany server:start`): workspace init
+// and validation, runs with hash-chained event logs that survive torn and edited lines, the
+// SQLite index as a rebuildable cache, lossless subscriptions, and the cross-process lock.
+import assert from "node:assert/strict";
+import { appendFileSync, existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { after, before, describe, it } from "node:test";
+import { RunLog } from "../../src/faces/agentcompany/run-log.js";
+import { ServerProcess, tempDir } from "../support/server-process.js";
+import { TestClient, type Message } from "../support/test-client.js";
+
+function startServer(dataDir?: string): { server: ServerProcess; client: TestClient } {
+  const server = ServerProcess.spawn({ command: "agentcompany", args: ["server:start"], ...(dataDir ? { dataDir } : {}) });
+  return { server, client: TestClient.overStdio(server.child) };
+}
+
+const notifications = (client: TestClient, subscriptionId: string): Message[] =>
+  client.received.filter((m) => m.method === "events.notification" && m.params?.subscription_id === subscriptionId);
+
+describe("agentcompany server", () => {
+  const ws = path.join(tempDir("company"), "acme");
+  let server: ServerProcess;
+  let client: TestClient;
+  let ids: { project_id: string; agent_id: string };
+  before(() => ({ server, client } = startServer()));
+  after(() => server.kill());
+
+  it("initializes a workspace with a default team, agent and project, and opens it", async () => {
+    const init = await client.call("workspace.init", { workspace_dir: ws, company_name: "Acme" });
+    ids = init as typeof ids;
+    assert.match(String(init.company_id), /^cmp_[0-9A-HJKMNP-TV-Z]{26}$/);
+    assert.match(readFileSync(path.join(ws, "company", "company.yaml"), "utf8"), /name: Acme/);
+    assert.ok(existsSync(path.join(ws, "work", "projects", ids.project_id, "memory.md")));
+    const opened = await client.call("workspace.open", { workspace_dir: ws });
+    assert.equal(opened.valid, true);
+    assert.deepEqual(
+      (opened.projects as Array<{ id: string }>).map((p) => p.id),
+      [ids.project_id],
+    );
+    assert.deepEqual(
+      (opened.agents as Array<{ id: string }>).map((a) => a.id),
+      [ids.agent_id],
+    );
+    const again = await client.request("workspace.init", { workspace_dir: ws });
+    assert.equal(again.error?.code, -32000);
+    assert.equal((again.error?.data as { code: string }).code, "WORKSPACE_EXISTS");
+  });
+
+  it("answers errors with the protocol's codes and a machine-readable data.code", async () => {
+    const missing = await client.request("workspace.open", { workspace_dir: tempDir("empty") });
+    assert.equal(missing.error?.code, -32000);
+    assert.equal((missing.error?.data as { code: string }).code, "WORKSPACE_NOT_FOUND");
+    const invalid = await client.request("run.create", { workspace_dir: ws });
+    assert.equal(invalid.error?.code, -32602);
+    assert.ok(Array.isArray((invalid.error?.data as { issues: unknown[] }).issues));
+    assert.equal((await client.request("pm.teleport", {})).error?.code, -32601);
+    writeFileSync(path.join(ws, "org", "agents", ids.agent_id, "agent.yaml"), "role: [unclosed");
+    const validation = await client.call("workspace.validate", { workspace_dir: ws });
+    assert.equal(validation.valid, false);
+    assert.match(JSON.stringify(validation.issues), /agent\.yaml.*invalid YAML/);
+    // Put it back for the tests below.
+    writeFileSync(
+      path.join(ws, "org", "agents", ids.agent_id, "agent.yaml"),
+      `schema_version: 1\ntype: agent\nid: ${ids.agent_id}\nname: Worker\nrole: worker\nprovider: switchyard\ncreated_at: "2026-11-25T00:00:00Z"\n`,
+    );
+  });
+
+  it("creates runs whose events.jsonl is a hash chain; replay reports torn lines and the first broken link", async () => {
+    const created = await client.call("run.create", { workspace_dir: ws, project_id: ids.project_id, agent_id: ids.agent_id });
+    const runId = created.run_id as string;
+    const file = path.join(ws, String(created.events_relpath));
+    const first = JSON.parse(readFileSync(file, "utf8").trim());
+    assert.equal(first.type, "run.started");
+    assert.equal(first.prev_event_hash, null);
+    // A session writes more events (as it will through session.launch), then a crash tears a line.
+    const log = new RunLog(file, { run_id: runId, session_ref: `local_${runId}` });
+    log.append({ type: "run.executing", payload: { argv: ["echo", "hi"] } });
+    appendFileSync(file, '{"schema_version":1,"event_id":"evt_torn"');
+    // The next process to write the log starts after the torn line.
+    new RunLog(file, { run_id: runId, session_ref: `local_${runId}` }).append({ type: "run.ended", payload: { exit_code: 0 } });
+
+    const raw = await client.call("run.replay", { workspace_dir: ws, project_id: ids.project_id, run_id: runId });
+    assert.deepEqual(
+      (raw.events as Array<{ type: string; seq: number }>).map((e) => [e.seq, e.type]),
+      [
+        [1, "run.started"],
+        [2, "run.executing"],
+        [4, "run.ended"],
+      ],
+    );
+    assert.equal((raw.parse_errors as Array<{ seq: number }>)[0]?.seq, 3);
+    const verified = await client.call("run.replay", { workspace_dir: ws, project_id: ids.project_id, run_id: runId, mode: "verified" });
+    assert.deepEqual((verified.verification as { first_broken: { seq: number } }).first_broken.seq, 3);
+
+    const runs = await client.call("run.list", { workspace_dir: ws });
+    assert.deepEqual(
+      (runs as unknown as Array<{ id: string }>).map((r) => r.id),
+      [runId],
+    );
+  });
+
+  it("keeps the index a cache: rebuilt from the files after deletion, synced incrementally", async () => {
+    const rebuilt = await client.call("index.rebuild", { workspace_dir: ws });
+    assert.deepEqual(rebuilt, { runs: 1, events: 3, parse_errors: 1 });
+    assert.deepEqual(await client.call("index.sync", { workspace_dir: ws }), { runs: 0, events: 0, parse_errors: 0 });
+    await client.call("run.create", { workspace_dir: ws, project_id: ids.project_id, agent_id: ids.agent_id });
+    assert.deepEqual(await client.call("index.sync", { workspace_dir: ws }), { runs: 1, events: 1, parse_errors: 0 });
+    const events = (await client.call("index.list_events", { workspace_dir: ws, order: "asc" })) as unknown as Array<{
+      type: string;
+      event: { event_hash: string };
+    }>;
+    assert.equal(events.length, 4);
+    assert.match(events[0]!.event.event_hash, /^[0-9a-f]{64}$/);
+    const errors = (await client.call("index.list_event_parse_errors", { workspace_dir: ws })) as unknown as Array<{ raw_line: string }>;
+    assert.match(errors[0]!.raw_line, /evt_torn/);
+    const doctor = await client.call("workspace.doctor", { workspace_dir: ws, rebuild_index: true });
+    assert.deepEqual((doctor.index as { stats: unknown }).stats, { runs: 2, events: 4, event_parse_errors: 1 });
+  });
+
+  it("subscriptions backfill then stream live, and resume after the last ack across a restart", async () => {
+    const sub = await client.call("events.subscribe", { subscription_id: "sub_ui", workspace_dir: ws, backfill_limit: 2 });
+    assert.equal(sub.backfilled, 2);
+    const created = await client.call("run.create", { workspace_dir: ws, project_id: ids.project_id, agent_id: ids.agent_id });
+    await client.waitFor((m) => m.method === "events.notification" && (m.params?.event as { run_id: string }).run_id === created.run_id);
+    const seen = notifications(client, "sub_ui");
+    assert.equal(seen.length, 3, "two backfilled, one live, none twice");
+    assert.equal((seen[2]!.params!.event as { type: string }).type, "run.started");
+    assert.equal(seen[2]!.params!.project_id, ids.project_id);
+    const acked = (seen[2]!.params!.event as { ts_monotonic_ms: number }).ts_monotonic_ms;
+    await client.call("events.ack", { subscription_id: "sub_ui", last_ack_ts_monotonic_ms: acked });
+
+    // Events while nobody listens, then a new server process: re-subscribing resumes after the ack.
+    await server.kill();
+    ({ server, client } = startServer());
+    const missed = await client.call("run.create", { workspace_dir: ws, project_id: ids.project_id, agent_id: ids.agent_id });
+    const resumed = await client.call("events.subscribe", { subscription_id: "sub_ui", workspace_dir: ws });
+    assert.equal(resumed.resumed_after_ts, acked);
+    const replayed = notifications(client, "sub_ui");
+    assert.deepEqual(
+      replayed.map((m) => (m.params!.event as { run_id: string }).run_id),
+      [missed.run_id],
+    );
+  });
+
+  it("keeps a second server process from writing to the same workspace", async () => {
+    const second = startServer();
+    try {
+      const refused = await second.client.request("run.create", { workspace_dir: ws, project_id: ids.project_id, agent_id: ids.agent_id });
+      assert.equal((refused.error?.data as { code: string }).code, "WORKSPACE_LOCKED");
+      assert.equal((await second.client.call("workspace.validate", { workspace_dir: ws })).valid, true, "reads still work");
+    } finally {
+      await second.server.kill();
+    }
+  });
+
+  it("recovers from a deleted index file", async () => {
+    await server.kill();
+    for (const suffix of ["", "-wal", "-shm"]) rmSync(path.join(ws, ".local", `index.sqlite${suffix}`), { force: true });
+    ({ server, client } = startServer());
+    assert.equal((await client.call("index.stats", { workspace_dir: ws })).runs, 0);
+    assert.equal((await client.call("index.sync", { workspace_dir: ws })).runs, 4);
+  });
+});
