@@ -185,6 +185,122 @@ export interface RunReplayResult {
   };
 }
 
+/** Params of the `session.launch` request. Starts the run's session: a command, or an agent adapter (a runtime thread, visible from every face). */
+export interface SessionLaunchParams {
+  /** The workspace directory. */
+  workspace_dir: string;
+  project_id: string;
+  run_id: string;
+  /** A plain command; without it, the run's provider adapter runs prompt_text. */
+  argv?: string[];
+  workdir_rel?: string;
+  prompt_text?: string;
+  model?: string;
+  stdin_text?: string;
+  env?: Record<string, string>;
+}
+
+/** Result of the `session.launch` request. */
+export interface SessionLaunchResult {
+  session_ref: string;
+  project_id: string;
+  run_id: string;
+  mode: string;
+  status: string;
+  started_at: string;
+  [key: string]: unknown;
+}
+
+/** Params of the `session.list` request. Every session record. */
+export interface SessionListParams {
+  /** The workspace directory. */
+  workspace_dir: string;
+  project_id?: string;
+}
+
+/** Result of the `session.list` request. */
+export type SessionListResult = Array<{
+  session_ref: string;
+  project_id: string;
+  run_id: string;
+  mode: string;
+  status: string;
+  started_at: string;
+  [key: string]: unknown;
+}>;
+
+/** Params of the `session.poll` request. A session's status now. */
+export interface SessionPollParams {
+  /** The workspace directory. */
+  workspace_dir: string;
+  session_ref: string;
+}
+
+/** Result of the `session.poll` request. */
+export interface SessionPollResult {
+  session_ref: string;
+  project_id: string;
+  run_id: string;
+  mode: string;
+  status: string;
+  started_at: string;
+  [key: string]: unknown;
+}
+
+/** Params of the `session.collect` request. Waits for the session's end (at most wait_ms), then its record and outputs (stdout, stderr, last message). */
+export interface SessionCollectParams {
+  /** The workspace directory. */
+  workspace_dir: string;
+  session_ref: string;
+  wait_ms?: number;
+}
+
+/** Result of the `session.collect` request. */
+export interface SessionCollectResult {
+  session_ref: string;
+  project_id: string;
+  run_id: string;
+  mode: string;
+  status: string;
+  started_at: string;
+  outputs: Record<string, string>;
+  [key: string]: unknown;
+}
+
+/** Params of the `session.stop` request. Stops a running session (run.stopped). */
+export interface SessionStopParams {
+  /** The workspace directory. */
+  workspace_dir: string;
+  session_ref: string;
+}
+
+/** Result of the `session.stop` request. */
+export interface SessionStopResult {
+  session_ref: string;
+  project_id: string;
+  run_id: string;
+  mode: string;
+  status: string;
+  started_at: string;
+  [key: string]: unknown;
+}
+
+/** Params of the `adapter.status` request. Each adapter: whether its agent can run here, and what it supports. */
+export interface AdapterStatusParams {
+  /** The workspace directory. */
+  workspace_dir?: string;
+}
+
+/** Result of the `adapter.status` request. */
+export type AdapterStatusResult = Array<{
+  name: string;
+  provider: string;
+  mode: string;
+  available: boolean;
+  reason?: string;
+  capabilities: Record<string, unknown>;
+}>;
+
 /** Params of the `index.rebuild` request. Recreates .local/index.sqlite from the files alone. */
 export interface IndexRebuildParams {
   /** The workspace directory. */
@@ -331,6 +447,18 @@ export interface Requests {
   "run.list": { params: RunListParams; result: RunListResult };
   /** A run's events as stored; verified checks the hash chain and names the first broken link. */
   "run.replay": { params: RunReplayParams; result: RunReplayResult };
+  /** Starts the run's session: a command, or an agent adapter (a runtime thread, visible from every face). */
+  "session.launch": { params: SessionLaunchParams; result: SessionLaunchResult };
+  /** Every session record. */
+  "session.list": { params: SessionListParams; result: SessionListResult };
+  /** A session's status now. */
+  "session.poll": { params: SessionPollParams; result: SessionPollResult };
+  /** Waits for the session's end (at most wait_ms), then its record and outputs (stdout, stderr, last message). */
+  "session.collect": { params: SessionCollectParams; result: SessionCollectResult };
+  /** Stops a running session (run.stopped). */
+  "session.stop": { params: SessionStopParams; result: SessionStopResult };
+  /** Each adapter: whether its agent can run here, and what it supports. */
+  "adapter.status": { params: AdapterStatusParams; result: AdapterStatusResult };
   /** Recreates .local/index.sqlite from the files alone. */
   "index.rebuild": { params: IndexRebuildParams; result: IndexRebuildResult };
   /** Indexes what was appended since the last sync. */

@@ -7,10 +7,12 @@ import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { RunLog } from "../../src/faces/agentcompany/run-log.js";
 import { ServerProcess, tempDir } from "../support/server-process.js";
-import { TestClient, type Message } from "../support/test-client.js";
+import { FakeModelServer } from "../support/fake-model-server.js";
+import { modelEnv } from "../support/harness.js";
+import { FULL_CAPABILITIES, TestClient, type Message } from "../support/test-client.js";
 
-function startServer(dataDir?: string): { server: ServerProcess; client: TestClient } {
-  const server = ServerProcess.spawn({ command: "agentcompany", args: ["server:start"], ...(dataDir ? { dataDir } : {}) });
+function startServer(dataDir?: string, env: Record<string, string> = {}): { server: ServerProcess; client: TestClient } {
+  const server = ServerProcess.spawn({ command: "agentcompany", args: ["server:start"], env, ...(dataDir ? { dataDir } : {}) });
   return { server, client: TestClient.overStdio(server.child) };
 }
 
@@ -159,5 +161,115 @@ describe("agentcompany server", () => {
     ({ server, client } = startServer());
     assert.equal((await client.call("index.stats", { workspace_dir: ws })).runs, 0);
     assert.equal((await client.call("index.sync", { workspace_dir: ws })).runs, 4);
+  });
+
+  it("runs a command session: output as provider.raw events and files, the exit as run.failed, stop as run.stopped", async () => {
+    const run = await client.call("run.create", { workspace_dir: ws, project_id: ids.project_id, agent_id: ids.agent_id, provider: "cmd" });
+    const launched = await client.call("session.launch", {
+      workspace_dir: ws,
+      project_id: ids.project_id,
+      run_id: run.run_id,
+      argv: ["sh", "-c", "cat; echo to-err >&2; exit 3"],
+      stdin_text: "from-stdin\n",
+    });
+    assert.equal(launched.status, "running");
+    const collected = await client.call("session.collect", { workspace_dir: ws, session_ref: launched.session_ref });
+    assert.equal(collected.status, "failed");
+    assert.equal(collected.exit_code, 3);
+    assert.deepEqual(collected.outputs, { "stdout.txt": "from-stdin\n", "stderr.txt": "to-err\n" });
+    const replay = await client.call("run.replay", { workspace_dir: ws, project_id: ids.project_id, run_id: run.run_id, mode: "verified" });
+    const types = (replay.events as Array<{ type: string }>).map((e) => e.type);
+    assert.deepEqual(types.slice(0, 2), ["run.started", "run.executing"]);
+    assert.equal(types.at(-1), "run.failed");
+    assert.ok(types.filter((t) => t === "provider.raw").length >= 2);
+    assert.equal((replay.verification as { ok: boolean }).ok, true);
+
+    const sleeper = await client.call("run.create", {
+      workspace_dir: ws,
+      project_id: ids.project_id,
+      agent_id: ids.agent_id,
+      provider: "cmd",
+    });
+    const long = await client.call("session.launch", {
+      workspace_dir: ws,
+      project_id: ids.project_id,
+      run_id: sleeper.run_id,
+      argv: ["sleep", "30"],
+    });
+    await client.call("session.stop", { workspace_dir: ws, session_ref: long.session_ref });
+    assert.equal((await client.call("session.collect", { workspace_dir: ws, session_ref: long.session_ref })).status, "stopped");
+    const escape = await client.request("session.launch", {
+      workspace_dir: ws,
+      project_id: ids.project_id,
+      run_id: sleeper.run_id,
+      argv: ["true"],
+      workdir_rel: "../..",
+    });
+    assert.equal((escape.error?.data as { code: string }).code, "POLICY_DENIED");
+  });
+});
+
+describe("agentcompany agent sessions", () => {
+  it("runs the switchyard adapter as a runtime thread, records its output, and reconciles a session a dead server left", async () => {
+    const fake = await FakeModelServer.start();
+    const dataDir = tempDir("company-data");
+    const ws = path.join(tempDir("company"), "agents");
+    let { server, client } = startServer(dataDir, modelEnv(fake));
+    try {
+      const ids = (await client.call("workspace.init", { workspace_dir: ws })) as { project_id: string; agent_id: string };
+      const adapters = (await client.call("adapter.status", { workspace_dir: ws })) as unknown as Array<{
+        name: string;
+        available: boolean;
+      }>;
+      assert.equal(adapters.find((a) => a.name === "switchyard")?.available, true);
+      const run = await client.call("run.create", { workspace_dir: ws, ...ids });
+      fake.enqueue({ kind: "response", text: ["The plan ", "is ready."], usage: { input: 100, output: 20 } });
+      const launched = await client.call("session.launch", {
+        workspace_dir: ws,
+        project_id: ids.project_id,
+        run_id: run.run_id,
+        prompt_text: "plan it",
+      });
+      assert.equal(launched.mode, "agent");
+      const collected = await client.call("session.collect", { workspace_dir: ws, session_ref: launched.session_ref });
+      assert.equal(collected.status, "ended");
+      assert.equal((collected.outputs as Record<string, string>)["last_message.md"], "The plan is ready.");
+      const replay = await client.call("run.replay", { workspace_dir: ws, project_id: ids.project_id, run_id: run.run_id });
+      const events = replay.events as Array<{ type: string; payload: Record<string, unknown> }>;
+      assert.deepEqual(
+        events.map((e) => e.type),
+        ["run.started", "run.executing", "usage.reported", "provider.raw", "run.ended"],
+      );
+      assert.equal(events.find((e) => e.type === "usage.reported")?.payload.total_tokens, 120);
+
+      // A session still running when its server dies is failed, as orphaned, by the next one.
+      const second = await client.call("run.create", { workspace_dir: ws, ...ids });
+      fake.enqueue({ kind: "response", text: ["thinking"], holdOpen: true });
+      const orphan = await client.call("session.launch", {
+        workspace_dir: ws,
+        project_id: ids.project_id,
+        run_id: second.run_id,
+        prompt_text: "take long",
+      });
+      server.child.kill("SIGKILL");
+      await server.exited;
+      ({ server, client } = startServer(dataDir, modelEnv(fake)));
+      const polled = await client.call("session.poll", { workspace_dir: ws, session_ref: orphan.session_ref });
+      assert.equal(polled.status, "failed");
+      const runs = (await client.call("run.list", { workspace_dir: ws })) as unknown as Array<{ id: string; status: string }>;
+      assert.equal(runs.find((r) => r.id === second.run_id)?.status, "failed");
+      await server.kill();
+
+      // The sessions' threads are ordinary runtime threads: an AppServer client sees them.
+      const appServer = ServerProcess.spawn({ dataDir, env: modelEnv(fake) });
+      const watcher = TestClient.overStdio(appServer.child);
+      await watcher.initialize(FULL_CAPABILITIES);
+      const list = await watcher.call("thread/list", {});
+      assert.ok((list.data as Array<{ id: string }>).some((t) => t.id === launched.thread_id));
+      await appServer.kill();
+    } finally {
+      await server.kill();
+      await fake.close();
+    }
   });
 });

@@ -14,6 +14,10 @@ export type AppErrorCode =
   | "AGENT_NOT_FOUND"
   | "RUN_NOT_FOUND"
   | "SUBSCRIPTION_NOT_FOUND"
+  | "SESSION_NOT_FOUND"
+  | "SESSION_RUNNING"
+  | "ADAPTER_UNAVAILABLE"
+  | "POLICY_DENIED"
   | "RUNTIME_ERROR";
 
 export class AppError extends Error {

@@ -22,6 +22,16 @@ const Run = z
     created_at: z.string(),
   })
   .passthrough();
+const Session = z
+  .object({
+    session_ref: z.string(),
+    project_id: z.string(),
+    run_id: z.string(),
+    mode: z.string(),
+    status: z.string(),
+    started_at: z.string(),
+  })
+  .passthrough();
 const SyncCounts = z.object({ runs: z.number(), events: z.number(), parse_errors: z.number() });
 const IndexedRun = z.record(z.string(), z.unknown());
 
@@ -81,6 +91,50 @@ export const AgentCompanyRequests = {
         .optional(),
     }),
     description: "A run's events as stored; verified checks the hash chain and names the first broken link.",
+  },
+  "session.launch": {
+    params: Ws.extend({
+      project_id: z.string(),
+      run_id: z.string(),
+      argv: z.array(z.string()).min(1).optional().describe("A plain command; without it, the run's provider adapter runs prompt_text."),
+      workdir_rel: z.string().optional(),
+      prompt_text: z.string().optional(),
+      model: z.string().optional(),
+      stdin_text: z.string().optional(),
+      env: z.record(z.string(), z.string()).optional(),
+    }),
+    result: Session,
+    description: "Starts the run's session: a command, or an agent adapter (a runtime thread, visible from every face).",
+  },
+  "session.list": {
+    params: Ws.extend({ project_id: z.string().optional() }),
+    result: z.array(Session),
+    description: "Every session record.",
+  },
+  "session.poll": { params: Ws.extend({ session_ref: z.string() }), result: Session, description: "A session's status now." },
+  "session.collect": {
+    params: Ws.extend({ session_ref: z.string(), wait_ms: z.number().int().nonnegative().max(600_000).default(30_000) }),
+    result: Session.extend({ outputs: z.record(z.string(), z.string()) }),
+    description: "Waits for the session's end (at most wait_ms), then its record and outputs (stdout, stderr, last message).",
+  },
+  "session.stop": {
+    params: Ws.extend({ session_ref: z.string() }),
+    result: Session,
+    description: "Stops a running session (run.stopped).",
+  },
+  "adapter.status": {
+    params: Ws.partial(),
+    result: z.array(
+      z.object({
+        name: z.string(),
+        provider: z.string(),
+        mode: z.string(),
+        available: z.boolean(),
+        reason: z.string().optional(),
+        capabilities: z.record(z.string(), z.unknown()),
+      }),
+    ),
+    description: "Each adapter: whether its agent can run here, and what it supports.",
   },
   "index.rebuild": { params: Ws, result: SyncCounts, description: "Recreates .local/index.sqlite from the files alone." },
   "index.sync": { params: Ws, result: SyncCounts, description: "Indexes what was appended since the last sync." },

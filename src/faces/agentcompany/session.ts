@@ -10,14 +10,23 @@ import { toRpcError } from "./errors.js";
 import { WorkspaceIndex } from "./index-db.js";
 import { AgentCompanyRequests } from "./protocol.js";
 import { createRun, listRuns, replayRun } from "./runs.js";
+import { Sessions } from "./sessions.js";
 import { EventBus, Subscriptions } from "./subscriptions.js";
+import { ADAPTERS } from "./wire.js";
 import { initWorkspace, listAgents, listProjects, requireWorkspace, validateWorkspace, WorkspaceLocks } from "./workspace.js";
 
 /** What every connection of one server shares. */
 class CompanyServices {
   readonly locks = new WorkspaceLocks();
   readonly bus = new EventBus();
+  readonly sessions: Sessions;
   private readonly indexes = new Map<string, WorkspaceIndex>();
+
+  constructor(readonly runtime: RuntimeApi) {
+    this.sessions = new Sessions(runtime, (workspace_dir, project_id, run_id, seq, event) =>
+      this.bus.emit("event", { workspace_dir, project_id, run_id, seq, event }),
+    );
+  }
 
   index(ws: string): WorkspaceIndex {
     let index = this.indexes.get(ws);
@@ -34,7 +43,7 @@ const servicesByRuntime = new WeakMap<RuntimeApi, CompanyServices>();
 export function openAgentCompany({ runtime, connection }: FaceContext): RpcHandlers {
   let services = servicesByRuntime.get(runtime);
   if (!services) {
-    services = new CompanyServices();
+    services = new CompanyServices(runtime);
     servicesByRuntime.set(runtime, services);
   }
   const { locks, bus } = services;
@@ -76,6 +85,38 @@ export function openAgentCompany({ runtime, connection }: FaceContext): RpcHandl
     "run.list": ({ workspace_dir, project_id }) => listRuns(requireWorkspace(workspace_dir), project_id),
     "run.replay": ({ workspace_dir, project_id, run_id, tail, mode }) =>
       replayRun(requireWorkspace(workspace_dir), project_id, run_id, { mode, ...(tail ? { tail } : {}) }),
+    "session.launch": ({ workspace_dir, ...params }) => {
+      const ws = requireWorkspace(workspace_dir);
+      return locks.write(ws, () => services.sessions.launch(ws, params));
+    },
+    "session.list": ({ workspace_dir, project_id }) => services.sessions.list(requireWorkspace(workspace_dir), project_id),
+    "session.poll": ({ workspace_dir, session_ref }) => services.sessions.require(requireWorkspace(workspace_dir), session_ref),
+    "session.collect": ({ workspace_dir, session_ref, wait_ms }) =>
+      services.sessions.collect(requireWorkspace(workspace_dir), session_ref, wait_ms),
+    "session.stop": ({ workspace_dir, session_ref }) => services.sessions.stop(requireWorkspace(workspace_dir), session_ref),
+    "adapter.status": async () => {
+      const backends = await runtime.listBackends();
+      return Object.entries(ADAPTERS).map(([name, adapter]) => {
+        const backend = backends.find((b) => b.type === adapter.backend.type);
+        const features = backend?.features ?? [];
+        return {
+          name,
+          provider: adapter.provider,
+          mode: adapter.mode,
+          available: backend?.available === true,
+          ...(backend?.problem ? { reason: backend.problem } : {}),
+          capabilities: {
+            supports_streaming_events: true,
+            supports_resumable_session: features.includes("resume"),
+            supports_structured_output: false,
+            supports_token_usage: features.includes("usage"),
+            supports_patch_export: false,
+            supports_interactive_approval_callbacks: features.includes("approvals"),
+            supports_worktree_isolation: "unsupported",
+          },
+        };
+      });
+    },
     "index.rebuild": ({ workspace_dir }) => index(workspace_dir).rebuild(),
     "index.sync": ({ workspace_dir }) => index(workspace_dir).sync(),
     "index.stats": ({ workspace_dir }) => index(workspace_dir).stats(),
