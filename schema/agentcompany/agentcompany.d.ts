@@ -301,6 +301,210 @@ export type AdapterStatusResult = Array<{
   capabilities: Record<string, unknown>;
 }>;
 
+/** Params of the `inbox.list_reviews` request. Reviews, newest first. */
+export interface InboxListReviewsParams {
+  /** The workspace directory. */
+  workspace_dir: string;
+  limit?: number;
+}
+
+/** Result of the `inbox.list_reviews` request. */
+export type InboxListReviewsResult = Array<Record<string, unknown>>;
+
+/** Params of the `inbox.list_help_requests` request. Help requests (front matter, and whether the Response section is filled), newest first. */
+export interface InboxListHelpRequestsParams {
+  /** The workspace directory. */
+  workspace_dir: string;
+  limit?: number;
+}
+
+/** Result of the `inbox.list_help_requests` request. */
+export type InboxListHelpRequestsResult = Array<Record<string, unknown>>;
+
+/** Params of the `inbox.snapshot` request. Pending approvals (memory deltas, milestone reports without a review) and recent decisions. */
+export interface InboxSnapshotParams {
+  /** The workspace directory. */
+  workspace_dir: string;
+  project_id?: string;
+  pending_limit?: number;
+  decisions_limit?: number;
+  refresh_index?: boolean;
+  sync_index?: boolean;
+}
+
+/** Result of the `inbox.snapshot` request. */
+export type InboxSnapshotResult = Record<string, unknown>;
+
+/** Params of the `artifact.read` request. An artifact, if its visibility lets the actor read it (else POLICY_DENIED). */
+export interface ArtifactReadParams {
+  /** The workspace directory. */
+  workspace_dir: string;
+  project_id: string;
+  artifact_id: string;
+  actor_id?: string;
+  actor_role?: "human" | "ceo" | "director" | "manager" | "worker";
+  team_id?: string;
+}
+
+/** Result of the `artifact.read` request. */
+export interface ArtifactReadResult {
+  artifact_id: string;
+  project_id: string;
+  relpath: string;
+  front_matter: Record<string, unknown>;
+  body: string;
+}
+
+/** Params of the `memory.propose_delta` request. Writes a memory delta artifact and its unified-diff patch; content that looks like a secret is refused (SECRET_DETECTED). */
+export interface MemoryProposeDeltaParams {
+  /** The workspace directory. */
+  workspace_dir: string;
+  project_id: string;
+  title: string;
+  scope_kind: "project_memory" | "agent_guidance";
+  scope_ref?: string;
+  sensitivity?: "public" | "internal" | "restricted";
+  rationale?: string;
+  under_heading: string;
+  insert_lines: string[];
+  visibility?: "private_agent" | "team" | "managers" | "org";
+  produced_by: string;
+  run_id?: string;
+}
+
+/** Result of the `memory.propose_delta` request. */
+export interface MemoryProposeDeltaResult {
+  artifact_id: string;
+  target_file: string;
+  patch_file: string;
+}
+
+/** Params of the `memory.approve_delta` request. A director (or above) approves (the patch is applied) or denies a memory delta; the review is recorded. */
+export interface MemoryApproveDeltaParams {
+  /** The workspace directory. */
+  workspace_dir: string;
+  project_id: string;
+  artifact_id: string;
+  decision?: "approved" | "denied";
+  notes?: string;
+  actor_id?: string;
+  actor_role?: "human" | "ceo" | "director" | "manager" | "worker";
+  team_id?: string;
+}
+
+/** Result of the `memory.approve_delta` request. */
+export interface MemoryApproveDeltaResult {
+  review_id: string;
+  decision: string;
+  applied: boolean;
+}
+
+/** Params of the `milestone.approve` request. A manager (or above) approves a milestone from its report; coding milestones need a .patch and a tests artifact. */
+export interface MilestoneApproveParams {
+  /** The workspace directory. */
+  workspace_dir: string;
+  project_id: string;
+  task_id: string;
+  milestone_id: string;
+  report_artifact_id: string;
+  notes?: string;
+  actor_id?: string;
+  actor_role?: "human" | "ceo" | "director" | "manager" | "worker";
+  team_id?: string;
+}
+
+/** Result of the `milestone.approve` request. */
+export interface MilestoneApproveResult {
+  review_id: string;
+  task_id: string;
+  milestone_id: string;
+  status: string;
+}
+
+/** Params of the `agent.record_mistake` request. Counts a mistake in the agent's mistakes.yaml. */
+export interface AgentRecordMistakeParams {
+  /** The workspace directory. */
+  workspace_dir: string;
+  agent_id: string;
+  mistake_key: string;
+  summary?: string;
+  prevention_rule?: string;
+  observation?: string;
+}
+
+/** Result of the `agent.record_mistake` request. */
+export interface AgentRecordMistakeResult {
+  agent_id: string;
+  mistake_key: string;
+  count: number;
+}
+
+/** Params of the `agent.refresh_context` request. Rewrites the agent's context_index.md: its tasks, recent runs and memory files. */
+export interface AgentRefreshContextParams {
+  /** The workspace directory. */
+  workspace_dir: string;
+  agent_id: string;
+  project_id?: string;
+  max_tasks?: number;
+  max_scope_paths?: number;
+}
+
+/** Result of the `agent.refresh_context` request. */
+export interface AgentRefreshContextResult {
+  agent_id: string;
+  context_index_relpath: string;
+  tasks: number;
+  runs: number;
+}
+
+/** Params of the `monitor.snapshot` request. Runs with their last event, counts, usage and live session status. */
+export interface MonitorSnapshotParams {
+  /** The workspace directory. */
+  workspace_dir: string;
+  project_id?: string;
+  limit?: number;
+  refresh_index?: boolean;
+  sync_index?: boolean;
+}
+
+/** Result of the `monitor.snapshot` request. */
+export type MonitorSnapshotResult = Record<string, unknown>;
+
+/** Params of the `ui.snapshot` request. The monitor, the review inbox and the colleagues (agents with their activity), in one answer. */
+export interface UiSnapshotParams {
+  /** The workspace directory. */
+  workspace_dir: string;
+  project_id?: string;
+  monitor_limit?: number;
+  pending_limit?: number;
+  decisions_limit?: number;
+  refresh_index?: boolean;
+  sync_index?: boolean;
+}
+
+/** Result of the `ui.snapshot` request. */
+export type UiSnapshotResult = Record<string, unknown>;
+
+/** Params of the `index.list_reviews` request. Reviews, newest first. */
+export interface IndexListReviewsParams {
+  /** The workspace directory. */
+  workspace_dir: string;
+  limit?: number;
+}
+
+/** Result of the `index.list_reviews` request. */
+export type IndexListReviewsResult = Array<Record<string, unknown>>;
+
+/** Params of the `index.list_help_requests` request. Help requests, newest first. */
+export interface IndexListHelpRequestsParams {
+  /** The workspace directory. */
+  workspace_dir: string;
+  limit?: number;
+}
+
+/** Result of the `index.list_help_requests` request. */
+export type IndexListHelpRequestsResult = Array<Record<string, unknown>>;
+
 /** Params of the `index.rebuild` request. Recreates .local/index.sqlite from the files alone. */
 export interface IndexRebuildParams {
   /** The workspace directory. */
@@ -459,6 +663,32 @@ export interface Requests {
   "session.stop": { params: SessionStopParams; result: SessionStopResult };
   /** Each adapter: whether its agent can run here, and what it supports. */
   "adapter.status": { params: AdapterStatusParams; result: AdapterStatusResult };
+  /** Reviews, newest first. */
+  "inbox.list_reviews": { params: InboxListReviewsParams; result: InboxListReviewsResult };
+  /** Help requests (front matter, and whether the Response section is filled), newest first. */
+  "inbox.list_help_requests": { params: InboxListHelpRequestsParams; result: InboxListHelpRequestsResult };
+  /** Pending approvals (memory deltas, milestone reports without a review) and recent decisions. */
+  "inbox.snapshot": { params: InboxSnapshotParams; result: InboxSnapshotResult };
+  /** An artifact, if its visibility lets the actor read it (else POLICY_DENIED). */
+  "artifact.read": { params: ArtifactReadParams; result: ArtifactReadResult };
+  /** Writes a memory delta artifact and its unified-diff patch; content that looks like a secret is refused (SECRET_DETECTED). */
+  "memory.propose_delta": { params: MemoryProposeDeltaParams; result: MemoryProposeDeltaResult };
+  /** A director (or above) approves (the patch is applied) or denies a memory delta; the review is recorded. */
+  "memory.approve_delta": { params: MemoryApproveDeltaParams; result: MemoryApproveDeltaResult };
+  /** A manager (or above) approves a milestone from its report; coding milestones need a .patch and a tests artifact. */
+  "milestone.approve": { params: MilestoneApproveParams; result: MilestoneApproveResult };
+  /** Counts a mistake in the agent's mistakes.yaml. */
+  "agent.record_mistake": { params: AgentRecordMistakeParams; result: AgentRecordMistakeResult };
+  /** Rewrites the agent's context_index.md: its tasks, recent runs and memory files. */
+  "agent.refresh_context": { params: AgentRefreshContextParams; result: AgentRefreshContextResult };
+  /** Runs with their last event, counts, usage and live session status. */
+  "monitor.snapshot": { params: MonitorSnapshotParams; result: MonitorSnapshotResult };
+  /** The monitor, the review inbox and the colleagues (agents with their activity), in one answer. */
+  "ui.snapshot": { params: UiSnapshotParams; result: UiSnapshotResult };
+  /** Reviews, newest first. */
+  "index.list_reviews": { params: IndexListReviewsParams; result: IndexListReviewsResult };
+  /** Help requests, newest first. */
+  "index.list_help_requests": { params: IndexListHelpRequestsParams; result: IndexListHelpRequestsResult };
   /** Recreates .local/index.sqlite from the files alone. */
   "index.rebuild": { params: IndexRebuildParams; result: IndexRebuildResult };
   /** Indexes what was appended since the last sync. */

@@ -18,6 +18,11 @@ export type AppErrorCode =
   | "SESSION_RUNNING"
   | "ADAPTER_UNAVAILABLE"
   | "POLICY_DENIED"
+  | "SECRET_DETECTED"
+  | "ARTIFACT_NOT_FOUND"
+  | "TASK_NOT_FOUND"
+  | "PATCH_CONFLICT"
+  | "EVIDENCE_MISSING"
   | "RUNTIME_ERROR";
 
 export class AppError extends Error {

@@ -168,6 +168,30 @@ export class WorkspaceIndex {
     }));
   }
 
+  /** Per run: its last event and how many events of some kinds it has, for the monitor. */
+  runSummaries(projectId?: string, limit = 200): Array<Record<string, unknown>> {
+    return this.db
+      .prepare<[{ project: string | null; limit: number }], Record<string, unknown>>(
+        `SELECT r.*,
+           (SELECT json_object('seq', e.seq, 'type', e.type, 'ts_wallclock', e.ts_wallclock, 'actor', e.actor, 'visibility', e.visibility)
+              FROM events e WHERE e.project_id = r.project_id AND e.run_id = r.run_id ORDER BY e.seq DESC LIMIT 1) AS last_event,
+           (SELECT count(*) FROM event_parse_errors p WHERE p.project_id = r.project_id AND p.run_id = r.run_id) AS parse_error_count,
+           (SELECT count(*) FROM events e WHERE e.project_id = r.project_id AND e.run_id = r.run_id AND e.type = 'policy.decision') AS policy_decision_count,
+           (SELECT count(*) FROM events e WHERE e.project_id = r.project_id AND e.run_id = r.run_id AND e.type = 'policy.denied') AS policy_denied_count,
+           (SELECT e.payload_json FROM events e WHERE e.project_id = r.project_id AND e.run_id = r.run_id AND e.type = 'usage.reported' ORDER BY e.seq DESC LIMIT 1) AS usage_json
+         FROM runs r WHERE (@project IS NULL OR r.project_id = @project) ORDER BY r.created_at DESC, r.run_id DESC LIMIT @limit`,
+      )
+      .all({ project: projectId ?? null, limit })
+      .map((row) => {
+        const { last_event, usage_json, ...rest } = row as { last_event: string | null; usage_json: string | null };
+        return {
+          ...rest,
+          last_event: last_event ? (JSON.parse(last_event) as unknown) : null,
+          token_usage: usage_json ? (JSON.parse(usage_json) as unknown) : null,
+        };
+      });
+  }
+
   listParseErrors(limit = 200): Array<Record<string, unknown>> {
     return this.db
       .prepare<[number], Record<string, unknown>>("SELECT * FROM event_parse_errors ORDER BY project_id, run_id, seq LIMIT ?")

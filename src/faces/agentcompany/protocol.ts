@@ -32,6 +32,13 @@ const Session = z
     started_at: z.string(),
   })
   .passthrough();
+const Obj = z.record(z.string(), z.unknown());
+const Refresh = { refresh_index: z.boolean().optional(), sync_index: z.boolean().optional() };
+const ActorParams = {
+  actor_id: z.string().default("human"),
+  actor_role: z.enum(["human", "ceo", "director", "manager", "worker"]).default("human"),
+  team_id: z.string().optional(),
+};
 const SyncCounts = z.object({ runs: z.number(), events: z.number(), parse_errors: z.number() });
 const IndexedRun = z.record(z.string(), z.unknown());
 
@@ -135,6 +142,106 @@ export const AgentCompanyRequests = {
       }),
     ),
     description: "Each adapter: whether its agent can run here, and what it supports.",
+  },
+  "inbox.list_reviews": { params: Ws.extend({ limit: limit(1000, 200) }), result: z.array(Obj), description: "Reviews, newest first." },
+  "inbox.list_help_requests": {
+    params: Ws.extend({ limit: limit(1000, 200) }),
+    result: z.array(Obj),
+    description: "Help requests (front matter, and whether the Response section is filled), newest first.",
+  },
+  "inbox.snapshot": {
+    params: Ws.extend({ project_id: z.string().optional(), pending_limit: limit(1000, 100), decisions_limit: limit(1000, 50), ...Refresh }),
+    result: Obj,
+    description: "Pending approvals (memory deltas, milestone reports without a review) and recent decisions.",
+  },
+  "artifact.read": {
+    params: Ws.extend({ project_id: z.string(), artifact_id: z.string(), ...ActorParams }),
+    result: z.object({ artifact_id: z.string(), project_id: z.string(), relpath: z.string(), front_matter: Obj, body: z.string() }),
+    description: "An artifact, if its visibility lets the actor read it (else POLICY_DENIED).",
+  },
+  "memory.propose_delta": {
+    params: Ws.extend({
+      project_id: z.string(),
+      title: z.string().min(1),
+      scope_kind: z.enum(["project_memory", "agent_guidance"]),
+      scope_ref: z.string().optional(),
+      sensitivity: z.enum(["public", "internal", "restricted"]).default("internal"),
+      rationale: z.string().optional(),
+      under_heading: z.string().min(1),
+      insert_lines: z.array(z.string()).min(1),
+      visibility: z.enum(["private_agent", "team", "managers", "org"]).default("managers"),
+      produced_by: z.string(),
+      run_id: z.string().optional(),
+    }),
+    result: z.object({ artifact_id: z.string(), target_file: z.string(), patch_file: z.string() }),
+    description:
+      "Writes a memory delta artifact and its unified-diff patch; content that looks like a secret is refused (SECRET_DETECTED).",
+  },
+  "memory.approve_delta": {
+    params: Ws.extend({
+      project_id: z.string(),
+      artifact_id: z.string(),
+      decision: z.enum(["approved", "denied"]).default("approved"),
+      notes: z.string().optional(),
+      ...ActorParams,
+    }),
+    result: z.object({ review_id: z.string(), decision: z.string(), applied: z.boolean() }),
+    description: "A director (or above) approves (the patch is applied) or denies a memory delta; the review is recorded.",
+  },
+  "milestone.approve": {
+    params: Ws.extend({
+      project_id: z.string(),
+      task_id: z.string(),
+      milestone_id: z.string(),
+      report_artifact_id: z.string(),
+      notes: z.string().optional(),
+      ...ActorParams,
+    }),
+    result: z.object({ review_id: z.string(), task_id: z.string(), milestone_id: z.string(), status: z.string() }),
+    description: "A manager (or above) approves a milestone from its report; coding milestones need a .patch and a tests artifact.",
+  },
+  "agent.record_mistake": {
+    params: Ws.extend({
+      agent_id: z.string(),
+      mistake_key: z.string().min(1),
+      summary: z.string().optional(),
+      prevention_rule: z.string().optional(),
+      observation: z.string().optional(),
+    }),
+    result: z.object({ agent_id: z.string(), mistake_key: z.string(), count: z.number() }),
+    description: "Counts a mistake in the agent's mistakes.yaml.",
+  },
+  "agent.refresh_context": {
+    params: Ws.extend({
+      agent_id: z.string(),
+      project_id: z.string().optional(),
+      max_tasks: limit(1000, 20),
+      max_scope_paths: limit(1000, 20),
+    }),
+    result: z.object({ agent_id: z.string(), context_index_relpath: z.string(), tasks: z.number(), runs: z.number() }),
+    description: "Rewrites the agent's context_index.md: its tasks, recent runs and memory files.",
+  },
+  "monitor.snapshot": {
+    params: Ws.extend({ project_id: z.string().optional(), limit: limit(5000, 200), ...Refresh }),
+    result: Obj,
+    description: "Runs with their last event, counts, usage and live session status.",
+  },
+  "ui.snapshot": {
+    params: Ws.extend({
+      project_id: z.string().optional(),
+      monitor_limit: limit(5000, 200),
+      pending_limit: limit(1000, 100),
+      decisions_limit: limit(1000, 50),
+      ...Refresh,
+    }),
+    result: Obj,
+    description: "The monitor, the review inbox and the colleagues (agents with their activity), in one answer.",
+  },
+  "index.list_reviews": { params: Ws.extend({ limit: limit(1000, 200) }), result: z.array(Obj), description: "Reviews, newest first." },
+  "index.list_help_requests": {
+    params: Ws.extend({ limit: limit(1000, 200) }),
+    result: z.array(Obj),
+    description: "Help requests, newest first.",
   },
   "index.rebuild": { params: Ws, result: SyncCounts, description: "Recreates .local/index.sqlite from the files alone." },
   "index.sync": { params: Ws, result: SyncCounts, description: "Indexes what was appended since the last sync." },

@@ -140,3 +140,18 @@ export class RunLog {
     return { seq: this.lines, envelope };
   }
 }
+
+const logs = new Map<string, RunLog>();
+
+/**
+ * The one RunLog of this process for a file: every writer of a run (its session, governance,
+ * reconciliation) appends through it, so the chain's last hash is never stale.
+ */
+export function runLogFor(file: string, run: { run_id: string; session_ref: string }): RunLog {
+  let log = logs.get(file);
+  if (!log) {
+    log = new RunLog(file, run);
+    logs.set(file, log);
+  }
+  return log;
+}

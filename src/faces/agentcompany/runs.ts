@@ -4,7 +4,7 @@ import path from "node:path";
 import { z } from "zod";
 import { AppError } from "./errors.js";
 import { newId, readYaml, writeYaml } from "./files.js";
-import { readRunLog, RunLog, verifyChain, type EventEnvelope } from "./run-log.js";
+import { readRunLog, runLogFor, verifyChain, type EventEnvelope } from "./run-log.js";
 import { layout, listProjects, requireAgent, requireProject, subdirs } from "./workspace.js";
 
 export const RunRecord = z
@@ -30,7 +30,7 @@ export const eventsFile = (ws: string, projectId: string, runId: string): string
 export function createRun(
   ws: string,
   params: { project_id: string; agent_id: string; provider: string },
-): { run: RunRecord; log: RunLog; started: EventEnvelope } {
+): { run: RunRecord; started: EventEnvelope } {
   requireProject(ws, params.project_id);
   requireAgent(ws, params.agent_id);
   const id = newId("run");
@@ -48,12 +48,12 @@ export function createRun(
     events_relpath: path.relative(ws, eventsFile(ws, params.project_id, id)),
   };
   writeYaml(path.join(dir, "run.yaml"), run);
-  const log = new RunLog(eventsFile(ws, params.project_id, id), { run_id: id, session_ref: `local_${id}` });
+  const log = runLogFor(eventsFile(ws, params.project_id, id), { run_id: id, session_ref: `local_${id}` });
   const { envelope } = log.append({
     type: "run.started",
     payload: { project_id: params.project_id, agent_id: params.agent_id, provider: params.provider },
   });
-  return { run, log, started: envelope };
+  return { run, started: envelope };
 }
 
 export function readRun(ws: string, projectId: string, runId: string): RunRecord {

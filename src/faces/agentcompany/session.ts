@@ -9,7 +9,19 @@ import type { FaceContext } from "../face.js";
 import { toRpcError } from "./errors.js";
 import { WorkspaceIndex } from "./index-db.js";
 import { AgentCompanyRequests } from "./protocol.js";
-import { createRun, listRuns, replayRun } from "./runs.js";
+import {
+  approveDelta,
+  approveMilestone,
+  listHelpRequests,
+  listReviews,
+  proposeDelta,
+  readArtifact,
+  recordMistake,
+  refreshContext,
+} from "./governance.js";
+import { runLogFor } from "./run-log.js";
+import { createRun, eventsFile, listRuns, replayRun } from "./runs.js";
+import { inboxSnapshot, monitorSnapshot, uiSnapshot } from "./snapshots.js";
 import { Sessions } from "./sessions.js";
 import { EventBus, Subscriptions } from "./subscriptions.js";
 import { ADAPTERS } from "./wire.js";
@@ -26,6 +38,18 @@ class CompanyServices {
     this.sessions = new Sessions(runtime, (workspace_dir, project_id, run_id, seq, event) =>
       this.bus.emit("event", { workspace_dir, project_id, run_id, seq, event }),
     );
+  }
+
+  /** A governance decision about a run's output, recorded in the run's log. */
+  recordDecision(ws: string, projectId: string, runId: string, decision: Record<string, unknown>): void {
+    const log = runLogFor(eventsFile(ws, projectId, runId), { run_id: runId, session_ref: `local_${runId}` });
+    for (const event of [
+      { type: "policy.decision", payload: { allowed: true, action: "approve", ...decision } },
+      { type: "approval.decided", payload: decision, actor: String(decision.actor_id) },
+    ]) {
+      const { seq, envelope } = log.append(event);
+      this.bus.emit("event", { workspace_dir: ws, project_id: projectId, run_id: runId, seq, event: envelope });
+    }
   }
 
   index(ws: string): WorkspaceIndex {
@@ -116,6 +140,68 @@ export function openAgentCompany({ runtime, connection }: FaceContext): RpcHandl
           },
         };
       });
+    },
+    "inbox.list_reviews": ({ workspace_dir, limit }) => listReviews(requireWorkspace(workspace_dir), limit),
+    "inbox.list_help_requests": ({ workspace_dir, limit }) => listHelpRequests(requireWorkspace(workspace_dir), limit),
+    "index.list_reviews": ({ workspace_dir, limit }) => listReviews(requireWorkspace(workspace_dir), limit),
+    "index.list_help_requests": ({ workspace_dir, limit }) => listHelpRequests(requireWorkspace(workspace_dir), limit),
+    "inbox.snapshot": ({ workspace_dir, ...p }) => {
+      const ws = requireWorkspace(workspace_dir);
+      return inboxSnapshot(ws, services.index(ws), p);
+    },
+    "monitor.snapshot": ({ workspace_dir, ...p }) => {
+      const ws = requireWorkspace(workspace_dir);
+      return monitorSnapshot(ws, services.index(ws), services.sessions, p);
+    },
+    "ui.snapshot": ({ workspace_dir, ...p }) => {
+      const ws = requireWorkspace(workspace_dir);
+      return uiSnapshot(ws, services.index(ws), services.sessions, p);
+    },
+    "artifact.read": ({ workspace_dir, project_id, artifact_id, ...actor }) =>
+      readArtifact(requireWorkspace(workspace_dir), project_id, artifact_id, actor),
+    "memory.propose_delta": ({ workspace_dir, ...p }) => {
+      const ws = requireWorkspace(workspace_dir);
+      return locks.write(ws, () => proposeDelta(ws, p));
+    },
+    "memory.approve_delta": ({ workspace_dir, ...p }) => {
+      const ws = requireWorkspace(workspace_dir);
+      return locks.write(ws, () => {
+        const { run_id, ...result } = approveDelta(ws, p);
+        if (run_id)
+          services.recordDecision(ws, p.project_id, run_id, {
+            kind: "memory_delta",
+            artifact_id: p.artifact_id,
+            decision: result.decision,
+            review_id: result.review_id,
+            actor_id: p.actor_id,
+            actor_role: p.actor_role,
+          });
+        return result;
+      });
+    },
+    "milestone.approve": ({ workspace_dir, ...p }) => {
+      const ws = requireWorkspace(workspace_dir);
+      return locks.write(ws, () => {
+        const { run_id, ...result } = approveMilestone(ws, p);
+        if (run_id)
+          services.recordDecision(ws, p.project_id, run_id, {
+            kind: "milestone",
+            artifact_id: p.report_artifact_id,
+            decision: "approved",
+            review_id: result.review_id,
+            actor_id: p.actor_id,
+            actor_role: p.actor_role,
+          });
+        return result;
+      });
+    },
+    "agent.record_mistake": ({ workspace_dir, ...p }) => {
+      const ws = requireWorkspace(workspace_dir);
+      return locks.write(ws, () => recordMistake(ws, p));
+    },
+    "agent.refresh_context": ({ workspace_dir, ...p }) => {
+      const ws = requireWorkspace(workspace_dir);
+      return locks.write(ws, () => refreshContext(ws, p, (agentId) => listRuns(ws).filter((r) => r.agent_id === agentId)));
     },
     "index.rebuild": ({ workspace_dir }) => index(workspace_dir).rebuild(),
     "index.sync": ({ workspace_dir }) => index(workspace_dir).sync(),

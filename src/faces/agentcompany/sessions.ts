@@ -11,7 +11,7 @@ import type { RuntimeEvent } from "../../domain/events.js";
 import type { RuntimeApi } from "../../runtime/api.js";
 import { AppError } from "./errors.js";
 import { readYaml, writeDurable, writeYaml } from "./files.js";
-import { RunLog, type EventEnvelope, type NewRunEvent } from "./run-log.js";
+import { runLogFor, type EventEnvelope, type NewRunEvent } from "./run-log.js";
 import { eventsFile, readRun, updateRun } from "./runs.js";
 import { ADAPTERS, runEventsOf, type RunEnd } from "./wire.js";
 import { layout } from "./workspace.js";
@@ -69,7 +69,7 @@ export class Sessions {
     if (cwd !== ws && !cwd.startsWith(ws + path.sep)) {
       throw new AppError("POLICY_DENIED", `workdir_rel must stay inside the workspace (got ${params.workdir_rel}).`, {});
     }
-    const log = new RunLog(eventsFile(ws, run.project_id, run.id), { run_id: run.id, session_ref: ref });
+    const log = runLogFor(eventsFile(ws, run.project_id, run.id), { run_id: run.id, session_ref: ref });
     const append = (event: NewRunEvent): void => {
       const { seq, envelope } = log.append(event);
       this.publish(ws, run.project_id, run.id, seq, envelope);
@@ -111,6 +111,8 @@ export class Sessions {
         });
       }
       if (params.stdin_text !== undefined) writeDurable(path.join(outputs, "stdin.txt"), params.stdin_text);
+      // A command that exits without reading its input is not an error of the server's.
+      child.stdin.on("error", () => undefined);
       child.stdin.end(params.stdin_text ?? "");
       let stopped = false;
       child.once("error", (error) =>
@@ -218,7 +220,7 @@ export class Sessions {
       error: "The server that ran this session stopped before it ended.",
     };
     this.write(ws, next);
-    const log = new RunLog(eventsFile(ws, record.project_id, record.run_id), { run_id: record.run_id, session_ref: record.session_ref });
+    const log = runLogFor(eventsFile(ws, record.project_id, record.run_id), { run_id: record.run_id, session_ref: record.session_ref });
     const { seq, envelope } = log.append({ type: "run.failed", payload: { error: next.error, orphaned: true } });
     this.publish(ws, record.project_id, record.run_id, seq, envelope);
     updateRun(ws, readRun(ws, record.project_id, record.run_id), { status: "failed", ended_at: next.ended_at! });
