@@ -12,6 +12,7 @@ import { makeWorkspace, modelEnv, text, threadStartParams } from "../test/suppor
 import { ServerProcess, tempDir, type SpawnOptions } from "../test/support/server-process.js";
 import { TestClient, type Message } from "../test/support/test-client.js";
 import { seedItemThreads, seedThreads } from "./seed.js";
+import { agentCompanyMonitor, agentCompanySync } from "./agentcompany.js";
 import { acpFirstDelta, acpPerDelta, type BenchKit } from "./backends.js";
 
 const DELTAS = 2_000;
@@ -570,6 +571,8 @@ async function main(): Promise<void> {
     ["thread/read", threadRead],
     ["acp backend per delta", () => acpPerDelta(kit)],
     ["acp backend first delta", () => acpFirstDelta(kit)],
+    ["AgentCompany index.sync", () => agentCompanySync(kit)],
+    ["AgentCompany monitor.snapshot", () => agentCompanyMonitor(kit)],
   ];
   // `npm run bench -- "First turn"` runs only the benchmarks whose names contain an argument.
   const only = process.argv.slice(2);

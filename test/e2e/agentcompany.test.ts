@@ -3,6 +3,7 @@
 // SQLite index as a rebuildable cache, lossless subscriptions, and the cross-process lock.
 import assert from "node:assert/strict";
 import { appendFileSync, existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { RunLog } from "../../src/faces/agentcompany/run-log.js";
@@ -267,6 +268,42 @@ describe("agentcompany agent sessions", () => {
       const list = await watcher.call("thread/list", {});
       assert.ok((list.data as Array<{ id: string }>).some((t) => t.id === launched.thread_id));
       await appServer.kill();
+    } finally {
+      await server.kill();
+      await fake.close();
+    }
+  });
+});
+
+const CLAUDE = fileURLToPath(new URL("../../../test/agents/node_modules/.bin/claude", import.meta.url));
+const noClaude = existsSync(CLAUDE) ? false : `Claude Code is not installed (${CLAUDE}); npm test installs it`;
+
+describe("agentcompany with a real external agent", { skip: noClaude }, () => {
+  it("runs a claude_cli session on the real Claude Code (offline, against the fake model server)", async () => {
+    const fake = await FakeModelServer.start();
+    const home = tempDir("claude-home");
+    const { server, client } = startServer(undefined, {
+      ...modelEnv(fake, "anthropic"),
+      HOME: home,
+      CLAUDE_CONFIG_DIR: path.join(home, ".claude"),
+      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
+      DISABLE_AUTOUPDATER: "1",
+    });
+    try {
+      const ws = path.join(tempDir("company"), "claude");
+      const ids = (await client.call("workspace.init", { workspace_dir: ws })) as { project_id: string; agent_id: string };
+      writeFileSync(path.join(ws, ".local", "machine.yaml"), `provider_bins:\n  claude: ${CLAUDE}\n`);
+      const run = await client.call("run.create", { workspace_dir: ws, ...ids, provider: "claude_cli" });
+      fake.enqueue({ kind: "response", text: ["Claude ", "was here."] });
+      const launched = await client.call("session.launch", {
+        workspace_dir: ws,
+        project_id: ids.project_id,
+        run_id: run.run_id,
+        prompt_text: "say hi",
+      });
+      const collected = await client.call("session.collect", { workspace_dir: ws, session_ref: launched.session_ref, wait_ms: 60_000 });
+      assert.equal(collected.status, "ended", JSON.stringify(collected));
+      assert.equal((collected.outputs as Record<string, string>)["last_message.md"], "Claude was here.");
     } finally {
       await server.kill();
       await fake.close();

@@ -1,12 +1,12 @@
 // `.local/index.sqlite`: a cache of the workspace's runs and events, never the truth.
 // rebuild() recreates it from the files alone; sync() indexes only the lines appended to each
 // run's events.jsonl since (seq = line number) and forgets runs that are gone.
-import { mkdirSync, rmSync } from "node:fs";
+import { closeSync, mkdirSync, openSync, readSync, rmSync, statSync } from "node:fs";
 import path from "node:path";
 import Database from "better-sqlite3";
-import { readRunLog, type EventEnvelope } from "./run-log.js";
-import { eventsFile, listRuns } from "./runs.js";
-import { layout } from "./workspace.js";
+import { parseLine, type EventEnvelope } from "./run-log.js";
+import { eventsFile, readRun } from "./runs.js";
+import { layout, subdirs } from "./workspace.js";
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS runs (
@@ -19,6 +19,9 @@ CREATE TABLE IF NOT EXISTS events (
   visibility TEXT NOT NULL, payload_json TEXT NOT NULL, raw_json TEXT NOT NULL,
   PRIMARY KEY (project_id, run_id, seq));
 CREATE INDEX IF NOT EXISTS events_by_time ON events (ts_monotonic_ms, project_id, run_id, seq);
+CREATE TABLE IF NOT EXISTS run_files (
+  project_id TEXT NOT NULL, run_id TEXT NOT NULL, yaml_mtime REAL NOT NULL, bytes INTEGER NOT NULL, lines INTEGER NOT NULL,
+  PRIMARY KEY (project_id, run_id));
 CREATE TABLE IF NOT EXISTS event_parse_errors (
   project_id TEXT NOT NULL, run_id TEXT NOT NULL, seq INTEGER NOT NULL, error TEXT NOT NULL, raw_line TEXT NOT NULL,
   PRIMARY KEY (project_id, run_id, seq));
@@ -55,65 +58,114 @@ export class WorkspaceIndex {
     const file = layout.index(this.ws);
     for (const suffix of ["", "-wal", "-shm"]) rmSync(file + suffix, { force: true });
     this.db = WorkspaceIndex.open(this.ws);
-    return this.sync();
+    const added = this.sync();
+    return { ...added, parse_errors: added.parse_errors + this.indexTornTails() };
   }
 
-  /** Indexes what was appended since the last sync; returns what it added. */
+  /**
+   * Indexes what was appended since the last sync; returns what it added. Each run's log is
+   * read from the byte where the last sync stopped (only whole lines: a line still being
+   * written waits), and its run.yaml only when it changed, so a sync costs what was appended.
+   */
   sync(): { runs: number; events: number; parse_errors: number } {
     const added = { runs: 0, events: 0, parse_errors: 0 };
-    const runs = listRuns(this.ws);
-    const lastSeq = this.db.prepare<[{ project: string; run: string }], { seq: number | null }>(
-      "SELECT max(seq) AS seq FROM (SELECT seq FROM events WHERE project_id = @project AND run_id = @run UNION ALL SELECT seq FROM event_parse_errors WHERE project_id = @project AND run_id = @run)",
+    const files = new Map(
+      this.db
+        .prepare<[], { project_id: string; run_id: string; yaml_mtime: number; bytes: number; lines: number }>("SELECT * FROM run_files")
+        .all()
+        .map((f) => [`${f.project_id}/${f.run_id}`, f]),
     );
     const upsertRun = this.db.prepare(
       "INSERT INTO runs VALUES (@project_id, @id, @created_at, @status, @provider, @agent_id, @events_relpath) ON CONFLICT (project_id, run_id) DO UPDATE SET status = excluded.status",
     );
+    const upsertFile = this.db.prepare("INSERT OR REPLACE INTO run_files VALUES (?, ?, ?, ?, ?)");
     const insertEvent = this.db.prepare("INSERT OR IGNORE INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
     const insertError = this.db.prepare("INSERT OR IGNORE INTO event_parse_errors VALUES (?, ?, ?, ?, ?)");
-    const known = new Set(
-      this.db
-        .prepare<[], { key: string }>("SELECT project_id || '/' || run_id AS key FROM runs")
-        .all()
-        .map((r) => r.key),
-    );
+    const forget = (projectId: string, runId: string, tables: string[]): void => {
+      for (const table of tables) this.db.prepare(`DELETE FROM ${table} WHERE project_id = ? AND run_id = ?`).run(projectId, runId);
+    };
     this.db.transaction(() => {
-      for (const run of runs) {
-        if (!known.has(`${run.project_id}/${run.id}`)) added.runs++;
-        known.delete(`${run.project_id}/${run.id}`);
-        upsertRun.run(run);
-        const after = lastSeq.get({ project: run.project_id, run: run.id })?.seq ?? 0;
-        for (const line of readRunLog(eventsFile(this.ws, run.project_id, run.id))) {
-          if (line.seq <= after) continue;
-          if (line.event) {
-            const e = line.event;
-            insertEvent.run(
-              run.project_id,
-              run.id,
-              line.seq,
-              e.type,
-              e.ts_wallclock,
-              e.ts_monotonic_ms,
-              e.actor,
-              e.session_ref,
-              e.visibility,
-              JSON.stringify(e.payload),
-              line.raw,
-            );
-            added.events++;
-          } else {
-            insertError.run(run.project_id, run.id, line.seq, line.error ?? "unreadable", line.raw);
-            added.parse_errors++;
+      for (const projectId of subdirs(layout.projects(this.ws))) {
+        for (const runId of subdirs(layout.runs(this.ws, projectId))) {
+          const key = `${projectId}/${runId}`;
+          const known = files.get(key);
+          files.delete(key);
+          const yamlMtime = mtimeOf(path.join(layout.run(this.ws, projectId, runId), "run.yaml"));
+          if (yamlMtime === undefined) continue; // not a run (yet)
+          if (!known || known.yaml_mtime !== yamlMtime) {
+            let run;
+            try {
+              run = readRun(this.ws, projectId, runId);
+            } catch {
+              continue;
+            }
+            upsertRun.run(run);
+            if (!known) added.runs++;
           }
+          const log = eventsFile(this.ws, projectId, runId);
+          let { bytes, lines } = known ?? { bytes: 0, lines: 0 };
+          const size = sizeOf(log);
+          if (size < bytes) {
+            // Rewritten, not appended to: index it again from the start.
+            forget(projectId, runId, ["events", "event_parse_errors"]);
+            bytes = 0;
+            lines = 0;
+          }
+          if (size > bytes) {
+            const text = readRange(log, bytes, size);
+            const whole = text.lastIndexOf("\n") + 1;
+            for (const raw of text.slice(0, whole).split("\n").slice(0, -1)) {
+              lines++;
+              if (raw.trim() === "") continue;
+              const line = parseLine(raw, lines);
+              if (line.event) {
+                const e = line.event;
+                insertEvent.run(
+                  projectId,
+                  runId,
+                  lines,
+                  e.type,
+                  e.ts_wallclock,
+                  e.ts_monotonic_ms,
+                  e.actor,
+                  e.session_ref,
+                  e.visibility,
+                  JSON.stringify(e.payload),
+                  raw,
+                );
+                added.events++;
+              } else {
+                insertError.run(projectId, runId, lines, line.error ?? "unreadable", raw);
+                added.parse_errors++;
+              }
+            }
+            bytes += Buffer.byteLength(text.slice(0, whole));
+          }
+          upsertFile.run(projectId, runId, yamlMtime, bytes, lines);
         }
       }
       // Runs whose files are gone.
-      for (const key of known) {
-        const [projectId, runId] = key.split("/") as [string, string];
-        for (const table of ["runs", "events", "event_parse_errors"])
-          this.db.prepare(`DELETE FROM ${table} WHERE project_id = ? AND run_id = ?`).run(projectId, runId);
-      }
+      for (const gone of files.values()) forget(gone.project_id, gone.run_id, ["runs", "events", "event_parse_errors", "run_files"]);
     })();
     return added;
+  }
+
+  /** A full rebuild also indexes a torn last line (a crash's), which sync leaves to finish. */
+  private indexTornTails(): number {
+    let count = 0;
+    for (const f of this.db
+      .prepare<[], { project_id: string; run_id: string; bytes: number; lines: number }>("SELECT * FROM run_files")
+      .all()) {
+      const log = eventsFile(this.ws, f.project_id, f.run_id);
+      const size = sizeOf(log);
+      if (size <= f.bytes) continue;
+      const raw = readRange(log, f.bytes, size);
+      this.db
+        .prepare("INSERT OR IGNORE INTO event_parse_errors VALUES (?, ?, ?, ?, ?)")
+        .run(f.project_id, f.run_id, f.lines + 1, parseLine(raw, f.lines + 1).error ?? "torn line", raw);
+      count++;
+    }
+    return count;
   }
 
   stats(): { runs: number; events: number; event_parse_errors: number } {
@@ -201,4 +253,31 @@ export class WorkspaceIndex {
   close(): void {
     this.db.close();
   }
+}
+
+function mtimeOf(file: string): number | undefined {
+  try {
+    return statSync(file).mtimeMs;
+  } catch {
+    return undefined;
+  }
+}
+
+function sizeOf(file: string): number {
+  try {
+    return statSync(file).size;
+  } catch {
+    return 0;
+  }
+}
+
+function readRange(file: string, from: number, to: number): string {
+  const buffer = Buffer.alloc(to - from);
+  const fd = openSync(file, "r");
+  try {
+    readSync(fd, buffer, 0, buffer.length, from);
+  } finally {
+    closeSync(fd);
+  }
+  return buffer.toString("utf8");
 }

@@ -52,24 +52,19 @@ export interface ReadLine {
 export function readRunLog(file: string): ReadLine[] {
   if (!existsSync(file)) return [];
   const lines = readFileSync(file, "utf8").split("\n");
-  const out: ReadLine[] = [];
-  lines.forEach((raw, i) => {
-    if (raw.trim() === "") return;
-    const seq = i + 1;
-    try {
-      const parsed = EventEnvelope.safeParse(JSON.parse(raw));
-      if (parsed.success) out.push({ seq, event: parsed.data, raw });
-      else
-        out.push({
-          seq,
-          raw,
-          error: `not an event envelope: ${parsed.error.issues[0]?.path.join(".")}: ${parsed.error.issues[0]?.message}`,
-        });
-    } catch (error) {
-      out.push({ seq, raw, error: `invalid JSON: ${(error as Error).message}` });
-    }
-  });
-  return out;
+  return lines.flatMap((raw, i) => (raw.trim() === "" ? [] : [parseLine(raw, i + 1)]));
+}
+
+/** One line of a log: its event, or why it is not one. */
+export function parseLine(raw: string, seq: number): ReadLine {
+  try {
+    const parsed = EventEnvelope.safeParse(JSON.parse(raw));
+    if (parsed.success) return { seq, event: parsed.data, raw };
+    const issue = parsed.error.issues[0];
+    return { seq, raw, error: `not an event envelope: ${issue?.path.join(".")}: ${issue?.message}` };
+  } catch (error) {
+    return { seq, raw, error: `invalid JSON: ${(error as Error).message}` };
+  }
 }
 
 /** Checks the chain: each event's hash and its link to the previous valid event. */

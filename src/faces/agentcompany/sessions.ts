@@ -153,13 +153,17 @@ export class Sessions {
         {},
       );
     if (!params.prompt_text) throw new AppError("ADAPTER_UNAVAILABLE", "An agent session needs prompt_text (or argv for a command).", {});
+    // `.local/machine.yaml` may name this machine's binary of the provider (provider_bins).
+    const machine = readYaml(path.join(layout.local(ws), "machine.yaml")) as { provider_bins?: Record<string, string> } | undefined;
+    const bin = machine?.provider_bins?.[adapter.provider];
+    const backend = bin && adapter.backend.type !== "builtin" ? { ...adapter.backend, command: bin } : adapter.backend;
     const thread = this.runtime.startThread({
       workspacePath: cwd,
       originChannel: "agentcompany",
       channelContext: `run:${run.id}`,
       displayName: `${run.agent_id} · ${run.id}`,
       // The control plane governs through its own policy; the agent is not asked per command.
-      configuration: { backend: adapter.backend, approvalPolicy: "autoApprove" },
+      configuration: { backend, approvalPolicy: "autoApprove" },
       metadata: { agentcompany: { workspace_dir: ws, project_id: run.project_id, run_id: run.id } },
     });
     append({ type: "run.executing", payload: { adapter: run.provider, thread_id: thread.id, workdir_rel: path.relative(ws, cwd) || "." } });
