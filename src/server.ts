@@ -3,7 +3,7 @@
 import { setUpProviders } from "./config/providers.js";
 import type { ProviderSettings } from "./config/file.js";
 import type { Logger } from "./log.js";
-import type { FaceListener } from "./faces/face.js";
+import type { Face, FaceListener } from "./faces/face.js";
 import { FaceRouter } from "./faces/face-router.js";
 import { FACES, findFace, refuseBeforeInitialize, routedFaces } from "./faces/index.js";
 import { RpcConnection } from "./rpc/connection.js";
@@ -26,6 +26,8 @@ export interface ServerConfig {
    * (acp) serves stdio alone.
    */
   face?: string;
+  /** The face is stdio's only: WebSocket connections choose theirs at initialize (e.g. AppServer clients watching). */
+  faceOnStdioOnly?: boolean;
   dataDir: string;
   stdio: boolean;
   /** Faces that run a listener of their own, with their options. */
@@ -129,7 +131,8 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
     });
   };
 
-  const serve = (channel: MessageChannel): void => {
+  const forcedJsonRpc = forced?.open ? forced : undefined;
+  const serve = (channel: MessageChannel, face: Face | undefined): void => {
     // The face needs the connection to talk back, and the connection needs the face's
     // handlers; the router is created right after the connection, before any message arrives.
     let router: FaceRouter | undefined;
@@ -149,12 +152,7 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
         ...(config.outputBudgetBytes ? { outputBudgetBytes: config.outputBudgetBytes } : {}),
       },
     );
-    router = new FaceRouter(
-      routedFaces(),
-      { runtime, connection, log, serverVersion: VERSION },
-      refuseBeforeInitialize,
-      forced?.open ? forced : undefined,
-    );
+    router = new FaceRouter(routedFaces(), { runtime, connection, log, serverVersion: VERSION }, refuseBeforeInitialize, face);
   };
 
   let ws: RunningWebSocketServer | undefined;
@@ -171,7 +169,7 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
         isReady: () => true,
         logger: log,
       },
-      serve,
+      (channel) => serve(channel, config.faceOnStdioOnly ? undefined : forcedJsonRpc),
     );
     log.info({ url: ws.url }, "listening");
   }
@@ -216,7 +214,7 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
   } else if (config.stdio) {
     const channel = createStdioChannel(process.stdin, process.stdout, { maxMessageBytes: config.maxMessageBytes });
     channel.onClose(stdioClosed);
-    serve(channel);
+    serve(channel, forcedJsonRpc);
   }
   log.info({ startupMs: Math.round(performance.now()), version: VERSION }, "ready");
   return { runtime, ...(ws ? { websocketUrl: ws.url } : {}), closed, stop };

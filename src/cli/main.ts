@@ -92,27 +92,20 @@ addWebSocketOptions(
   ),
 ).action((flags: AcpFlags) => serve(flags, () => resolveAcpConfig(flags, process.env)));
 
-addRuntimeOptions(
-  program
-    .command("agentcompany")
-    .description("The AgentCompany control plane (also `ac`): `agentcompany server:start` serves protocol v1 on stdio.")
-    .argument("<command>", "server:start"),
+addWebSocketOptions(
+  addRuntimeOptions(
+    program
+      .command("agentcompany")
+      .description("The AgentCompany control plane (also `ac`): `agentcompany server:start` serves protocol v1 on stdio.")
+      .argument("<command>", "server:start")
+      .option("--listen <url...>", "also listen on ws://HOST:PORT for AppServer clients watching the sessions' threads", []),
+  ),
 ).action((command: string, flags: AppServerFlags) => {
   if (command !== "server:start") throw new InvalidArgumentError(`unknown command "${command}"; the command is server:start`);
   return serve(flags, () => ({
-    ...resolveServerConfig(
-      {
-        ...flags,
-        listen: ["stdio://"],
-        maxMessageBytes: 16 * 1024 * 1024,
-        maxInFlight: 64,
-        pingIntervalMs: 30_000,
-        outputBudgetBytes: 1024 * 1024,
-        stallTimeoutMs: 60_000,
-      },
-      process.env,
-    ),
+    ...resolveServerConfig({ ...flags, listen: ["stdio://", ...flags.listen] }, process.env),
     face: "agentcompany",
+    faceOnStdioOnly: true,
   }));
 });
 

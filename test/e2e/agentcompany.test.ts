@@ -275,6 +275,44 @@ describe("agentcompany agent sessions", () => {
   });
 });
 
+describe("agentcompany sessions watched live", () => {
+  it("an AppServer client on the same server's WebSocket follows an agent session's thread as it streams", async () => {
+    const fake = await FakeModelServer.start();
+    const server = ServerProcess.spawn({
+      command: "agentcompany",
+      args: ["server:start", "--listen", "ws://127.0.0.1:0"],
+      env: modelEnv(fake),
+    });
+    const client = TestClient.overStdio(server.child);
+    try {
+      const url = await server.websocketUrl();
+      const ws = path.join(tempDir("company"), "live");
+      const ids = (await client.call("workspace.init", { workspace_dir: ws })) as { project_id: string; agent_id: string };
+      const run = await client.call("run.create", { workspace_dir: ws, ...ids });
+      fake.enqueue({ kind: "response", text: ["slow ", "and ", "steady"], chunkDelayMs: 150 });
+      const launched = await client.call("session.launch", {
+        workspace_dir: ws,
+        project_id: ids.project_id,
+        run_id: run.run_id,
+        prompt_text: "go",
+      });
+      const watcher = await TestClient.overWebSocket(url);
+      await watcher.initialize(FULL_CAPABILITIES);
+      await watcher.call("thread/subscribe", { threadId: launched.thread_id, afterSeq: 0 });
+      await watcher.waitFor((m) => m.method === "item/agentMessage/delta" && m.params?.delta === "steady");
+      assert.equal((await client.call("session.collect", { workspace_dir: ws, session_ref: launched.session_ref })).status, "ended");
+      watcher.close();
+      const adapters = (await client.call("adapter.status", {})) as unknown as Array<{ name: string; available: boolean; reason?: string }>;
+      const gemini = adapters.find((a) => a.name === "gemini_cli");
+      assert.equal(gemini?.available, false);
+      assert.match(String(gemini?.reason), /no backend/);
+    } finally {
+      await server.kill();
+      await fake.close();
+    }
+  });
+});
+
 const CLAUDE = fileURLToPath(new URL("../../../test/agents/node_modules/.bin/claude", import.meta.url));
 const noClaude = existsSync(CLAUDE) ? false : `Claude Code is not installed (${CLAUDE}); npm test installs it`;
 

@@ -121,14 +121,18 @@ export function openAgentCompany({ runtime, connection }: FaceContext): RpcHandl
     "adapter.status": async () => {
       const backends = await runtime.listBackends();
       return Object.entries(ADAPTERS).map(([name, adapter]) => {
-        const backend = backends.find((b) => b.type === adapter.backend.type);
+        const backend = adapter.backend ? backends.find((b) => b.type === adapter.backend?.type) : undefined;
         const features = backend?.features ?? [];
         return {
           name,
           provider: adapter.provider,
           mode: adapter.mode,
           available: backend?.available === true,
-          ...(backend?.problem ? { reason: backend.problem } : {}),
+          ...(!adapter.backend
+            ? { reason: "Switchyard has no backend for this provider yet" }
+            : backend?.problem
+              ? { reason: backend.problem }
+              : {}),
           capabilities: {
             supports_streaming_events: true,
             supports_resumable_session: features.includes("resume"),

@@ -8,6 +8,7 @@ import path from "node:path";
 import { z } from "zod";
 import { pidAlive } from "../../pid.js";
 import type { RuntimeEvent } from "../../domain/events.js";
+import type { BackendSpec } from "../../domain/model.js";
 import type { RuntimeApi } from "../../runtime/api.js";
 import { AppError } from "./errors.js";
 import { readYaml, writeDurable, writeYaml } from "./files.js";
@@ -146,17 +147,19 @@ export class Sessions {
     }
 
     const adapter = ADAPTERS[run.provider];
-    if (!adapter)
+    const spec = adapter?.backend;
+    if (!adapter || !spec) {
       throw new AppError(
         "ADAPTER_UNAVAILABLE",
-        `Run ${run.id} names provider "${run.provider}", which has no adapter; give argv for a command.`,
+        `Run ${run.id} names provider "${run.provider}", which has no adapter here; give argv for a command.`,
         {},
       );
+    }
     if (!params.prompt_text) throw new AppError("ADAPTER_UNAVAILABLE", "An agent session needs prompt_text (or argv for a command).", {});
     // `.local/machine.yaml` may name this machine's binary of the provider (provider_bins).
     const machine = readYaml(path.join(layout.local(ws), "machine.yaml")) as { provider_bins?: Record<string, string> } | undefined;
     const bin = machine?.provider_bins?.[adapter.provider];
-    const backend = bin && adapter.backend.type !== "builtin" ? { ...adapter.backend, command: bin } : adapter.backend;
+    const backend: BackendSpec = bin && (spec.type === "claude-code" || spec.type === "codex") ? { ...spec, command: bin } : spec;
     const thread = this.runtime.startThread({
       workspacePath: cwd,
       originChannel: "agentcompany",

@@ -6,11 +6,13 @@ import type { BackendSpec } from "../../domain/model.js";
 import type { NewRunEvent } from "./run-log.js";
 
 /** Adapters of the protocol and the backend each runs on ("switchyard" is the built-in engine). */
-export const ADAPTERS: Record<string, { provider: string; backend: BackendSpec; mode: "protocol" | "cli" }> = {
+export const ADAPTERS: Record<string, { provider: string; backend?: BackendSpec; mode: "protocol" | "cli" }> = {
   switchyard: { provider: "switchyard", backend: { type: "builtin" }, mode: "protocol" },
   codex_app_server: { provider: "codex", backend: { type: "codex" }, mode: "protocol" },
   codex_cli: { provider: "codex", backend: { type: "codex" }, mode: "cli" },
   claude_cli: { provider: "claude", backend: { type: "claude-code" }, mode: "cli" },
+  // Switchyard has no Gemini backend yet: listed, and unavailable.
+  gemini_cli: { provider: "gemini", mode: "cli" },
 };
 
 /** The run's end, as its last event. */
