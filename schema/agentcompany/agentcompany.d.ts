@@ -193,8 +193,15 @@ export interface SessionLaunchParams {
   run_id: string;
   /** A plain command; without it, the run's provider adapter runs prompt_text. */
   argv?: string[];
+  /** A repository linked in .local/machine.yaml repo_roots; the session runs there. */
+  repo_id?: string;
   workdir_rel?: string;
   prompt_text?: string;
+  /** Hard limits of an agent session: past one it is stopped, with budget.exceeded. */
+  budget?: {
+    hard_tokens?: number;
+    hard_cost_usd?: number;
+  };
   model?: string;
   stdin_text?: string;
   env?: Record<string, string>;
@@ -603,7 +610,7 @@ export interface EventsSubscribeResult {
   resumed_after_ts?: number;
 }
 
-/** Params of the `events.unsubscribe` request. */
+/** Params of the `events.unsubscribe` request. Ends a subscription of this connection (its acknowledged position stays). */
 export interface EventsUnsubscribeParams {
   subscription_id: string;
 }
@@ -703,6 +710,7 @@ export interface Requests {
   "index.list_event_parse_errors": { params: IndexListEventParseErrorsParams; result: IndexListEventParseErrorsResult };
   /** Streams events.notification for new events; backfill_limit replays recent ones first (no gap, no duplicate). Re-subscribing with the id of an acknowledged subscription resumes after its last ack. */
   "events.subscribe": { params: EventsSubscribeParams; result: EventsSubscribeResult };
+  /** Ends a subscription of this connection (its acknowledged position stays). */
   "events.unsubscribe": { params: EventsUnsubscribeParams; result: EventsUnsubscribeResult };
   /** Records the position the client has processed (persisted in the workspace). */
   "events.ack": { params: EventsAckParams; result: EventsAckResult };

@@ -8,6 +8,7 @@ import path from "node:path";
 import type { Logger } from "../log.js";
 import type { TurnError } from "../domain/model.js";
 import { BACKEND_ERRORS } from "./backend.js";
+import { pidAlive } from "../pid.js";
 
 const STDERR_TAIL_BYTES = 4096;
 
@@ -185,8 +186,8 @@ export function reapOrphanedAgents(dir: string, log: Logger): number {
       fs.rmSync(file, { force: true });
       continue;
     }
-    if (entry.ownerPid !== process.pid && isAlive(entry.ownerPid)) continue;
-    if (isAlive(entry.pid) && commandLineOf(entry.pid).includes(path.basename(entry.command))) {
+    if (entry.ownerPid !== process.pid && pidAlive(entry.ownerPid)) continue;
+    if (pidAlive(entry.pid) && commandLineOf(entry.pid).includes(path.basename(entry.command))) {
       signalGroup(entry.pid, "SIGKILL");
       reaped++;
       log.warn({ pid: entry.pid, command: entry.command }, "reaped an agent process left by a previous server");
@@ -194,15 +195,6 @@ export function reapOrphanedAgents(dir: string, log: Logger): number {
     fs.rmSync(file, { force: true });
   }
   return reaped;
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM";
-  }
 }
 
 function commandLineOf(pid: number): string {

@@ -1,6 +1,7 @@
 // One server per data directory: a lock file holding the owner's pid, created exclusively.
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import { pidAlive } from "../pid.js";
 
 export const LOCK_FILE = "switchyard.lock";
 
@@ -31,15 +32,6 @@ function readLock(file: string): { raw: string; content?: LockContent } | undefi
   return { raw };
 }
 
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === "EPERM"; // exists, owned by someone else
-  }
-}
-
 /**
  * Takes the data directory's lock or throws if another live server holds it. A lock left by a
  * dead process is replaced. `release()` removes the file only if it is still ours.
@@ -59,7 +51,7 @@ export function acquireDataDirLock(dataDir: string): { release(): void } {
       if (existing === undefined) continue; // removed meanwhile: try again
       const pid = existing.content?.pid;
       // Our own pid is live only if this process holds the lock (pids are reused, e.g. pid 1 in containers).
-      const live = pid !== undefined && (pid === process.pid ? heldByUs.has(file) : isAlive(pid));
+      const live = pid !== undefined && (pid === process.pid ? heldByUs.has(file) : pidAlive(pid));
       if (live) throw new Error(`Another Switchyard server (pid ${pid}) is using data directory ${path.resolve(dataDir)}`, { cause: err });
       // Stale. Re-check the content just before removing so a lock another starter has just
       // written in its place is not deleted.

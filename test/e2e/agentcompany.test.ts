@@ -313,6 +313,68 @@ describe("agentcompany sessions watched live", () => {
   });
 });
 
+describe("agentcompany session limits and linked repositories", () => {
+  it("runs a command in a linked repository, and stops an agent session past its token budget", async () => {
+    const fake = await FakeModelServer.start();
+    const { server, client } = startServer(undefined, modelEnv(fake));
+    try {
+      const ws = path.join(tempDir("company"), "limits");
+      const repo = tempDir("repo");
+      writeFileSync(path.join(repo, "README.md"), "the repo");
+      const ids = (await client.call("workspace.init", { workspace_dir: ws })) as { project_id: string; agent_id: string };
+      writeFileSync(path.join(ws, ".local", "machine.yaml"), `repo_roots:\n  app: ${repo}\n`);
+      const cmd = await client.call("run.create", { workspace_dir: ws, ...ids, provider: "cmd" });
+      const inRepo = await client.call("session.launch", {
+        workspace_dir: ws,
+        project_id: ids.project_id,
+        run_id: cmd.run_id,
+        repo_id: "app",
+        argv: ["cat", "README.md"],
+      });
+      assert.equal(
+        ((await client.call("session.collect", { workspace_dir: ws, session_ref: inRepo.session_ref })).outputs as Record<string, string>)[
+          "stdout.txt"
+        ],
+        "the repo",
+      );
+      const unknown = await client.request("session.launch", {
+        workspace_dir: ws,
+        project_id: ids.project_id,
+        run_id: cmd.run_id,
+        repo_id: "nope",
+        argv: ["true"],
+      });
+      assert.equal((unknown.error?.data as { code: string }).code, "POLICY_DENIED");
+
+      const run = await client.call("run.create", { workspace_dir: ws, ...ids });
+      fake.enqueue(
+        {
+          kind: "response",
+          toolCalls: [{ id: "call_ls", name: "list_files", arguments: { path: "." } }],
+          usage: { input: 100, output: 20 },
+        },
+        { kind: "response", text: "never reached", chunkDelayMs: 200 },
+      );
+      const launched = await client.call("session.launch", {
+        workspace_dir: ws,
+        project_id: ids.project_id,
+        run_id: run.run_id,
+        prompt_text: "look around",
+        budget: { hard_tokens: 50 },
+      });
+      const collected = await client.call("session.collect", { workspace_dir: ws, session_ref: launched.session_ref });
+      assert.equal(collected.status, "stopped");
+      const replay = await client.call("run.replay", { workspace_dir: ws, project_id: ids.project_id, run_id: run.run_id });
+      const types = (replay.events as Array<{ type: string }>).map((e) => e.type);
+      assert.ok(types.includes("budget.exceeded"), types.join(", "));
+      assert.equal(types.at(-1), "run.stopped");
+    } finally {
+      await server.kill();
+      await fake.close();
+    }
+  });
+});
+
 const CLAUDE = fileURLToPath(new URL("../../../test/agents/node_modules/.bin/claude", import.meta.url));
 const noClaude = existsSync(CLAUDE) ? false : `Claude Code is not installed (${CLAUDE}); npm test installs it`;
 

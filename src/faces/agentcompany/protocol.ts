@@ -104,8 +104,13 @@ export const AgentCompanyRequests = {
       project_id: z.string(),
       run_id: z.string(),
       argv: z.array(z.string()).min(1).optional().describe("A plain command; without it, the run's provider adapter runs prompt_text."),
+      repo_id: z.string().optional().describe("A repository linked in .local/machine.yaml repo_roots; the session runs there."),
       workdir_rel: z.string().optional(),
       prompt_text: z.string().optional(),
+      budget: z
+        .object({ hard_tokens: z.number().int().positive().optional(), hard_cost_usd: z.number().positive().optional() })
+        .optional()
+        .describe("Hard limits of an agent session: past one it is stopped, with budget.exceeded."),
       model: z.string().optional(),
       stdin_text: z.string().optional(),
       env: z.record(z.string(), z.string()).optional(),
@@ -284,7 +289,11 @@ export const AgentCompanyRequests = {
     description:
       "Streams events.notification for new events; backfill_limit replays recent ones first (no gap, no duplicate). Re-subscribing with the id of an acknowledged subscription resumes after its last ack.",
   },
-  "events.unsubscribe": { params: z.object({ subscription_id: z.string() }), result: z.object({ removed: z.boolean() }) },
+  "events.unsubscribe": {
+    params: z.object({ subscription_id: z.string() }),
+    result: z.object({ removed: z.boolean() }),
+    description: "Ends a subscription of this connection (its acknowledged position stays).",
+  },
   "events.ack": {
     params: z.object({ subscription_id: z.string(), last_ack_ts_monotonic_ms: z.number().optional() }),
     result: z.object({ ok: z.boolean() }),

@@ -39,7 +39,11 @@ export interface LaunchParams {
   project_id: string;
   run_id: string;
   argv?: string[];
+  /** A repository linked in `.local/machine.yaml` (`repo_roots`): the session runs there. */
+  repo_id?: string;
   workdir_rel?: string;
+  /** Hard limits of an agent session: past one, the session is stopped (budget.exceeded). */
+  budget?: { hard_tokens?: number; hard_cost_usd?: number };
   prompt_text?: string;
   model?: string;
   stdin_text?: string;
@@ -48,6 +52,11 @@ export interface LaunchParams {
 
 /** Where each appended event goes besides the file (the subscriptions' bus). */
 export type Publish = (ws: string, projectId: string, runId: string, seq: number, event: EventEnvelope) => void;
+
+interface MachineConfig {
+  repo_roots?: Record<string, string>;
+  provider_bins?: Record<string, string>;
+}
 
 const recordFile = (ws: string, ref: string): string => path.join(layout.local(ws), "sessions", `${encodeURIComponent(ref)}.yaml`);
 
@@ -66,9 +75,16 @@ export class Sessions {
     const existing = this.read(ws, ref);
     if (existing?.status === "running")
       throw new AppError("SESSION_RUNNING", `Run ${run.id} already has a running session.`, { session_ref: ref });
-    const cwd = path.resolve(ws, params.workdir_rel ?? ".");
-    if (cwd !== ws && !cwd.startsWith(ws + path.sep)) {
-      throw new AppError("POLICY_DENIED", `workdir_rel must stay inside the workspace (got ${params.workdir_rel}).`, {});
+    const machine = readYaml(path.join(layout.local(ws), "machine.yaml")) as MachineConfig | undefined;
+    const root = params.repo_id ? machine?.repo_roots?.[params.repo_id] : ws;
+    if (!root) throw new AppError("POLICY_DENIED", `No repository "${params.repo_id}" is linked in .local/machine.yaml (repo_roots).`, {});
+    const cwd = path.resolve(root, params.workdir_rel ?? ".");
+    if (cwd !== root && !cwd.startsWith(root + path.sep)) {
+      throw new AppError(
+        "POLICY_DENIED",
+        `workdir_rel must stay inside ${params.repo_id ? "the repository" : "the workspace"} (got ${params.workdir_rel}).`,
+        {},
+      );
     }
     const log = runLogFor(eventsFile(ws, run.project_id, run.id), { run_id: run.id, session_ref: ref });
     const append = (event: NewRunEvent): void => {
@@ -98,7 +114,14 @@ export class Sessions {
 
     if (params.argv && params.argv.length > 0) {
       const [command, ...args] = params.argv as [string, ...string[]];
-      append({ type: "run.executing", payload: { argv: params.argv, workdir_rel: path.relative(ws, cwd) || "." } });
+      append({
+        type: "run.executing",
+        payload: {
+          argv: params.argv,
+          ...(params.repo_id ? { repo_id: params.repo_id } : {}),
+          workdir_rel: path.relative(root, cwd) || ".",
+        },
+      });
       const child = spawn(command, args, { cwd, env: { ...process.env, ...params.env }, stdio: ["pipe", "pipe", "pipe"] });
       const record: SessionRecord = { ...base, mode: "command", ...(child.pid ? { pid: child.pid } : {}) };
       this.write(ws, record);
@@ -157,7 +180,6 @@ export class Sessions {
     }
     if (!params.prompt_text) throw new AppError("ADAPTER_UNAVAILABLE", "An agent session needs prompt_text (or argv for a command).", {});
     // `.local/machine.yaml` may name this machine's binary of the provider (provider_bins).
-    const machine = readYaml(path.join(layout.local(ws), "machine.yaml")) as { provider_bins?: Record<string, string> } | undefined;
     const bin = machine?.provider_bins?.[adapter.provider];
     const backend: BackendSpec = bin && (spec.type === "claude-code" || spec.type === "codex") ? { ...spec, command: bin } : spec;
     const thread = this.runtime.startThread({
@@ -169,11 +191,20 @@ export class Sessions {
       configuration: { backend, approvalPolicy: "autoApprove" },
       metadata: { agentcompany: { workspace_dir: ws, project_id: run.project_id, run_id: run.id } },
     });
-    append({ type: "run.executing", payload: { adapter: run.provider, thread_id: thread.id, workdir_rel: path.relative(ws, cwd) || "." } });
+    append({
+      type: "run.executing",
+      payload: {
+        adapter: run.provider,
+        thread_id: thread.id,
+        ...(params.repo_id ? { repo_id: params.repo_id } : {}),
+        workdir_rel: path.relative(root, cwd) || ".",
+      },
+    });
     const record: SessionRecord = { ...base, mode: "agent", adapter: run.provider, thread_id: thread.id };
     this.write(ws, record);
     let lastMessage = "";
     let turnId: string | undefined;
+    let overBudget = false;
     const early: RuntimeEvent[] = [];
     const onEvent = (event: RuntimeEvent): void => {
       if (event.threadId !== thread.id) return;
@@ -183,6 +214,15 @@ export class Sessions {
       }
       const { events, end } = runEventsOf(event);
       for (const e of events) append(e);
+      if (event.type === "usage.updated" && params.budget && !overBudget) {
+        const { totalTokens, costUsd } = event.data.usage;
+        const { hard_tokens, hard_cost_usd } = params.budget;
+        if ((hard_tokens !== undefined && totalTokens > hard_tokens) || (hard_cost_usd !== undefined && (costUsd ?? 0) > hard_cost_usd)) {
+          overBudget = true;
+          append({ type: "budget.exceeded", payload: { total_tokens: totalTokens, cost_usd: costUsd ?? null, budget: params.budget } });
+          void this.runtime.interrupt(thread.id).catch(() => undefined);
+        }
+      }
       if (event.type === "item.completed" && event.data.item.type === "agentMessage") lastMessage = event.data.item.payload.text;
       if (end) {
         unsubscribe();
