@@ -7,8 +7,16 @@ import type { RequestHandlers, RequestSpec } from "./protocol-table.js";
 
 export type Dispatch = (method: string, params: unknown, ctx: RequestContext) => Promise<unknown>;
 
-export function dispatchRequests<R extends Record<string, RequestSpec>>(requests: R, handlers: RequestHandlers<R>): Dispatch {
-  return async (name, params, ctx) => {
+/**
+ * `toProtocolError` turns what a handler throws into the face's own error (its codes); the
+ * engine answers an RpcError as is, and anything else as -32603.
+ */
+export function dispatchRequests<R extends Record<string, RequestSpec>>(
+  requests: R,
+  handlers: RequestHandlers<R>,
+  toProtocolError: (error: unknown) => unknown = (error) => error,
+): Dispatch {
+  const dispatch: Dispatch = async (name, params, ctx) => {
     // Own properties only, so "toString" or "__proto__" are not methods.
     const spec = Object.hasOwn(requests, name) ? requests[name] : undefined;
     const handler = Object.hasOwn(handlers, name) ? handlers[name] : undefined;
@@ -21,5 +29,12 @@ export function dispatchRequests<R extends Record<string, RequestSpec>>(requests
       throw new RpcError(ErrorCode.InvalidParams, `Invalid params: ${where}${first?.message ?? "invalid"}`, { issues });
     }
     return handler(parsed.data as z.output<R[string]["params"]>, ctx);
+  };
+  return async (name, params, ctx) => {
+    try {
+      return await dispatch(name, params, ctx);
+    } catch (error) {
+      throw toProtocolError(error);
+    }
   };
 }

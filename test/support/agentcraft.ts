@@ -6,7 +6,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { DaemonClient } from "../../src/cli/agentcraft/client.js";
 import { delay } from "../../src/timers.js";
-import { tempDir } from "./server-process.js";
+import { childEnv, tempDir } from "./server-process.js";
 
 export const AGENTCRAFT_CLI = fileURLToPath(new URL("../../agentcraft.js", import.meta.url));
 
@@ -43,17 +43,7 @@ export class AgentCraftHome {
   }
 
   processEnv(): NodeJS.ProcessEnv {
-    const env: Record<string, string | undefined> = {
-      ...process.env,
-      OPENAI_API_KEY: undefined,
-      OPENAI_BASE_URL: undefined,
-      ANTHROPIC_API_KEY: undefined,
-      ANTHROPIC_BASE_URL: undefined,
-      SWITCHYARD_LOG_LEVEL: "debug",
-      AGENTCRAFT_HOME: this.home,
-      ...this.env,
-    };
-    return Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined)) as NodeJS.ProcessEnv;
+    return childEnv({ AGENTCRAFT_HOME: this.home, ...this.env });
   }
 
   /** Runs `agentcraft <args>` to its end. */

@@ -11,6 +11,24 @@ export function tempDir(prefix: string): string {
   return fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), `switchyard-${prefix}-`)));
 }
 
+/**
+ * The environment of a spawned Switchyard: this one's, without model keys or a token the
+ * developer may have set (a test sets its own), with debug logs.
+ */
+export function childEnv(extra: Record<string, string | undefined> = {}): NodeJS.ProcessEnv {
+  const env: Record<string, string | undefined> = {
+    ...process.env,
+    OPENAI_API_KEY: undefined,
+    OPENAI_BASE_URL: undefined,
+    ANTHROPIC_API_KEY: undefined,
+    ANTHROPIC_BASE_URL: undefined,
+    SWITCHYARD_TOKEN: undefined,
+    SWITCHYARD_LOG_LEVEL: "debug",
+    ...extra,
+  };
+  return Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined)) as NodeJS.ProcessEnv;
+}
+
 export interface SpawnOptions {
   /** The subcommand (default `app-server`). */
   command?: string;
@@ -42,22 +60,13 @@ export class ServerProcess {
 
   static spawn(opts: SpawnOptions = {}): ServerProcess {
     const dataDir = opts.dataDir ?? tempDir("data");
-    const env: Record<string, string | undefined> = {
-      ...process.env,
-      OPENAI_API_KEY: undefined,
-      OPENAI_BASE_URL: undefined,
-      ANTHROPIC_API_KEY: undefined,
-      ANTHROPIC_BASE_URL: undefined,
-      SWITCHYARD_TOKEN: undefined,
-      SWITCHYARD_LOG_LEVEL: "debug",
-      ...opts.env,
-    };
+    const env = childEnv(opts.env);
     const child = spawn(
       process.execPath,
       [...(opts.nodeArgs ?? []), CLI_PATH, opts.command ?? "app-server", "--data-dir", dataDir, ...(opts.args ?? [])],
       {
         cwd: opts.cwd ?? dataDir,
-        env: Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined)) as NodeJS.ProcessEnv,
+        env,
         stdio: ["pipe", "pipe", "pipe"],
       },
     );

@@ -242,14 +242,5 @@ export function openAgentCompany({ runtime, connection }: FaceContext): RpcHandl
       return { ok: true };
     },
   };
-  const dispatch = dispatchRequests(AgentCompanyRequests, handlers);
-  return {
-    onRequest: async (method, params, ctx) => {
-      try {
-        return await dispatch(method, params, ctx);
-      } catch (error) {
-        throw toRpcError(error);
-      }
-    },
-  };
+  return { onRequest: dispatchRequests(AgentCompanyRequests, handlers, toRpcError) };
 }

@@ -123,14 +123,5 @@ export function openConnection(connection: RpcConnection, services: DaemonServic
       return { success: true };
     },
   };
-  const dispatch = dispatchRequests(AgentCraftRequests, handlers);
-  return {
-    onRequest: async (method, params, ctx) => {
-      try {
-        return await dispatch(method, params, ctx);
-      } catch (error) {
-        throw toRpcError(error);
-      }
-    },
-  };
+  return { onRequest: dispatchRequests(AgentCraftRequests, handlers, toRpcError) };
 }

@@ -108,7 +108,7 @@ export class ClaudeSession implements RpcHandlers {
     private readonly serverVersion: string,
     private readonly log: Logger,
   ) {
-    this.dispatch = dispatchRequests(ClaudeRequests, this.handlers());
+    this.dispatch = dispatchRequests(ClaudeRequests, this.handlers(), claudeError);
     const feed = new EventFeed(
       runtime,
       connection,
@@ -126,11 +126,7 @@ export class ClaudeSession implements RpcHandlers {
   async onRequest(name: string, params: unknown, ctx: RequestContext): Promise<unknown> {
     // As the original: everything but initialize waits for it; initialize may come again.
     if (name !== "initialize" && !this.initialized) throw notInitialized();
-    try {
-      return await this.dispatch(name, params, ctx);
-    } catch (error) {
-      throw claudeError(error);
-    }
+    return this.dispatch(name, params, ctx);
   }
 
   onNotification(name: string): void {
