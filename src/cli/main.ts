@@ -5,7 +5,8 @@ import { Command, InvalidArgumentError, Option } from "commander";
 import { LOG_LEVELS } from "../log.js";
 import { serve } from "./serve.js";
 import { VERSION } from "../version.js";
-import { resolveAcpConfig, resolveServerConfig, type AcpFlags, type AppServerFlags } from "./config.js";
+import path from "node:path";
+import { resolveAcpConfig, resolveDataDir, resolveServerConfig, type AcpFlags, type AppServerFlags } from "./config.js";
 import type { DoctorFlags } from "./doctor.js";
 
 const program = new Command()
@@ -108,6 +109,79 @@ addWebSocketOptions(
     faceOnStdioOnly: true,
   }));
 });
+
+/** `switchyard yeaft …`: the relay, the agent driver, both, and users. */
+const yeaft = program.command("yeaft").description("The Yeaft relay and agent driver (browsers chat with agents on users' machines).");
+const yeaftServe = (flags: AppServerFlags & YeaftFlags, relay: boolean, agent: boolean): Promise<void> =>
+  serve(flags, () => {
+    const config = resolveServerConfig({ ...flags, listen: [] }, process.env);
+    const options = {
+      ...(relay
+        ? {
+            relay: {
+              host: flags.host ?? "127.0.0.1",
+              port: flags.port ?? 8420,
+              dataDir: path.join(config.dataDir, "yeaft"),
+              ...(flags.jwtSecret || process.env.YEAFT_JWT_SECRET ? { jwtSecret: flags.jwtSecret ?? process.env.YEAFT_JWT_SECRET } : {}),
+              ...(flags.allowOrigin ? { allowedOrigins: flags.allowOrigin } : {}),
+            },
+          }
+        : {}),
+      ...(agent
+        ? {
+            agent: {
+              server: flags.server ?? "",
+              secret: flags.secret ?? process.env.YEAFT_AGENT_SECRET ?? "",
+              ...(flags.name ? { name: flags.name } : {}),
+            },
+          }
+        : {}),
+    };
+    return { ...config, faceListeners: [{ face: "yeaft", options }] };
+  });
+interface YeaftFlags {
+  host?: string;
+  port?: number;
+  jwtSecret?: string;
+  server?: string;
+  secret?: string;
+  name?: string;
+}
+addRuntimeOptions(
+  yeaft
+    .command("relay")
+    .description("Serve the relay: HTTP and WebSocket on one port (login API, agents and browsers).")
+    .option("--host <host>", "address to bind (default 127.0.0.1; another needs --jwt-secret)")
+    .option("--port <n>", "port (default 8420)", positiveInt)
+    .option("--jwt-secret <secret>", "signs browser tokens (env YEAFT_JWT_SECRET)")
+    .option("--allow-origin <origin...>", "browser Origins allowed besides the relay's own"),
+).action((flags: AppServerFlags & YeaftFlags) => yeaftServe(flags, true, false));
+addRuntimeOptions(
+  yeaft
+    .command("agent")
+    .description("Run this machine's agent: connect to a relay and run its users' conversations.")
+    .requiredOption("--server <url>", "the relay, e.g. ws://127.0.0.1:8420/")
+    .option("--secret <secret>", "the owner's agent secret (env YEAFT_AGENT_SECRET)")
+    .option("--name <name>", "how browsers see this agent (default: the host name)"),
+).action((flags: AppServerFlags & YeaftFlags) => yeaftServe(flags, false, true));
+addRuntimeOptions(
+  yeaft
+    .command("serve", { isDefault: true })
+    .description("Relay and a local agent (for the first user) in one process.")
+    .option("--host <host>", "address to bind (default 127.0.0.1)")
+    .option("--port <n>", "port (default 8420)", positiveInt)
+    .option("--jwt-secret <secret>", "signs browser tokens (env YEAFT_JWT_SECRET)"),
+).action((flags: AppServerFlags & YeaftFlags) => yeaftServe(flags, true, true));
+yeaft
+  .command("user")
+  .description("Yeaft users")
+  .command("add <name>")
+  .description("Create a user (password from the terminal, or stdin when piped); prints the user's agent secret last.")
+  .option("--data-dir <dir>", "Switchyard's data directory (env SWITCHYARD_HOME)")
+  .action(async (name: string, flags: { dataDir?: string }) => {
+    const { addUser } = await import("./yeaft-users.js");
+    process.exitCode = await addUser(name, path.join(resolveDataDir(flags, process.env), "yeaft"));
+  });
 
 program
   .command("doctor")

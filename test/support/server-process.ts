@@ -30,8 +30,8 @@ export function childEnv(extra: Record<string, string | undefined> = {}): NodeJS
 }
 
 export interface SpawnOptions {
-  /** The subcommand (default `app-server`). */
-  command?: string;
+  /** The subcommand (default `app-server`); a list for nested ones, e.g. ["yeaft", "relay"]. */
+  command?: string | string[];
   /** Extra arguments after the subcommand. */
   args?: string[];
   env?: Record<string, string | undefined>;
@@ -63,7 +63,7 @@ export class ServerProcess {
     const env = childEnv(opts.env);
     const child = spawn(
       process.execPath,
-      [...(opts.nodeArgs ?? []), CLI_PATH, opts.command ?? "app-server", "--data-dir", dataDir, ...(opts.args ?? [])],
+      [...(opts.nodeArgs ?? []), CLI_PATH, ...[opts.command ?? "app-server"].flat(), "--data-dir", dataDir, ...(opts.args ?? [])],
       {
         cwd: opts.cwd ?? dataDir,
         env,

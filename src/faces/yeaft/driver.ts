@@ -1,0 +1,249 @@
+// The Yeaft agent driver: connects to a relay, authenticates with its owner's secret, and runs
+// the browser's conversations as runtime threads (any backend), their turns streamed back as
+// `claude_output`. Approvals become `ask_user_question`. While the relay is away it reconnects
+// with backoff and keeps its outbound messages in a bounded buffer, flushed after `registered`.
+import { randomBytes } from "node:crypto";
+import os from "node:os";
+import WebSocket from "ws";
+import type { RuntimeEvent } from "../../domain/events.js";
+import type { ApprovalDecision, TokenUsage } from "../../domain/model.js";
+import type { Logger } from "../../log.js";
+import type { RuntimeApi } from "../../runtime/api.js";
+import { errorEnvelope } from "./errors.js";
+import { ALIASES, BUFFER_LIMITS, CLOSE_POLICY, Envelope, TERMINAL_TYPES } from "./protocol.js";
+import { backendOf, outputOf, resultOf } from "./wire.js";
+
+export interface DriverOptions {
+  server: string;
+  secret: string;
+  /** Stable id of this agent instance (a newer connection with it supersedes the older). */
+  instanceId?: string;
+  name?: string;
+}
+
+const ORIGIN_CHANNEL = "yeaft";
+const RECONNECT_MAX_MS = 30_000;
+
+export class AgentDriver {
+  private ws: WebSocket | undefined;
+  private registered = false;
+  private closed = false;
+  private reconnectMs = 1_000;
+  private readonly outbox: Array<{ text: string; type: string }> = [];
+  private outboxBytes = 0;
+  /** conversationId → threadId */
+  private readonly conversations = new Map<string, string>();
+  private readonly questions = new Map<string, (answer: string) => void>();
+  private readonly detach: Array<() => void> = [];
+
+  constructor(
+    private readonly runtime: RuntimeApi,
+    private readonly opts: DriverOptions,
+    private readonly log: Logger,
+  ) {
+    this.detach.push(
+      runtime.approvals.addApprover({
+        canAnswer: (threadId) => this.registered && this.conversationOf(threadId) !== undefined,
+        ask: (request, signal) =>
+          new Promise<ApprovalDecision>((resolve, reject) => {
+            const requestId = `q-${randomBytes(6).toString("hex")}`;
+            const onAbort = (): void => {
+              this.questions.delete(requestId);
+              reject(new Error("cancelled"));
+            };
+            signal.addEventListener("abort", onAbort, { once: true });
+            this.questions.set(requestId, (answer) => {
+              signal.removeEventListener("abort", onAbort);
+              resolve(/^(allow|yes|y|accept|approve)/i.test(answer.trim()) ? "accept" : "decline");
+            });
+            this.send({
+              type: "ask_user_question",
+              conversationId: this.conversationOf(request.threadId),
+              requestId,
+              prompt: `Allow ${request.approvalType}: ${request.operation}?`,
+              choices: ["Allow", "Deny"],
+              multiSelect: false,
+            });
+          }),
+      }),
+    );
+  }
+
+  start(): void {
+    this.connect();
+  }
+
+  private connect(): void {
+    const url = new URL(this.opts.server);
+    url.searchParams.set("type", "agent");
+    url.searchParams.set("id", this.opts.instanceId ?? os.hostname());
+    url.searchParams.set("name", this.opts.name ?? os.hostname());
+    url.searchParams.set("platform", process.platform);
+    const ws = new WebSocket(url);
+    this.ws = ws;
+    ws.on("message", (raw) => this.onMessage(ws, raw.toString()));
+    ws.on("close", (code, reason) => {
+      this.registered = false;
+      if (this.closed) return;
+      if (code === CLOSE_POLICY) {
+        this.log.error({ reason: reason.toString() }, "the relay refused this agent; not reconnecting");
+        return;
+      }
+      const wait = this.reconnectMs;
+      this.reconnectMs = Math.min(this.reconnectMs * 2, RECONNECT_MAX_MS);
+      setTimeout(() => this.connect(), wait).unref();
+    });
+    ws.on("error", (error) => this.log.debug({ err: error }, "relay connection error"));
+  }
+
+  private onMessage(ws: WebSocket, text: string): void {
+    let msg: Envelope;
+    try {
+      msg = Envelope.parse(JSON.parse(text)) as Envelope;
+    } catch {
+      return;
+    }
+    if (msg.type === "auth_required") {
+      ws.send(
+        JSON.stringify({
+          type: "auth",
+          tempId: msg.tempId,
+          secret: this.opts.secret,
+          capabilities: ["plaintext-ok"],
+          version: "switchyard",
+          platform: process.platform,
+        }),
+      );
+      return;
+    }
+    if (msg.type === "registered") {
+      this.registered = true;
+      this.reconnectMs = 1_000;
+      this.log.info({ agentId: msg.agentId }, "registered with the yeaft relay");
+      for (const { text: queued } of this.outbox.splice(0)) ws.send(queued);
+      this.outboxBytes = 0;
+      return;
+    }
+    void this.handle(msg).catch((error: unknown) =>
+      this.send(
+        errorEnvelope("turn_failed", error instanceof Error ? error.message : String(error), { conversationId: msg.conversationId }),
+      ),
+    );
+  }
+
+  private async handle(msg: Envelope): Promise<void> {
+    const type = ALIASES[msg.type] ?? msg.type;
+    const conversationId = typeof msg.conversationId === "string" ? msg.conversationId : undefined;
+    switch (type) {
+      case "create_conversation": {
+        const options = (msg.options ?? {}) as Record<string, unknown>;
+        const backend = backendOf(typeof msg.provider === "string" ? msg.provider : undefined, options);
+        if (!backend) return this.send(errorEnvelope("turn_failed", `Unknown provider "${String(msg.provider)}".`, { conversationId }));
+        const thread = this.runtime.startThread({
+          workspacePath: typeof msg.workDir === "string" ? msg.workDir : process.cwd(),
+          originChannel: ORIGIN_CHANNEL,
+          ...(conversationId ? { channelContext: `conversation:${conversationId}` } : {}),
+          configuration: { backend },
+          metadata: { yeaft: { conversationId } },
+        });
+        this.conversations.set(conversationId!, thread.id);
+        return this.send({ type: "session_ready", conversationId, sessionId: thread.id, provider: msg.provider ?? "switchyard" });
+      }
+      case "send_message": {
+        const threadId = this.threadOf(conversationId);
+        const text = typeof msg.text === "string" ? msg.text : typeof msg.prompt === "string" ? msg.prompt : "";
+        return this.runTurn(conversationId!, threadId, text);
+      }
+      case "cancel_execution": {
+        const threadId = this.threadOf(conversationId);
+        if (this.runtime.runtimeState(threadId).running) await this.runtime.interrupt(threadId);
+        return;
+      }
+      case "ask_user_answer": {
+        const answer = this.questions.get(String(msg.requestId));
+        this.questions.delete(String(msg.requestId));
+        answer?.(String(msg.answer ?? ""));
+        return;
+      }
+      case "delete_conversation": {
+        await this.runtime.deleteThread(this.threadOf(conversationId));
+        this.conversations.delete(conversationId!);
+        return this.send({ type: "conversation_deleted", conversationId });
+      }
+      default:
+        return this.send(errorEnvelope("unknown_type", `This agent does not handle "${msg.type}" yet.`, { conversationId }));
+    }
+  }
+
+  private runTurn(conversationId: string, threadId: string, text: string): Promise<void> {
+    const started = performance.now();
+    let turnId: string | undefined;
+    let usage: TokenUsage | undefined;
+    const early: RuntimeEvent[] = [];
+    return new Promise<void>((resolve) => {
+      const onEvent = (event: RuntimeEvent): void => {
+        if (event.threadId !== threadId) return;
+        if (turnId === undefined) return void early.push(event);
+        const ofTurn =
+          ("turnId" in event.data && event.data.turnId === turnId) || ("item" in event.data && event.data.item.turnId === turnId);
+        if (!ofTurn) return;
+        for (const data of outputOf(event)) this.send({ type: "claude_output", conversationId, data });
+        if (event.type === "usage.updated") usage = event.data.usage;
+        const end =
+          event.type === "turn.completed"
+            ? { status: "completed" as const }
+            : event.type === "turn.cancelled"
+              ? { status: "cancelled" as const }
+              : event.type === "turn.failed"
+                ? { status: "failed" as const, error: event.data.error }
+                : undefined;
+        if (end) {
+          unsubscribe();
+          this.send({ type: "claude_output", conversationId, data: resultOf(end, threadId, performance.now() - started, usage) });
+          this.send({ type: "turn_completed", conversationId });
+          resolve();
+        }
+      };
+      const unsubscribe = this.runtime.subscribe(onEvent);
+      turnId = this.runtime.startTurn(threadId, { input: [{ type: "text", text }] }).id;
+      for (const event of early.splice(0)) onEvent(event);
+    });
+  }
+
+  /** The conversation's thread: known, or found in the store (the agent restarted since). */
+  private threadOf(conversationId: string | undefined): string {
+    let threadId = conversationId ? this.conversations.get(conversationId) : undefined;
+    if (!threadId && conversationId) {
+      threadId = this.runtime.listThreads({ originChannel: ORIGIN_CHANNEL, channelContext: `conversation:${conversationId}` }, { limit: 1 })
+        .threads[0]?.id;
+      if (threadId) this.conversations.set(conversationId, threadId);
+    }
+    if (!threadId) throw new Error(`No conversation ${conversationId ?? "(none)"} on this agent.`);
+    return threadId;
+  }
+
+  private conversationOf(threadId: string): string | undefined {
+    for (const [conversationId, id] of this.conversations) if (id === threadId) return conversationId;
+    return undefined;
+  }
+
+  /** Sends now, or keeps it (bounded, oldest non-terminal dropped first) until registered again. */
+  private send(msg: Record<string, unknown>): void {
+    const text = JSON.stringify(msg);
+    if (this.registered && this.ws?.readyState === WebSocket.OPEN) return this.ws.send(text);
+    this.outbox.push({ text, type: String(msg.type) });
+    this.outboxBytes += Buffer.byteLength(text);
+    while (this.outbox.length > BUFFER_LIMITS.messages || this.outboxBytes > BUFFER_LIMITS.bytes) {
+      const at = this.outbox.findIndex((m) => !TERMINAL_TYPES.has(m.type));
+      const [gone] = this.outbox.splice(at === -1 ? 0 : at, 1);
+      this.outboxBytes -= Buffer.byteLength(gone!.text);
+      this.log.warn({ type: gone!.type }, "relay away: dropped the oldest queued message");
+    }
+  }
+
+  close(): void {
+    this.closed = true;
+    this.detach.forEach((undo) => undo());
+    this.ws?.close();
+  }
+}

@@ -1,0 +1,253 @@
+// The Yeaft relay and agent driver at the wire level, with raw WebSocket clients against real
+// processes: users and login, both handshakes and their failures, a conversation streamed as
+// claude_output, aliases, routing isolation between users, superseding, and a message that
+// waits for an agent that is away.
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { createServer, type AddressInfo } from "node:net";
+import { after, before, describe, it } from "node:test";
+import WebSocket from "ws";
+import { FakeModelServer } from "../support/fake-model-server.js";
+import { makeWorkspace, modelEnv } from "../support/harness.js";
+import { childEnv, CLI_PATH, ServerProcess, tempDir } from "../support/server-process.js";
+
+type Msg = Record<string, unknown> & { type: string };
+
+/** A raw WebSocket peer that keeps every message and can wait for one. */
+class Peer {
+  readonly received: Msg[] = [];
+  closed: { code: number; reason: string } | undefined;
+  private wake: Array<() => void> = [];
+  private constructor(readonly ws: WebSocket) {
+    ws.on("message", (raw) => {
+      this.received.push(JSON.parse(raw.toString()) as Msg);
+      this.wake.splice(0).forEach((w) => w());
+    });
+    ws.on("close", (code, reason) => {
+      this.closed = { code, reason: reason.toString() };
+      this.wake.splice(0).forEach((w) => w());
+    });
+  }
+
+  static open(url: string, headers: Record<string, string> = {}): Promise<Peer> {
+    const ws = new WebSocket(url, { headers });
+    const peer = new Peer(ws);
+    return new Promise((resolve, reject) => {
+      ws.once("open", () => resolve(peer));
+      ws.once("error", reject);
+    });
+  }
+
+  send(msg: Record<string, unknown>): void {
+    this.ws.send(JSON.stringify(msg));
+  }
+
+  async waitFor(match: (m: Msg) => boolean, timeoutMs = 15_000): Promise<Msg> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const found = this.received.find(match);
+      if (found) return found;
+      if (this.closed) throw new Error(`closed (${this.closed.code} ${this.closed.reason}) while waiting`);
+      if (Date.now() > deadline) throw new Error(`timed out; received ${JSON.stringify(this.received.slice(-5))}`);
+      await new Promise<void>((resolve) => {
+        this.wake.push(resolve);
+        setTimeout(resolve, 200);
+      });
+    }
+  }
+
+  async waitClosed(): Promise<{ code: number; reason: string }> {
+    while (!this.closed) await new Promise<void>((resolve) => this.wake.push(resolve));
+    return this.closed;
+  }
+}
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+function addUser(dataDir: string, name: string, password: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [CLI_PATH, "yeaft", "user", "add", name, "--data-dir", dataDir], { env: childEnv() });
+    let out = "";
+    child.stdout.on("data", (c: Buffer) => (out += c.toString()));
+    child.stdin.end(`${password}\n`);
+    child.once("exit", (code) => (code === 0 ? resolve(out.trim().split("\n").at(-1)!) : reject(new Error(`user add exited ${code}`))));
+  });
+}
+
+async function login(
+  base: string,
+  username: string,
+  password: string,
+): Promise<{ status: number; token?: string; cookie?: string | null }> {
+  const res = await fetch(`${base}/api/auth/login`, {
+    method: "POST",
+    body: JSON.stringify({ username, password }),
+    headers: { "content-type": "application/json" },
+  });
+  const body = (await res.json()) as { token?: string };
+  return { status: res.status, ...(body.token ? { token: body.token } : {}), cookie: res.headers.get("set-cookie") };
+}
+
+describe("yeaft relay and agent", () => {
+  let fake: FakeModelServer;
+  let relay: ServerProcess;
+  let agent: ServerProcess;
+  const dataDir = tempDir("yeaft");
+  let port: number;
+  let ws: string;
+  let aliceSecret: string;
+  let aliceToken: string;
+  let bobToken: string;
+  before(async () => {
+    fake = await FakeModelServer.start();
+    aliceSecret = await addUser(dataDir, "alice", "alice-password");
+    await addUser(dataDir, "bob", "bob-password-1");
+    port = await freePort();
+    relay = ServerProcess.spawn({ command: ["yeaft", "relay"], args: ["--port", String(port)], dataDir });
+    await relay.waitForLog((l) => l.msg === "yeaft relay listening");
+    ws = `ws://127.0.0.1:${port}/`;
+    agent = ServerProcess.spawn({
+      command: ["yeaft", "agent"],
+      args: ["--server", ws, "--secret", aliceSecret, "--name", "laptop"],
+      env: modelEnv(fake),
+    });
+    await agent.waitForLog((l) => l.msg === "registered with the yeaft relay");
+  });
+  after(async () => {
+    await agent.kill();
+    await relay.kill();
+    await fake.close();
+  });
+
+  it("logs in with a password (scrypt, never stored plain) and refuses a wrong one", async () => {
+    const base = `http://127.0.0.1:${port}`;
+    assert.equal((await login(base, "alice", "wrong-password")).status, 401);
+    const ok = await login(base, "alice", "alice-password");
+    assert.equal(ok.status, 200);
+    assert.match(String(ok.cookie), /yeaft_session=.*HttpOnly/);
+    aliceToken = ok.token!;
+    bobToken = (await login(base, "bob", "bob-password-1")).token!;
+    const users = (await import("node:fs")).readFileSync(`${dataDir}/yeaft/users.json`, "utf8");
+    assert.ok(!users.includes("alice-password"));
+  });
+
+  it("refuses a browser without a valid token and an agent with a wrong secret (1008), and a foreign Origin", async () => {
+    const anonymous = await Peer.open(`${ws}?type=web`);
+    assert.equal((await anonymous.waitFor((m) => m.type === "auth_result")).success, false);
+    assert.equal((await anonymous.waitClosed()).code, 1008);
+    const impostor = await Peer.open(`${ws}?type=agent&id=x`);
+    const challenge = await impostor.waitFor((m) => m.type === "auth_required");
+    impostor.send({ type: "auth", tempId: challenge.tempId, secret: "not-a-secret" });
+    assert.equal((await impostor.waitClosed()).code, 1008);
+    await assert.rejects(Peer.open(`${ws}?type=web&token=${aliceToken}`, { Origin: "https://evil.example" }), /403/);
+  });
+
+  it("streams a conversation on the agent as claude_output, ending with a result; `chat` is send_message", async () => {
+    const browser = await Peer.open(`${ws}?type=web`, { Authorization: `Bearer ${aliceToken}` });
+    const list = await browser.waitFor((m) => m.type === "agent_list");
+    const agents = list.agents as Array<{ id: string; name: string; online: boolean }>;
+    assert.deepEqual(
+      agents.map((a) => [a.name, a.online]),
+      [["laptop", true]],
+    );
+    browser.send({
+      type: "create_conversation",
+      agentId: agents[0]!.id,
+      conversationId: "c1",
+      provider: "switchyard",
+      workDir: makeWorkspace(),
+    });
+    const ready = await browser.waitFor((m) => m.type === "session_ready");
+    assert.equal(ready.conversationId, "c1");
+    fake.enqueue({ kind: "response", reasoning: ["hmm"], text: ["Hel", "lo ", "there"], usage: { input: 10, output: 5 } });
+    browser.send({ type: "chat", conversationId: "c1", prompt: "hi" });
+    await browser.waitFor((m) => m.type === "turn_completed" && m.conversationId === "c1");
+    const outputs = browser.received.filter((m) => m.type === "claude_output").map((m) => m.data as Record<string, unknown>);
+    const texts = outputs
+      .filter((d) => d.type === "assistant")
+      .flatMap((d) => (d.message as { content: Array<{ type: string; text?: string }> }).content)
+      .filter((c) => c.type === "text")
+      .map((c) => c.text);
+    assert.equal(texts.join(""), "Hello there");
+    assert.ok(outputs.some((d) => d.type === "assistant" && JSON.stringify(d).includes('"thinking":"hmm"')));
+    const result = outputs.at(-1)!;
+    assert.equal(result.type, "result");
+    assert.equal(result.subtype, "success");
+    assert.deepEqual((result.usage as { input_tokens: number }).input_tokens, 10);
+    browser.ws.close();
+  });
+
+  it("keeps users apart, answers unknown types with an error envelope, and keeps the connection", async () => {
+    const bob = await Peer.open(`${ws}?type=web&token=${bobToken}`);
+    const bobList = await bob.waitFor((m) => m.type === "agent_list");
+    assert.deepEqual(bobList.agents, [], "alice's agent is not bob's");
+    bob.send({ type: "send_message", conversationId: "c1", text: "let me in" });
+    assert.equal((await bob.waitFor((m) => m.type === "error")).code, "conversation_not_found");
+    bob.send({ type: "teleport" });
+    assert.equal((await bob.waitFor((m) => m.type === "error" && m.code === "unknown_type")).code, "unknown_type");
+    bob.send({ type: "get_agents" });
+    await bob.waitFor((m) => m.type === "agent_list" && m !== bobList);
+    assert.equal(bob.closed, undefined);
+    bob.ws.close();
+  });
+
+  it("supersedes an older connection of the same agent, and keeps messages for an agent that is away", async () => {
+    const browser = await Peer.open(`${ws}?type=web&token=${aliceToken}`);
+    await browser.waitFor((m) => m.type === "agent_list");
+    // A second connection with the agent's id takes over; the driver's is closed with 1008.
+    const twin = await Peer.open(`${ws}?type=agent&id=twin`);
+    const challenge = await twin.waitFor((m) => m.type === "auth_required");
+    twin.send({ type: "auth", tempId: challenge.tempId, secret: aliceSecret });
+    await twin.waitFor((m) => m.type === "registered");
+    const twin2 = await Peer.open(`${ws}?type=agent&id=twin`);
+    const challenge2 = await twin2.waitFor((m) => m.type === "auth_required");
+    twin2.send({ type: "auth", tempId: challenge2.tempId, secret: aliceSecret });
+    await twin2.waitFor((m) => m.type === "registered");
+    assert.equal((await twin.waitClosed()).code, 1008);
+
+    // The conversation's agent goes away; a message waits for it and arrives when it is back.
+    const agentId = twin2.received.find((m) => m.type === "registered")!.agentId as string;
+    browser.send({ type: "create_conversation", agentId, conversationId: "c-away", provider: "switchyard" });
+    await twin2.waitFor((m) => m.type === "create_conversation");
+    twin2.ws.close();
+    await browser.waitFor(
+      (m) => m.type === "agent_list" && (m.agents as Array<{ id: string; online: boolean }>).some((a) => a.id === agentId && !a.online),
+    );
+    browser.send({ type: "send_message", conversationId: "c-away", text: "are you there?" });
+    const status = await browser.waitFor((m) => m.type === "agent_status" && m.agentId === agentId);
+    assert.equal(status.queued, 1);
+    const back = await Peer.open(`${ws}?type=agent&id=twin`);
+    const challenge3 = await back.waitFor((m) => m.type === "auth_required");
+    back.send({ type: "auth", tempId: challenge3.tempId, secret: aliceSecret });
+    const flushed = await back.waitFor((m) => m.type === "send_message");
+    assert.equal(flushed.text, "are you there?");
+    // An agent speaks only for its own conversations.
+    back.send({ type: "claude_output", conversationId: "c1", data: { type: "assistant" } });
+    assert.equal((await back.waitFor((m) => m.type === "error")).code, "not_your_conversation");
+    back.ws.close();
+    browser.ws.close();
+  });
+});
+
+describe("yeaft user add", () => {
+  it("refuses a short password with a clear message and a non-zero exit", async () => {
+    await assert.rejects(addUser(tempDir("yeaft-users"), "carol", "short"), /exited 1/);
+  });
+
+  it("refuses to bind a non-loopback address without a signing secret", async () => {
+    const relay = ServerProcess.spawn({
+      command: ["yeaft", "relay"],
+      args: ["--host", "0.0.0.0", "--port", String(await freePort())],
+      env: {},
+    });
+    const { code } = await relay.exited;
+    assert.notEqual(code, 0);
+    assert.match(relay.stderr, /without a signing secret/);
+  });
+});
