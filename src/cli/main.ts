@@ -5,7 +5,10 @@ import { Command, InvalidArgumentError, Option } from "commander";
 import { LOG_LEVELS } from "../log.js";
 import { serve } from "./serve.js";
 import { VERSION } from "../version.js";
+import { readFileSync } from "node:fs";
 import path from "node:path";
+import { z } from "zod";
+import type { Persona } from "../faces/yeaft/driver.js";
 import { resolveAcpConfig, resolveDataDir, resolveServerConfig, type AcpFlags, type AppServerFlags } from "./config.js";
 import type { DoctorFlags } from "./doctor.js";
 
@@ -133,13 +136,26 @@ const yeaftServe = (flags: AppServerFlags & YeaftFlags, relay: boolean, agent: b
               server: flags.server ?? "",
               secret: flags.secret ?? process.env.YEAFT_AGENT_SECRET ?? "",
               ...(flags.name ? { name: flags.name } : {}),
+              ...(flags.personas ? { personas: readPersonas(flags.personas) } : {}),
             },
           }
         : {}),
     };
     return { ...config, faceListeners: [{ face: "yeaft", options }] };
   });
+/** A personas file: a JSON array of {name, description?, systemPrompt, model?}. */
+function readPersonas(file: string): Persona[] {
+  const parsed = z
+    .array(
+      z.object({ name: z.string().min(1), description: z.string().optional(), systemPrompt: z.string(), model: z.string().optional() }),
+    )
+    .safeParse(JSON.parse(readFileSync(file, "utf8")));
+  if (!parsed.success)
+    throw new InvalidArgumentError(`${file}: ${parsed.error.issues[0]?.path.join(".")}: ${parsed.error.issues[0]?.message}`);
+  return parsed.data;
+}
 interface YeaftFlags {
+  personas?: string;
   host?: string;
   port?: number;
   jwtSecret?: string;
@@ -162,7 +178,8 @@ addRuntimeOptions(
     .description("Run this machine's agent: connect to a relay and run its users' conversations.")
     .requiredOption("--server <url>", "the relay, e.g. ws://127.0.0.1:8420/")
     .option("--secret <secret>", "the owner's agent secret (env YEAFT_AGENT_SECRET)")
-    .option("--name <name>", "how browsers see this agent (default: the host name)"),
+    .option("--name <name>", "how browsers see this agent (default: the host name)")
+    .option("--personas <file>", "group-chat personas: a JSON array of {name, description, systemPrompt, model}"),
 ).action((flags: AppServerFlags & YeaftFlags) => yeaftServe(flags, false, true));
 addRuntimeOptions(
   yeaft
@@ -170,7 +187,8 @@ addRuntimeOptions(
     .description("Relay and a local agent (for the first user) in one process.")
     .option("--host <host>", "address to bind (default 127.0.0.1)")
     .option("--port <n>", "port (default 8420)", positiveInt)
-    .option("--jwt-secret <secret>", "signs browser tokens (env YEAFT_JWT_SECRET)"),
+    .option("--jwt-secret <secret>", "signs browser tokens (env YEAFT_JWT_SECRET)")
+    .option("--personas <file>", "group-chat personas of the local agent (JSON array)"),
 ).action((flags: AppServerFlags & YeaftFlags) => yeaftServe(flags, true, true));
 yeaft
   .command("user")

@@ -4,6 +4,7 @@
 // waits for an agent that is away.
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
+import { writeFileSync } from "node:fs";
 import { createServer, type AddressInfo } from "node:net";
 import { after, before, describe, it } from "node:test";
 import WebSocket from "ws";
@@ -112,9 +113,17 @@ describe("yeaft relay and agent", () => {
     relay = ServerProcess.spawn({ command: ["yeaft", "relay"], args: ["--port", String(port)], dataDir });
     await relay.waitForLog((l) => l.msg === "yeaft relay listening");
     ws = `ws://127.0.0.1:${port}/`;
+    const personas = `${dataDir}/personas.json`;
+    writeFileSync(
+      personas,
+      JSON.stringify([
+        { name: "ada", description: "reviews", systemPrompt: "You are Ada, a careful reviewer." },
+        { name: "linus", systemPrompt: "You are Linus, terse." },
+      ]),
+    );
     agent = ServerProcess.spawn({
       command: ["yeaft", "agent"],
-      args: ["--server", ws, "--secret", aliceSecret, "--name", "laptop"],
+      args: ["--server", ws, "--secret", aliceSecret, "--name", "laptop", "--personas", personas],
       env: modelEnv(fake),
     });
     await agent.waitForLog((l) => l.msg === "registered with the yeaft relay");
@@ -156,6 +165,10 @@ describe("yeaft relay and agent", () => {
       agents.map((a) => [a.name, a.online]),
       [["laptop", true]],
     );
+    assert.deepEqual(
+      (agents[0] as unknown as { personas: Array<{ name: string }> }).personas.map((p) => p.name),
+      ["ada", "linus"],
+    );
     browser.send({
       type: "create_conversation",
       agentId: agents[0]!.id,
@@ -180,6 +193,49 @@ describe("yeaft relay and agent", () => {
     assert.equal(result.type, "result");
     assert.equal(result.subtype, "success");
     assert.deepEqual((result.usage as { input_tokens: number }).input_tokens, 10);
+    browser.ws.close();
+  });
+
+  it("asks the browser before a shell command, runs it when allowed, and lists, resumes and groups conversations", async () => {
+    const browser = await Peer.open(`${ws}?type=web&token=${aliceToken}`);
+    const list = await browser.waitFor((m) => m.type === "agent_list");
+    const agentId = (list.agents as Array<{ id: string }>)[0]!.id;
+    const workDir = makeWorkspace();
+    browser.send({ type: "create_conversation", agentId, conversationId: "c2", provider: "switchyard", workDir });
+    const ready = await browser.waitFor((m) => m.type === "session_ready" && m.conversationId === "c2");
+    fake.enqueue(
+      { kind: "response", toolCalls: [{ id: "call_1", name: "bash", arguments: { command: "echo asked > asked.txt" } }] },
+      { kind: "response", text: "done" },
+    );
+    browser.send({ type: "send_message", conversationId: "c2", text: "write the file" });
+    const question = await browser.waitFor((m) => m.type === "ask_user_question" && m.conversationId === "c2");
+    assert.deepEqual(question.choices, ["Allow", "Deny"]);
+    assert.match(String(question.prompt), /echo asked > asked\.txt/);
+    browser.send({ type: "ask_user_answer", conversationId: "c2", requestId: question.requestId, answer: "Allow" });
+    await browser.waitFor((m) => m.type === "turn_completed" && m.conversationId === "c2");
+    assert.equal((await import("node:fs")).readFileSync(`${workDir}/asked.txt`, "utf8"), "asked\n");
+
+    browser.send({ type: "list_folders", agentId, provider: "switchyard", conversationId: "c2" });
+    const folders = await browser.waitFor((m) => m.type === "folders_list");
+    assert.ok((folders.folders as string[]).includes(workDir));
+    browser.send({ type: "list_history_sessions", conversationId: "c2", workDir });
+    const history = await browser.waitFor((m) => m.type === "history_sessions_list");
+    assert.deepEqual(
+      (history.sessions as Array<{ sessionId: string }>).map((x) => x.sessionId),
+      [ready.sessionId],
+    );
+
+    // Group chat: both personas answer, in parallel, each tagged, each with its own system prompt.
+    fake.enqueue({ kind: "response", text: "first" }, { kind: "response", text: "second" });
+    browser.send({ type: "unify_group_chat", agentId, groupId: "g1", text: "ideas?", mentions: [] });
+    await browser.waitFor((m) => m.type === "turn_completed" && m.groupId === "g1");
+    const lanes = browser.received.filter((m) => m.type === "yeaft_output" && m.groupId === "g1");
+    assert.deepEqual([...new Set(lanes.map((m) => m.persona))].sort(), ["ada", "linus"]);
+    assert.equal(lanes.filter((m) => (m.data as { type: string }).type === "result").length, 2);
+    const systems = fake.requests.slice(-2).map((r) => JSON.stringify(r.body.messages[0]));
+    assert.ok(systems.some((x) => x.includes("You are Ada")) && systems.some((x) => x.includes("You are Linus")));
+    browser.send({ type: "yeaft_session_chat", groupId: "g1", text: "just you", mentions: ["nobody"] });
+    assert.equal((await browser.waitFor((m) => m.type === "error" && m.groupId === "g1")).code, "persona_not_found");
     browser.ws.close();
   });
 

@@ -13,9 +13,18 @@ import { errorEnvelope } from "./errors.js";
 import { ALIASES, BUFFER_LIMITS, CLOSE_POLICY, Envelope, TERMINAL_TYPES } from "./protocol.js";
 import { backendOf, outputOf, resultOf } from "./wire.js";
 
+/** A group-chat persona: its own thread per group, system prompt and model. */
+export interface Persona {
+  name: string;
+  description?: string;
+  systemPrompt: string;
+  model?: string;
+}
+
 export interface DriverOptions {
   server: string;
   secret: string;
+  personas?: Persona[];
   /** Stable id of this agent instance (a newer connection with it supersedes the older). */
   instanceId?: string;
   name?: string;
@@ -122,6 +131,8 @@ export class AgentDriver {
       this.log.info({ agentId: msg.agentId }, "registered with the yeaft relay");
       for (const { text: queued } of this.outbox.splice(0)) ws.send(queued);
       this.outboxBytes = 0;
+      const personas = (this.opts.personas ?? []).map(({ name, description }) => ({ name, ...(description ? { description } : {}) }));
+      ws.send(JSON.stringify({ type: "yeaft_personas", personas }));
       return;
     }
     void this.handle(msg).catch((error: unknown) =>
@@ -152,7 +163,34 @@ export class AgentDriver {
       case "send_message": {
         const threadId = this.threadOf(conversationId);
         const text = typeof msg.text === "string" ? msg.text : typeof msg.prompt === "string" ? msg.prompt : "";
-        return this.runTurn(conversationId!, threadId, text);
+        await this.runTurn(threadId, text, (data) => this.send({ type: "claude_output", conversationId, data }));
+        return this.send({ type: "turn_completed", conversationId });
+      }
+      case "yeaft_session_chat":
+        return this.groupChat(msg);
+      case "resume_conversation": {
+        const thread = this.runtime.findThread(String(msg.sessionId));
+        if (!thread || thread.originChannel !== ORIGIN_CHANNEL) {
+          return this.send(
+            errorEnvelope("conversation_not_found", `No session ${String(msg.sessionId)} on this agent.`, { conversationId }),
+          );
+        }
+        this.conversations.set(conversationId!, thread.id);
+        return this.send({ type: "session_ready", conversationId, sessionId: thread.id, resumed: true });
+      }
+      case "list_history_sessions": {
+        const workDir = typeof msg.workDir === "string" ? msg.workDir : undefined;
+        const sessions = this.runtime
+          .listThreads({ originChannel: ORIGIN_CHANNEL, ...(workDir ? { workspacePath: workDir } : {}) }, { limit: 200 })
+          .threads.filter((t) => t.channelContext?.startsWith("conversation:"))
+          .map((t) => ({ sessionId: t.id, workDir: t.workspacePath, title: t.displayName ?? null, updatedAt: t.lastActiveAt }));
+        return this.send({ type: "history_sessions_list", provider: msg.provider ?? "switchyard", sessions });
+      }
+      case "list_folders": {
+        const folders = [
+          ...new Set(this.runtime.listThreads({ originChannel: ORIGIN_CHANNEL }, { limit: 1000 }).threads.map((t) => t.workspacePath)),
+        ];
+        return this.send({ type: "folders_list", provider: msg.provider ?? "switchyard", folders });
       }
       case "cancel_execution": {
         const threadId = this.threadOf(conversationId);
@@ -175,7 +213,8 @@ export class AgentDriver {
     }
   }
 
-  private runTurn(conversationId: string, threadId: string, text: string): Promise<void> {
+  /** Runs one turn on the thread; each claude_output data goes to `emit`, the result last. */
+  private runTurn(threadId: string, text: string, emit: (data: Record<string, unknown>) => void): Promise<void> {
     const started = performance.now();
     let turnId: string | undefined;
     let usage: TokenUsage | undefined;
@@ -187,7 +226,7 @@ export class AgentDriver {
         const ofTurn =
           ("turnId" in event.data && event.data.turnId === turnId) || ("item" in event.data && event.data.item.turnId === turnId);
         if (!ofTurn) return;
-        for (const data of outputOf(event)) this.send({ type: "claude_output", conversationId, data });
+        for (const data of outputOf(event)) emit(data);
         if (event.type === "usage.updated") usage = event.data.usage;
         const end =
           event.type === "turn.completed"
@@ -199,8 +238,7 @@ export class AgentDriver {
                 : undefined;
         if (end) {
           unsubscribe();
-          this.send({ type: "claude_output", conversationId, data: resultOf(end, threadId, performance.now() - started, usage) });
-          this.send({ type: "turn_completed", conversationId });
+          emit(resultOf(end, threadId, performance.now() - started, usage));
           resolve();
         }
       };
@@ -208,6 +246,54 @@ export class AgentDriver {
       turnId = this.runtime.startTurn(threadId, { input: [{ type: "text", text }] }).id;
       for (const event of early.splice(0)) onEvent(event);
     });
+  }
+
+  /**
+   * A group chat: the mentioned personas (all when none is) answer in parallel, each on its own
+   * thread for the group, their output tagged with the persona.
+   */
+  private async groupChat(msg: Envelope): Promise<void> {
+    const groupId = String(msg.groupId);
+    const personas = this.opts.personas ?? [];
+    const mentions = Array.isArray(msg.mentions) ? msg.mentions.map(String) : [];
+    const chosen = mentions.length > 0 ? personas.filter((p) => mentions.includes(p.name)) : personas;
+    if (chosen.length === 0) {
+      return this.send(
+        errorEnvelope(
+          "persona_not_found",
+          mentions.length ? `No persona named ${mentions.join(", ")} here.` : "This agent has no personas.",
+          { groupId },
+        ),
+      );
+    }
+    const text = typeof msg.text === "string" ? msg.text : "";
+    await Promise.all(
+      chosen.map((persona) =>
+        this.runTurn(this.personaThread(groupId, persona), text, (data) =>
+          this.send({ type: "yeaft_output", conversationId: groupId, groupId, persona: persona.name, data }),
+        ),
+      ),
+    );
+    this.send({ type: "turn_completed", conversationId: groupId, groupId });
+  }
+
+  private personaThread(groupId: string, persona: Persona): string {
+    const channelContext = `group:${groupId}:${persona.name}`;
+    const existing = this.runtime.listThreads({ originChannel: ORIGIN_CHANNEL, channelContext }, { limit: 1 }).threads[0];
+    if (existing) return existing.id;
+    const thread = this.runtime.startThread({
+      workspacePath: process.cwd(),
+      originChannel: ORIGIN_CHANNEL,
+      channelContext,
+      displayName: `${persona.name} · ${groupId}`,
+      configuration: {
+        backend: { type: "builtin" },
+        systemPrompt: persona.systemPrompt,
+        ...(persona.model ? { model: persona.model } : {}),
+      },
+      metadata: { yeaft: { groupId, persona: persona.name } },
+    });
+    return thread.id;
   }
 
   /** The conversation's thread: known, or found in the store (the agent restarted since). */

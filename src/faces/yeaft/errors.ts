@@ -9,6 +9,7 @@ export type YeaftErrorCode =
   | "conversation_exists"
   | "not_your_conversation"
   | "turn_failed"
+  | "persona_not_found"
   | "busy";
 
 export function errorEnvelope(

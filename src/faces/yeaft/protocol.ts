@@ -29,6 +29,7 @@ export const TO_AGENT = new Set([
 export const TO_WEB = new Set([
   "claude_output",
   "yeaft_output",
+  "yeaft_personas",
   "session_ready",
   "agent_status",
   "ask_user_question",
@@ -41,7 +42,7 @@ export const TO_WEB = new Set([
 ]);
 
 /** Agent messages an agent may send without owning a conversation. */
-export const CONVERSATION_EXEMPT = new Set(["agent_status", "history_sessions_list", "folders_list", "error"]);
+export const CONVERSATION_EXEMPT = new Set(["agent_status", "history_sessions_list", "folders_list", "yeaft_personas", "error"]);
 
 /** What the relay keeps for an agent that is away, and what is never dropped first. */
 export const TERMINAL_TYPES = new Set(["turn_completed", "delete_conversation", "cancel_execution"]);

@@ -16,6 +16,8 @@ interface AgentEntry {
   name: string;
   ws?: WebSocket;
   buffer: Array<{ text: string; type: string }>;
+  /** The group-chat personas the agent announced (yeaft_personas). */
+  personas?: unknown;
   bufferedBytes: number;
   dropped: number;
 }
@@ -87,7 +89,9 @@ export class Relay {
   private fromAgent(entry: AgentEntry, ws: WebSocket, msg: Envelope): void {
     if (entry.ws !== ws) return; // superseded
     if (!TO_WEB.has(msg.type)) return send(ws, errorEnvelope("unknown_type", `The relay does not route "${msg.type}" from agents.`));
-    const conversationId = typeof msg.conversationId === "string" ? msg.conversationId : undefined;
+    if (msg.type === "yeaft_personas") entry.personas = msg.personas;
+    const conversationId =
+      typeof msg.conversationId === "string" ? msg.conversationId : typeof msg.groupId === "string" ? msg.groupId : undefined;
     if (!CONVERSATION_EXEMPT.has(msg.type)) {
       const pinned = conversationId ? this.conversations.get(conversationId) : undefined;
       if (pinned?.agentId !== entry.id) {
@@ -123,6 +127,14 @@ export class Relay {
     if (!TO_AGENT.has(type)) return send(ws, errorEnvelope("unknown_type", `The relay does not route "${msg.type}".`));
     let agentId: string | undefined;
     let text = raw;
+    // A group chat is pinned like a conversation, by its groupId, on its first message.
+    if (type === "yeaft_session_chat" && typeof msg.groupId === "string" && !this.conversations.has(msg.groupId)) {
+      const target = typeof msg.agentId === "string" ? msg.agentId : this.defaultAgent(username);
+      if (!target || this.agents.get(target)?.owner !== username) {
+        return send(ws, errorEnvelope("agent_not_found", "Name one of your agents (agentId) to start a group chat on."));
+      }
+      this.conversations.set(msg.groupId, { agentId: target, owner: username });
+    }
     if (type === "create_conversation") {
       agentId = typeof msg.agentId === "string" ? msg.agentId : this.defaultAgent(username);
       if (!agentId || this.agents.get(agentId)?.owner !== username) {
@@ -134,7 +146,8 @@ export class Relay {
       this.conversations.set(conversationId, { agentId, owner: username });
       text = JSON.stringify({ ...msg, conversationId });
     } else {
-      const conversationId = typeof msg.conversationId === "string" ? msg.conversationId : undefined;
+      const conversationId =
+        typeof msg.conversationId === "string" ? msg.conversationId : typeof msg.groupId === "string" ? msg.groupId : undefined;
       const pinned = conversationId ? this.conversations.get(conversationId) : undefined;
       if (!pinned || pinned.owner !== username) {
         return send(
@@ -186,6 +199,7 @@ export class Relay {
         id: a.id,
         name: a.name,
         online: a.ws !== undefined,
+        ...(a.personas ? { personas: a.personas } : {}),
         conversations: [...this.conversations].filter(([, c]) => c.agentId === a.id).map(([id]) => id),
       }));
     return { type: "agent_list", agents };
