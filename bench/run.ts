@@ -14,6 +14,7 @@ import { TestClient, type Message } from "../test/support/test-client.js";
 import { seedItemThreads, seedThreads } from "./seed.js";
 import { agentCompanyMonitor, agentCompanySync } from "./agentcompany.js";
 import { acpFirstDelta, acpPerDelta, type BenchKit } from "./backends.js";
+import { yeaftRelay } from "./yeaft.js";
 
 const DELTAS = 2_000;
 const WATCHDOG_MS = 5 * 60_000;
@@ -573,6 +574,7 @@ async function main(): Promise<void> {
     ["acp backend first delta", () => acpFirstDelta(kit)],
     ["AgentCompany index.sync", () => agentCompanySync(kit)],
     ["AgentCompany monitor.snapshot", () => agentCompanyMonitor(kit)],
+    ["Yeaft relay", () => yeaftRelay(kit)],
   ];
   // `npm run bench -- "First turn"` runs only the benchmarks whose names contain an argument.
   const only = process.argv.slice(2);
