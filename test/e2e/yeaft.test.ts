@@ -194,6 +194,28 @@ describe("yeaft relay and agent", () => {
     assert.equal(result.subtype, "success");
     assert.deepEqual((result.usage as { input_tokens: number }).input_tokens, 10);
     browser.ws.close();
+
+    // A browser that comes back catches up from the agent's history, after its last seq, without gaps or duplicates.
+    const back = await Peer.open(`${ws}?type=web&token=${aliceToken}`);
+    const seqs = browser.received.filter((m) => m.type === "claude_output" && typeof m.seq === "number").map((m) => m.seq as number);
+    const middle = seqs[Math.floor(seqs.length / 2)]!;
+    back.send({ type: "sync_messages", conversationId: "c1", afterSeq: 0 });
+    const all = await back.waitFor((m) => m.type === "sync_messages_result");
+    const historyText = (all.messages as Array<{ data: { type: string; message?: { content: Array<{ type: string; text?: string }> } } }>)
+      .filter((m) => m.data.type === "assistant")
+      .flatMap((m) => m.data.message!.content)
+      .filter((c) => c.type === "text")
+      .map((c) => c.text)
+      .join("");
+    assert.equal(historyText, "Hello there");
+    back.send({ type: "sync_messages", conversationId: "c1", afterSeq: middle });
+    const rest = await back.waitFor((m) => m.type === "sync_messages_result" && m !== all);
+    const restSeqs = (rest.messages as Array<{ seq: number }>).map((m) => m.seq);
+    assert.deepEqual(
+      restSeqs,
+      seqs.filter((s) => s > middle),
+    );
+    back.ws.close();
   });
 
   it("asks the browser before a shell command, runs it when allowed, and lists, resumes and groups conversations", async () => {

@@ -163,8 +163,25 @@ export class AgentDriver {
       case "send_message": {
         const threadId = this.threadOf(conversationId);
         const text = typeof msg.text === "string" ? msg.text : typeof msg.prompt === "string" ? msg.prompt : "";
-        await this.runTurn(threadId, text, (data) => this.send({ type: "claude_output", conversationId, data }));
+        // `seq` is the output's place in the agent's history: a browser that reconnects asks for what came after it.
+        await this.runTurn(threadId, text, (data, seq) =>
+          this.send({ type: "claude_output", conversationId, data, ...(seq ? { seq } : {}) }),
+        );
         return this.send({ type: "turn_completed", conversationId });
+      }
+      case "sync_messages": {
+        // The agent's store is the history: everything after the browser's last seq, in order.
+        const threadId = this.threadOf(conversationId);
+        const afterSeq = typeof msg.afterSeq === "number" ? msg.afterSeq : 0;
+        const messages: Array<{ seq: number; data: Record<string, unknown> }> = [];
+        let last = afterSeq;
+        for (let page = this.runtime.eventsAfter(threadId, afterSeq); page.length > 0; page = this.runtime.eventsAfter(threadId, last)) {
+          for (const event of page) {
+            last = event.seq;
+            for (const data of outputOf(event)) messages.push({ seq: event.seq, data });
+          }
+        }
+        return this.send({ type: "sync_messages_result", conversationId, messages, lastSeq: last });
       }
       case "yeaft_session_chat":
         return this.groupChat(msg);
@@ -214,7 +231,7 @@ export class AgentDriver {
   }
 
   /** Runs one turn on the thread; each claude_output data goes to `emit`, the result last. */
-  private runTurn(threadId: string, text: string, emit: (data: Record<string, unknown>) => void): Promise<void> {
+  private runTurn(threadId: string, text: string, emit: (data: Record<string, unknown>, seq?: number) => void): Promise<void> {
     const started = performance.now();
     let turnId: string | undefined;
     let usage: TokenUsage | undefined;
@@ -226,7 +243,7 @@ export class AgentDriver {
         const ofTurn =
           ("turnId" in event.data && event.data.turnId === turnId) || ("item" in event.data && event.data.item.turnId === turnId);
         if (!ofTurn) return;
-        for (const data of outputOf(event)) emit(data);
+        for (const data of outputOf(event)) emit(data, event.seq);
         if (event.type === "usage.updated") usage = event.data.usage;
         const end =
           event.type === "turn.completed"

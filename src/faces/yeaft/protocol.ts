@@ -23,6 +23,7 @@ export const TO_AGENT = new Set([
   "delete_conversation",
   "list_history_sessions",
   "list_folders",
+  "sync_messages",
 ]);
 
 /** Agent → browser: routed to the browsers of the agent's owner. */
@@ -38,6 +39,7 @@ export const TO_WEB = new Set([
   "conversation_deleted",
   "history_sessions_list",
   "folders_list",
+  "sync_messages_result",
   "error",
 ]);
 
