@@ -7,7 +7,8 @@ import fs from "node:fs";
 import path from "node:path";
 import type { Logger } from "../log.js";
 import type { TurnError } from "../domain/model.js";
-import { BACKEND_ERRORS } from "./backend.js";
+import { BACKEND_ERRORS, type TurnOutcome } from "./backend.js";
+import type { TurnRecorder } from "../domain/turn-recorder.js";
 import { pidAlive } from "../pid.js";
 
 const STDERR_TAIL_BYTES = 4096;
@@ -26,6 +27,13 @@ export class BackendFailure extends Error {
     super(turnError.message);
     this.name = "BackendFailure";
   }
+}
+
+/** How a turn ends when its agent failed: the error recorded as an item, open items closed. */
+export function failedTurn(recorder: TurnRecorder, failure: BackendFailure): TurnOutcome {
+  recorder.record("error", { code: failure.turnError.code, message: failure.turnError.message });
+  recorder.closeOpen();
+  return { status: "failed", error: failure.turnError };
 }
 
 export interface AgentProcessOptions {

@@ -5,7 +5,7 @@ import type { BackendSpec, Thread } from "../../domain/model.js";
 import type { AgentBackend, AgentProcessInfo, BackendAvailability, BackendDeps, TurnContext, TurnOutcome } from "../backend.js";
 import { inputToText } from "../builtin/history.js";
 import { SessionPool } from "../pool.js";
-import { BackendFailure } from "../process.js";
+import { BackendFailure, failedTurn } from "../process.js";
 import { AcpAgentSession, type AcpSpec } from "./session.js";
 
 class AcpBackend implements AgentBackend {
@@ -19,36 +19,33 @@ class AcpBackend implements AgentBackend {
   async runTurn(ctx: TurnContext): Promise<TurnOutcome> {
     const { thread, recorder } = ctx;
     const spec = acpSpec(ctx.backendSpec);
-    const workspace = thread.workspacePath;
     // The agent keeps its own copy of the prompt; Switchyard's item comes from the turn's input.
     recorder.record("userMessage", { text: inputToText(ctx.input), input: ctx.input });
     try {
-      return await this.pool.use(
-        thread.id,
-        JSON.stringify([spec, workspace]),
-        () => AcpAgentSession.start(spec, workspace, this.deps),
-        (session) => session.runTurn(ctx),
-      );
+      return await this.withSession(thread, spec, (session) => session.runTurn(ctx));
     } catch (error) {
       if (!(error instanceof BackendFailure)) throw error;
-      recorder.record("error", { code: error.turnError.code, message: error.turnError.message });
-      recorder.closeOpen();
-      return { status: "failed", error: error.turnError };
+      return failedTurn(recorder, error);
     }
   }
 
   warm(thread: Thread, spec: BackendSpec): Promise<AgentProcessInfo> {
-    const acp = acpSpec(spec);
+    return this.withSession(thread, acpSpec(spec), (session) =>
+      Promise.resolve({
+        ...(session.pid === undefined ? {} : { pid: session.pid }),
+        capabilities: session.capabilities as Record<string, unknown>,
+        ...(session.agentInfo ? { agentInfo: { name: session.agentInfo.name, version: session.agentInfo.version } } : {}),
+      }),
+    );
+  }
+
+  /** Runs `fn` with the thread's agent session: the running one, or a new one for a new spec or workspace. */
+  private withSession<T>(thread: Thread, spec: AcpSpec, fn: (session: AcpAgentSession) => Promise<T>): Promise<T> {
     return this.pool.use(
       thread.id,
-      JSON.stringify([acp, thread.workspacePath]),
-      () => AcpAgentSession.start(acp, thread.workspacePath, this.deps),
-      (session) =>
-        Promise.resolve({
-          ...(session.pid === undefined ? {} : { pid: session.pid }),
-          capabilities: session.capabilities as Record<string, unknown>,
-          ...(session.agentInfo ? { agentInfo: { name: session.agentInfo.name, version: session.agentInfo.version } } : {}),
-        }),
+      JSON.stringify([spec, thread.workspacePath]),
+      () => AcpAgentSession.start(spec, thread.workspacePath, this.deps),
+      fn,
     );
   }
 

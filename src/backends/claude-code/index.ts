@@ -6,7 +6,7 @@ import type { BackendSpec } from "../../domain/model.js";
 import type { AgentBackend, BackendAvailability, BackendDeps, TurnContext, TurnOutcome } from "../backend.js";
 import { inputToText } from "../builtin/history.js";
 import { SessionPool } from "../pool.js";
-import { BackendFailure, type AgentCommand } from "../process.js";
+import { BackendFailure, failedTurn, type AgentCommand } from "../process.js";
 import { ClaudeSession, SessionLostError } from "./session.js";
 import { runClaudeTurn } from "./turn.js";
 
@@ -68,8 +68,7 @@ class ClaudeCodeBackend implements AgentBackend {
     } catch (error) {
       if (ctx.signal.aborted) return { status: "cancelled", reason: "interrupted" };
       if (!(error instanceof BackendFailure)) throw error;
-      ctx.recorder.record("error", { code: error.turnError.code, message: error.turnError.message });
-      return { status: "failed", error: error.turnError };
+      return failedTurn(ctx.recorder, error);
     } finally {
       ctx.recorder.closeOpen();
     }

@@ -6,7 +6,7 @@ import type { AgentBackend, BackendAvailability, BackendDeps, TurnContext, TurnO
 import { BACKEND_ERRORS } from "../backend.js";
 import { inputToText } from "../builtin/history.js";
 import { SessionPool } from "../pool.js";
-import { BackendFailure } from "../process.js";
+import { BackendFailure, failedTurn } from "../process.js";
 import { CodexSession, DEFAULT_CODEX_COMMAND, type CodexSpec } from "./session.js";
 
 const PROBE_TIMEOUT_MS = 5_000;
@@ -35,9 +35,7 @@ class CodexBackend implements AgentBackend {
       );
     } catch (error) {
       if (!(error instanceof BackendFailure)) throw error;
-      recorder.record("error", { code: error.turnError.code, message: error.turnError.message });
-      recorder.closeOpen();
-      return { status: "failed", error: error.turnError };
+      return failedTurn(recorder, error);
     }
   }
 
