@@ -1,40 +1,15 @@
-// AgentCompany workspace files: ids (`<prefix>_<ULID>`), YAML documents, and durable writes
-// (temp file, fsync, rename, directory fsync), so a crash leaves the old file or the new one.
-import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeSync } from "node:fs";
-import path from "node:path";
+// AgentCompany workspace files: ids (`<prefix>_<ULID>`) and YAML documents, written durably.
+import { readFileSync } from "node:fs";
 import { ulid } from "ulid";
 import YAML from "yaml";
+import { writeFileDurably } from "../../durable-file.js";
 
 export function newId(prefix: string): string {
   return `${prefix}_${ulid()}`;
 }
 
-/** Writes `text` to `file` durably and whole. */
-export function writeDurable(file: string, text: string): void {
-  mkdirSync(path.dirname(file), { recursive: true });
-  const temp = `${file}.${process.pid}.${Date.now().toString(36)}.tmp`;
-  const fd = openSync(temp, "w", 0o644);
-  try {
-    writeSync(fd, text);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-  renameSync(temp, file);
-  syncDir(path.dirname(file));
-}
-
-function syncDir(dir: string): void {
-  const fd = openSync(dir, "r");
-  try {
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-}
-
 export function writeYaml(file: string, value: unknown): void {
-  writeDurable(file, YAML.stringify(value));
+  writeFileDurably(file, YAML.stringify(value));
 }
 
 /** A YAML document, or undefined when the file does not exist; throws on invalid YAML. */

@@ -8,8 +8,9 @@ import { applyPatch, createPatch } from "diff";
 import YAML from "yaml";
 import { z } from "zod";
 import { AppError } from "./errors.js";
-import { newId, readYaml, writeDurable, writeYaml } from "./files.js";
+import { newId, readYaml, writeYaml } from "./files.js";
 import { layout, requireAgent, requireProject, subdirs } from "./workspace.js";
+import { writeFileDurably } from "../../durable-file.js";
 
 export const Role = z.enum(["human", "ceo", "director", "manager", "worker"]);
 export type Role = z.infer<typeof Role>;
@@ -41,7 +42,7 @@ export function readFrontMatter(file: string): { data: Record<string, unknown>; 
 }
 
 export function writeFrontMatter(file: string, data: Record<string, unknown>, body: string): void {
-  writeDurable(file, `---\n${YAML.stringify(data)}---\n${body}`);
+  writeFileDurably(file, `---\n${YAML.stringify(data)}---\n${body}`);
 }
 
 // ---- artifacts ----
@@ -169,7 +170,7 @@ export function proposeDelta(ws: string, p: ProposeDelta) {
   const id = newId("art");
   const dir = artifactsDir(ws, p.project_id);
   const patchFile = path.join(dir, `${id}.patch`);
-  writeDurable(patchFile, patch);
+  writeFileDurably(patchFile, patch);
   writeFrontMatter(
     path.join(dir, `${id}.md`),
     {
@@ -221,7 +222,7 @@ export function approveDelta(
     const next = applyPatch(current, readFileSync(path.join(ws, String(fm.patch_file)), "utf8"));
     if (next === false)
       throw new AppError("PATCH_CONFLICT", `${String(fm.target_file)} changed since the proposal; its patch no longer applies.`, {});
-    writeDurable(target, next);
+    writeFileDurably(target, next);
     applied = true;
   }
   const review_id = writeReview(ws, {
@@ -389,6 +390,6 @@ export function refreshContext(
     "",
   ];
   const file = path.join(layout.agents(ws), p.agent_id, "context_index.md");
-  writeDurable(file, lines.join("\n"));
+  writeFileDurably(file, lines.join("\n"));
   return { agent_id: p.agent_id, context_index_relpath: path.relative(ws, file), tasks: tasks.length, runs: runs.length };
 }

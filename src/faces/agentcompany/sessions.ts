@@ -7,15 +7,16 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 
 import path from "node:path";
 import { z } from "zod";
 import { pidAlive } from "../../pid.js";
-import type { RuntimeEvent } from "../../domain/events.js";
 import type { BackendSpec } from "../../domain/model.js";
 import type { RuntimeApi } from "../../runtime/api.js";
+import { watchTurn } from "../turn-watch.js";
 import { AppError } from "./errors.js";
-import { readYaml, writeDurable, writeYaml } from "./files.js";
+import { readYaml, writeYaml } from "./files.js";
 import { runLogFor, type EventEnvelope, type NewRunEvent } from "./run-log.js";
 import { eventsFile, readRun, updateRun } from "./runs.js";
 import { ADAPTERS, runEventsOf, type RunEnd } from "./wire.js";
 import { layout } from "./workspace.js";
+import { writeFileDurably } from "../../durable-file.js";
 
 const SessionRecord = z.object({
   type: z.literal("session_record"),
@@ -134,7 +135,7 @@ export class Sessions {
           append({ type: "provider.raw", payload: { stream, chunk }, visibility: "team" });
         });
       }
-      if (params.stdin_text !== undefined) writeDurable(path.join(outputs, "stdin.txt"), params.stdin_text);
+      if (params.stdin_text !== undefined) writeFileDurably(path.join(outputs, "stdin.txt"), params.stdin_text);
       // A command that exits without reading its input is not an error of the server's.
       child.stdin.on("error", () => undefined);
       child.stdin.end(params.stdin_text ?? "");
@@ -203,39 +204,30 @@ export class Sessions {
     const record: SessionRecord = { ...base, mode: "agent", adapter: run.provider, thread_id: thread.id };
     this.write(ws, record);
     let lastMessage = "";
-    let turnId: string | undefined;
     let overBudget = false;
-    const early: RuntimeEvent[] = [];
-    const onEvent = (event: RuntimeEvent): void => {
-      if (event.threadId !== thread.id) return;
-      if (turnId === undefined) {
-        early.push(event);
-        return;
-      }
-      const { events, end } = runEventsOf(event);
-      for (const e of events) append(e);
-      if (event.type === "usage.updated" && params.budget && !overBudget) {
-        const { totalTokens, costUsd } = event.data.usage;
-        const { hard_tokens, hard_cost_usd } = params.budget;
-        if ((hard_tokens !== undefined && totalTokens > hard_tokens) || (hard_cost_usd !== undefined && (costUsd ?? 0) > hard_cost_usd)) {
-          overBudget = true;
-          append({ type: "budget.exceeded", payload: { total_tokens: totalTokens, cost_usd: costUsd ?? null, budget: params.budget } });
-          void this.runtime.interrupt(thread.id).catch(() => undefined);
+    watchTurn(
+      this.runtime,
+      thread.id,
+      { input: [{ type: "text", text: params.prompt_text }], ...(params.model ? { model: params.model } : {}) },
+      (event) => {
+        const { events, end } = runEventsOf(event);
+        for (const e of events) append(e);
+        if (event.type === "usage.updated" && params.budget && !overBudget) {
+          const { totalTokens, costUsd } = event.data.usage;
+          const { hard_tokens, hard_cost_usd } = params.budget;
+          if ((hard_tokens !== undefined && totalTokens > hard_tokens) || (hard_cost_usd !== undefined && (costUsd ?? 0) > hard_cost_usd)) {
+            overBudget = true;
+            append({ type: "budget.exceeded", payload: { total_tokens: totalTokens, cost_usd: costUsd ?? null, budget: params.budget } });
+            void this.runtime.interrupt(thread.id).catch(() => undefined);
+          }
         }
-      }
-      if (event.type === "item.completed" && event.data.item.type === "agentMessage") lastMessage = event.data.item.payload.text;
-      if (end) {
-        unsubscribe();
-        writeDurable(path.join(outputs, "last_message.md"), lastMessage);
-        finish(end, end.status === "failed" ? { error: String((end.event.payload.error as { message?: string }).message) } : {});
-      }
-    };
-    const unsubscribe = this.runtime.subscribe(onEvent);
-    turnId = this.runtime.startTurn(thread.id, {
-      input: [{ type: "text", text: params.prompt_text }],
-      ...(params.model ? { model: params.model } : {}),
-    }).id;
-    for (const event of early.splice(0)) onEvent(event);
+        if (event.type === "item.completed" && event.data.item.type === "agentMessage") lastMessage = event.data.item.payload.text;
+        if (end) {
+          writeFileDurably(path.join(outputs, "last_message.md"), lastMessage);
+          finish(end, end.status === "failed" ? { error: String((end.event.payload.error as { message?: string }).message) } : {});
+        }
+      },
+    );
     this.live.set(ref, { stop: () => void this.runtime.interrupt(thread.id).catch(() => undefined), ended });
     return record;
   }

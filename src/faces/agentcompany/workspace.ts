@@ -6,7 +6,8 @@ import path from "node:path";
 import { z } from "zod";
 import { pidAlive } from "../../pid.js";
 import { AppError } from "./errors.js";
-import { newId, readYaml, writeDurable, writeYaml } from "./files.js";
+import { newId, readYaml, writeYaml } from "./files.js";
+import { writeFileDurably } from "../../durable-file.js";
 
 const Company = z.object({
   schema_version: z.literal(1),
@@ -106,7 +107,7 @@ export function initWorkspace(dir: string, companyName = "AgentCompany", force =
   });
   const team = path.join(layout.teams(ws), ids.team_id);
   writeYaml(path.join(team, "team.yaml"), { schema_version: 1, type: "team", id: ids.team_id, name: "Default team", created_at: now });
-  writeDurable(path.join(team, "memory.md"), "# Team Memory\n");
+  writeFileDurably(path.join(team, "memory.md"), "# Team Memory\n");
   const agent = path.join(layout.agents(ws), ids.agent_id);
   writeYaml(path.join(agent, "agent.yaml"), {
     schema_version: 1,
@@ -118,8 +119,8 @@ export function initWorkspace(dir: string, companyName = "AgentCompany", force =
     team_id: ids.team_id,
     created_at: now,
   });
-  writeDurable(path.join(agent, "AGENTS.md"), "# Agent Guidance\n");
-  writeDurable(path.join(agent, "journal.md"), "# Journal\n");
+  writeFileDurably(path.join(agent, "AGENTS.md"), "# Agent Guidance\n");
+  writeFileDurably(path.join(agent, "journal.md"), "# Journal\n");
   writeYaml(path.join(agent, "mistakes.yaml"), { schema_version: 1, type: "mistakes", mistakes: [] });
   const project = layout.project(ws, ids.project_id);
   writeYaml(path.join(project, "project.yaml"), {
@@ -129,7 +130,7 @@ export function initWorkspace(dir: string, companyName = "AgentCompany", force =
     name: "Default project",
     created_at: now,
   });
-  writeDurable(path.join(project, "memory.md"), "# Project Memory (Curated)\n\n## Summary\n\n## Decisions\n\n## Links\n");
+  writeFileDurably(path.join(project, "memory.md"), "# Project Memory (Curated)\n\n## Summary\n\n## Decisions\n\n## Links\n");
   for (const sub of ["tasks", "artifacts", "runs"]) mkdirSync(path.join(project, sub), { recursive: true });
   return { workspace_dir: ws, ...ids };
 }

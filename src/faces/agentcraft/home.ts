@@ -1,12 +1,13 @@
 // The AgentCraft home: where the socket, pid file, configs and instances live, and the catalog
 // of templates and domain components loaded from configs/ when the daemon starts.
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import type { z } from "zod";
 import type { Logger } from "../../log.js";
 import { AgentCraftError } from "./errors.js";
 import { AgentTemplate, McpServerDefinition, PromptDefinition, SkillDefinition, WorkflowDefinition } from "./protocol.js";
+import { writeFileDurably } from "../../durable-file.js";
 
 export interface AgentCraftPaths {
   home: string;
@@ -34,13 +35,6 @@ export function agentCraftPaths(env: NodeJS.ProcessEnv): AgentCraftPaths {
     agentState: path.join(home, "agent-state"),
     logFile: path.join(home, "daemon.log"),
   };
-}
-
-/** Writes a file whole or not at all: readers never see half of it. */
-export function writeFileAtomic(file: string, text: string): void {
-  const temp = `${file}.${process.pid}.tmp`;
-  writeFileSync(temp, text, { mode: 0o600 });
-  renameSync(temp, file);
 }
 
 export const COMPONENT_KINDS = {
@@ -137,7 +131,7 @@ export class Catalog {
       const summary = read.errors.map((e) => (e.path ? `${e.path}: ${e.message}` : e.message)).join("; ");
       throw new AgentCraftError("CONFIG_VALIDATION", `Template ${filePath} is invalid: ${summary}`, { filePath, errors: read.errors });
     }
-    writeFileAtomic(this.templateFile(read.template.name), `${JSON.stringify(read.template, null, 2)}\n`);
+    writeFileDurably(this.templateFile(read.template.name), `${JSON.stringify(read.template, null, 2)}\n`, 0o600);
     this.templates.set(read.template.name, read.template);
     return read.template;
   }

@@ -5,7 +5,8 @@ import { randomUUID } from "node:crypto";
 import { appendFileSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync } from "node:fs";
 import path from "node:path";
 import { AgentCraftError, notFound } from "./errors.js";
-import { writeFileAtomic, type Catalog } from "./home.js";
+import { writeFileDurably } from "../../durable-file.js";
+import type { Catalog } from "./home.js";
 import { AgentInstanceMeta, type AgentTemplate, type LaunchMode } from "./protocol.js";
 
 export const META_FILE = ".agentcraft.json";
@@ -94,7 +95,7 @@ export class Instances {
     for (const key of Object.keys(changes) as Array<keyof AgentInstanceMeta>) {
       if (changes[key] === undefined) delete next[key];
     }
-    writeFileAtomic(path.join(this.entry(name), META_FILE), `${JSON.stringify(next, null, 2)}\n`);
+    writeFileDurably(path.join(this.entry(name), META_FILE), `${JSON.stringify(next, null, 2)}\n`, 0o600);
     return strip(next);
   }
 
@@ -122,7 +123,7 @@ export class Instances {
         mkdirSync(path.dirname(file), { recursive: true });
         const existed = existsSync(file);
         if (existed && conflict === "append") appendFileSync(file, `\n${content}`);
-        else writeFileAtomic(file, content);
+        else writeFileDurably(file, content, 0o600);
         // Appended-to files are the user's: destroy leaves them.
         if (!existed) written.push(relative);
       }
@@ -144,7 +145,7 @@ export class Instances {
         workspaceDir,
         contextFiles: written,
       };
-      writeFileAtomic(path.join(workspaceDir, META_FILE), `${JSON.stringify(meta, null, 2)}\n`);
+      writeFileDurably(path.join(workspaceDir, META_FILE), `${JSON.stringify(meta, null, 2)}\n`, 0o600);
       return strip(meta);
     } catch (error) {
       if (workDir) for (const relative of written) rmSync(path.join(workDir, relative), { force: true });

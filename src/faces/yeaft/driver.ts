@@ -5,10 +5,10 @@
 import { randomBytes } from "node:crypto";
 import os from "node:os";
 import WebSocket from "ws";
-import type { RuntimeEvent } from "../../domain/events.js";
 import type { ApprovalDecision, TokenUsage } from "../../domain/model.js";
 import type { Logger } from "../../log.js";
 import type { RuntimeApi } from "../../runtime/api.js";
+import { watchTurn } from "../turn-watch.js";
 import { errorEnvelope } from "./errors.js";
 import { ALIASES, BUFFER_LIMITS, CLOSE_POLICY, Envelope, TERMINAL_TYPES } from "./protocol.js";
 import { backendOf, outputOf, resultOf } from "./wire.js";
@@ -231,38 +231,21 @@ export class AgentDriver {
   }
 
   /** Runs one turn on the thread; each claude_output data goes to `emit`, the result last. */
-  private runTurn(threadId: string, text: string, emit: (data: Record<string, unknown>, seq?: number) => void): Promise<void> {
+  private async runTurn(threadId: string, text: string, emit: (data: Record<string, unknown>, seq?: number) => void): Promise<void> {
     const started = performance.now();
-    let turnId: string | undefined;
     let usage: TokenUsage | undefined;
-    const early: RuntimeEvent[] = [];
-    return new Promise<void>((resolve) => {
-      const onEvent = (event: RuntimeEvent): void => {
-        if (event.threadId !== threadId) return;
-        if (turnId === undefined) return void early.push(event);
-        const ofTurn =
-          ("turnId" in event.data && event.data.turnId === turnId) || ("item" in event.data && event.data.item.turnId === turnId);
-        if (!ofTurn) return;
-        for (const data of outputOf(event)) emit(data, event.seq);
-        if (event.type === "usage.updated") usage = event.data.usage;
-        const end =
-          event.type === "turn.completed"
-            ? { status: "completed" as const }
-            : event.type === "turn.cancelled"
-              ? { status: "cancelled" as const }
-              : event.type === "turn.failed"
-                ? { status: "failed" as const, error: event.data.error }
-                : undefined;
-        if (end) {
-          unsubscribe();
-          emit(resultOf(end, threadId, performance.now() - started, usage));
-          resolve();
-        }
-      };
-      const unsubscribe = this.runtime.subscribe(onEvent);
-      turnId = this.runtime.startTurn(threadId, { input: [{ type: "text", text }] }).id;
-      for (const event of early.splice(0)) onEvent(event);
+    const { ended } = watchTurn(this.runtime, threadId, { input: [{ type: "text", text }] }, (event) => {
+      for (const data of outputOf(event)) emit(data, event.seq);
+      if (event.type === "usage.updated") usage = event.data.usage;
     });
+    const end = await ended;
+    const outcome =
+      end.type === "turn.completed"
+        ? { status: "completed" as const }
+        : end.type === "turn.cancelled"
+          ? { status: "cancelled" as const }
+          : { status: "failed" as const, error: end.data.error };
+    emit(resultOf(outcome, threadId, performance.now() - started, usage));
   }
 
   /**

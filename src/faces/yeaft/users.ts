@@ -1,8 +1,9 @@
 // Yeaft users: a username, a password hashed with scrypt (never stored plain), and the user's
 // agent secret, which makes an agent that presents it that user's. Kept in one JSON file.
 import { randomBytes, scryptSync, timingSafeEqual } from "node:crypto";
-import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import path from "node:path";
+import { writeFileDurably } from "../../durable-file.js";
 
 export interface User {
   username: string;
@@ -27,9 +28,7 @@ export class UserStore {
 
   private write(users: User[]): void {
     mkdirSync(path.dirname(this.file), { recursive: true, mode: 0o700 });
-    const temp = `${this.file}.tmp`;
-    writeFileSync(temp, JSON.stringify(users, null, 2), { mode: 0o600 });
-    renameSync(temp, this.file);
+    writeFileDurably(this.file, JSON.stringify(users, null, 2), 0o600);
   }
 
   /** Creates the user (or resets its password); returns the agent secret. */
