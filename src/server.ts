@@ -1,19 +1,16 @@
-// Assembles one Switchyard server: store, runtime, and the listeners that carry the protocol
-// faces (stdio and/or WebSocket).
-import { setUpProviders } from "./config/providers.js";
+// Starts one Switchyard server: the listeners that carry the protocol faces (stdio and/or
+// WebSocket, and faces' own) over one runtime. A stdio client's initialize is answered as soon
+// as it arrives, while the runtime side (server-runtime.ts: zod, SQLite, the tables) loads.
 import type { ProviderSettings } from "./config/file.js";
 import type { Logger } from "./log.js";
 import type { Face, FaceListener } from "./faces/face.js";
 import { FaceRouter } from "./faces/face-router.js";
 import { FACES, findFace, refuseBeforeInitialize, routedFaces } from "./faces/index.js";
 import { RpcConnection } from "./rpc/connection.js";
-import { Runtime } from "./runtime/runtime.js";
+import type { Runtime } from "./runtime/runtime.js";
+import type { AssembledRuntime } from "./server-runtime.js";
 import { acquireDataDirLock } from "./store/lock.js";
-import { openStore } from "./store/sqlite-store.js";
-import { Backends, DEFAULT_AGENT_IDLE_TIMEOUT_MS } from "./backends/index.js";
 import type { BackendSpec } from "./domain/model.js";
-import { createDefaultRegistry } from "./tools/registry.js";
-import path from "node:path";
 import type { MessageChannel } from "./transport/channel.js";
 import { createStdioChannel } from "./transport/stdio.js";
 import type { RunningWebSocketServer } from "./transport/websocket.js";
@@ -68,9 +65,6 @@ export interface RunningServer {
 }
 
 export async function startServer(config: ServerConfig, log: Logger): Promise<RunningServer> {
-  // Loaded only when needed: a stdio-only server starts faster without it.
-  const websocket = config.websocket ? await import("./transport/websocket.js") : undefined;
-  if (config.websocket && websocket) websocket.assertSafeBind(config.websocket.host, config.token);
   const forced = config.face === undefined ? undefined : findFace(config.face);
   if (config.face !== undefined && !forced) {
     throw new Error(`Unknown face "${config.face}"; choose one of: ${FACES.map((f) => f.name).join(", ")}.`);
@@ -80,68 +74,29 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
     if (!found?.listen) throw new Error(`The ${face} face runs no listener of its own.`);
     return { listen: found.listen, options };
   });
-  const providers = setUpProviders(config, log);
+  // Loaded only when needed: a stdio-only server starts faster without it.
+  const websocket = config.websocket ? await import("./transport/websocket.js") : undefined;
+  if (config.websocket && websocket) websocket.assertSafeBind(config.websocket.host, config.token);
   const lock = acquireDataDirLock(config.dataDir);
-  const store = openStore(config.dataDir);
-  const tools = createDefaultRegistry();
-  const backends = new Backends(
-    {
-      tools,
-      resolveProvider: providers.resolveProvider,
-      models: providers.catalog,
-      defaults: { ...providers.defaults, commandTimeoutMs: config.commandTimeoutMs },
-    },
-    {
-      log,
-      env: config.env,
-      agentRegistryDir: path.join(config.dataDir, "agents"),
-      idleTimeoutMs: config.agentIdleTimeoutMs ?? DEFAULT_AGENT_IDLE_TIMEOUT_MS,
-    },
-    config.backend,
-  );
-  backends.reapOrphans();
-  const runtime = new Runtime({
-    store,
-    backends,
-    tools,
-    models: providers.catalog,
-    logger: log,
-    defaults: {
-      backend: config.backend ?? { type: "builtin" },
-      ...(providers.defaults.model ? { model: providers.defaults.model } : {}),
-      approvalTimeoutMs: config.approvalTimeoutMs,
-      ...(config.storageTimeoutMs ? { storageTimeoutMs: config.storageTimeoutMs } : {}),
-    },
-  });
-  const recovered = runtime.recover();
-  if (recovered > 0) log.warn({ turns: recovered }, "marked turns interrupted by the previous shutdown as failed");
 
-  // What the first turn needs (the default provider's SDK and client) loads once the first
-  // request (initialize) has been answered: off the start-up path, and usually done before the
-  // client's first turn/start; a turn that comes sooner waits for the same load, not a second.
-  let preparing = false;
-  const prepareFirstTurn = (): void => {
-    if (preparing || (config.backend && config.backend.type !== "builtin")) return;
-    preparing = true;
-    setImmediate(() => {
-      tools.specs();
-      // Node's fetch (the SDKs' HTTP client) loads its implementation on first use.
-      void new Request("http://localhost/");
-      providers.prepare().catch((error: unknown) => log.debug({ err: error }, "could not prepare the default provider"));
-    });
-  };
+  // Connections opened before the runtime is up (stdio, at once) wait for it; it never rejects:
+  // a server whose runtime cannot start stops (below).
+  let runtimeReady!: (assembled: AssembledRuntime) => void;
+  const assembled = new Promise<AssembledRuntime>((resolve) => (runtimeReady = resolve));
+  const runtimeOf = assembled.then((ready) => ready.runtime);
 
   const forcedJsonRpc = forced?.open ? forced : undefined;
-  const serve = (channel: MessageChannel, face: Face | undefined): void => {
+  const serve = (channel: MessageChannel, face: Face | undefined, runtime: Runtime | Promise<Runtime>): void => {
     // The face needs the connection to talk back, and the connection needs the face's
     // handlers; the router is created right after the connection, before any message arrives.
     let router: FaceRouter | undefined;
+    const afterAnswer = (): void => void assembled.then((ready) => ready.prepareFirstTurn());
     const connection = new RpcConnection(
       channel,
       {
         onRequest: (method, params, ctx) => {
           const answer = router?.onRequest(method, params, ctx);
-          void Promise.resolve(answer).then(prepareFirstTurn, prepareFirstTurn);
+          void Promise.resolve(answer).then(afterAnswer, afterAnswer);
           return answer;
         },
         onNotification: (method, params, ctx) => router?.onNotification(method, params, ctx),
@@ -152,8 +107,35 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
         ...(config.outputBudgetBytes ? { outputBudgetBytes: config.outputBudgetBytes } : {}),
       },
     );
-    router = new FaceRouter(routedFaces(), { runtime, connection, log, serverVersion: VERSION }, refuseBeforeInitialize, face);
+    router = new FaceRouter({
+      faces: routedFaces(),
+      connection,
+      log,
+      serverVersion: VERSION,
+      runtime,
+      notInitialized: refuseBeforeInitialize,
+      forced: face,
+    });
   };
+
+  let stdioChannel: MessageChannel | undefined;
+  if (config.stdio && !forced?.serveStream) {
+    stdioChannel = createStdioChannel(process.stdin, process.stdout, { maxMessageBytes: config.maxMessageBytes });
+    serve(stdioChannel, forcedJsonRpc, runtimeOf);
+    // One turn of the event loop first, so an initialize already waiting on stdin is answered
+    // before the runtime side loads.
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  let runtime: Runtime;
+  let store: AssembledRuntime["store"];
+  try {
+    const ready = (await import("./server-runtime.js")).assembleRuntime(config, log);
+    ({ runtime, store } = ready);
+    runtimeReady(ready);
+  } catch (error) {
+    lock.release();
+    throw error;
+  }
 
   let ws: RunningWebSocketServer | undefined;
   if (config.websocket && websocket) {
@@ -169,7 +151,7 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
         isReady: () => true,
         logger: log,
       },
-      (channel) => serve(channel, config.faceOnStdioOnly ? undefined : forcedJsonRpc),
+      (channel) => serve(channel, config.faceOnStdioOnly ? undefined : forcedJsonRpc, runtime),
     );
     log.info({ url: ws.url }, "listening");
   }
@@ -211,11 +193,8 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
       .serveStream({ runtime, log, serverVersion: VERSION, input: process.stdin, output: process.stdout })
       .catch((error: unknown) => log.error({ err: error, face: forced.name }, "the stdio connection failed"))
       .finally(stdioClosed);
-  } else if (config.stdio) {
-    const channel = createStdioChannel(process.stdin, process.stdout, { maxMessageBytes: config.maxMessageBytes });
-    channel.onClose(stdioClosed);
-    serve(channel, forcedJsonRpc);
   }
+  stdioChannel?.onClose(stdioClosed);
   log.info({ startupMs: Math.round(performance.now()), version: VERSION }, "ready");
   return { runtime, ...(ws ? { websocketUrl: ws.url } : {}), closed, stop };
 }

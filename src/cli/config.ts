@@ -74,9 +74,9 @@ export function chooseProviderAndModel(
   return { ...(provider ? { provider } : {}), ...(model ? { model } : {}) };
 }
 
-export function resolveServerConfig(flags: AppServerFlags, env: NodeJS.ProcessEnv): ServerConfig {
+export async function resolveServerConfig(flags: AppServerFlags, env: NodeJS.ProcessEnv): Promise<ServerConfig> {
   const dataDir = resolveDataDir(flags, env);
-  const file = loadConfigFile(dataDir);
+  const file = await loadConfigFile(dataDir);
   const { provider, model } = chooseProviderAndModel(flags, env, file);
   let stdio = false;
   let websocket: ServerConfig["websocket"];
@@ -122,13 +122,13 @@ export type AcpFlags = Omit<AppServerFlags, "transport" | "port" | "face">;
  * The configuration of `switchyard acp`: resolved exactly as app-server's, with stdio speaking
  * ACP. `--listen` may only add a ws:// listener (for AppServer clients watching the same runtime).
  */
-export function resolveAcpConfig(flags: AcpFlags, env: NodeJS.ProcessEnv): ServerConfig {
+export async function resolveAcpConfig(flags: AcpFlags, env: NodeJS.ProcessEnv): Promise<ServerConfig> {
   const extra = flags.listen.filter((url) => url !== "stdio://" && url !== "stdio");
   for (const url of extra) {
     if (!url.startsWith("ws://"))
       throw new ConfigError(`switchyard acp serves ACP on stdio; --listen only adds ws://HOST:PORT listeners (got "${url}").`);
   }
-  return { ...resolveServerConfig({ ...flags, listen: ["stdio://", ...extra] }, env), face: "acp" };
+  return { ...(await resolveServerConfig({ ...flags, listen: ["stdio://", ...extra] }, env)), face: "acp" };
 }
 
 /** The default backend: --backend, then SWITCHYARD_BACKEND, then the config file. */

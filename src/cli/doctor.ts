@@ -34,7 +34,7 @@ export async function runDoctor(flags: DoctorFlags, env: NodeJS.ProcessEnv, out:
   };
 
   const dataDir = resolveDataDir(flags, env);
-  const file = checkConfigFile(dataDir, report);
+  const file = await checkConfigFile(dataDir, report);
   checkDataDir(dataDir, report);
   checkDatabase(dataDir, report);
   await checkBackends(flags, env, file, dataDir, report);
@@ -120,9 +120,9 @@ function finish(problems: number, out: (line: string) => void): number {
 
 type Report = (label: string, status: Status, text: string) => void;
 
-function checkConfigFile(dataDir: string, report: Report): LoadedConfigFile {
+async function checkConfigFile(dataDir: string, report: Report): Promise<LoadedConfigFile> {
   try {
-    const file = loadConfigFile(dataDir);
+    const file = await loadConfigFile(dataDir);
     if (file.exists) report("config file", "ok", displayPath(file.path));
     else report("config file", "info", `${displayPath(file.path)} does not exist; built-in defaults apply`);
     return file;

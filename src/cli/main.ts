@@ -5,9 +5,7 @@ import { Command, InvalidArgumentError, Option } from "commander";
 import { LOG_LEVELS } from "../log.js";
 import { serve } from "./serve.js";
 import { VERSION } from "../version.js";
-import { readFileSync } from "node:fs";
 import path from "node:path";
-import { z } from "zod";
 import type { Persona } from "../faces/yeaft/driver.js";
 import { resolveAcpConfig, resolveDataDir, resolveServerConfig, type AcpFlags, type AppServerFlags } from "./config.js";
 import type { DoctorFlags } from "./doctor.js";
@@ -17,6 +15,22 @@ const program = new Command()
   .description("One local server for AI coding-agent sessions, speaking the app-server protocol family.")
   .version(VERSION)
   .showHelpAfterError();
+
+/**
+ * The option sets shared by the serving commands are added to a command only when it is the one
+ * run, just before it parses its arguments: building them for every command cost each start
+ * ~7 ms. Help for a command is shown after the hook too, so it lists them.
+ */
+const optionSets = new Map<Command, Array<(command: Command) => Command>>();
+function withOptionSets(command: Command, ...sets: Array<(command: Command) => Command>): Command {
+  optionSets.set(command, sets);
+  return command;
+}
+function addOptionSets(_parent: Command, command: Command): void {
+  for (const add of optionSets.get(command) ?? []) add(command);
+  optionSets.delete(command);
+}
+program.hook("preSubcommand", addOptionSets);
 
 /** Where threads live, which model runs them and how: shared by every command that serves. */
 function addRuntimeOptions(command: Command): Command {
@@ -71,53 +85,56 @@ function addWebSocketOptions(command: Command): Command {
     );
 }
 
-addWebSocketOptions(
-  addRuntimeOptions(
-    program
-      .command("app-server")
-      .description("Serve the AppServer protocol over stdio (default) and/or WebSocket.")
-      .option("--listen <url...>", "stdio:// and/or ws://HOST:PORT (repeatable)", ["stdio://"])
-      .addOption(new Option("--transport <kind>", "claude-app-server style: stdio or ws (with --port)").choices(["stdio", "ws"]))
-      .option("--port <n>", "WebSocket port for --transport ws", positiveInt)
-      .option("--face <face>", "serve only this face (appserver | claude) instead of choosing at initialize")
-      // The claude-app-server's own word for it.
-      .addOption(new Option("--dialect <face>", "alias of --face").hideHelp()),
-  ),
+withOptionSets(
+  program
+    .command("app-server")
+    .description("Serve the AppServer protocol over stdio (default) and/or WebSocket.")
+    .option("--listen <url...>", "stdio:// and/or ws://HOST:PORT (repeatable)", ["stdio://"])
+    .addOption(new Option("--transport <kind>", "claude-app-server style: stdio or ws (with --port)").choices(["stdio", "ws"]))
+    .option("--port <n>", "WebSocket port for --transport ws", positiveInt)
+    .option("--face <face>", "serve only this face (appserver | claude) instead of choosing at initialize")
+    // The claude-app-server's own word for it.
+    .addOption(new Option("--dialect <face>", "alias of --face").hideHelp()),
+  addRuntimeOptions,
+  addWebSocketOptions,
 ).action((flags: AppServerFlags & { dialect?: string }) =>
   serve(flags, () => resolveServerConfig({ ...flags, face: flags.face ?? flags.dialect }, process.env)),
 );
 
-addWebSocketOptions(
-  addRuntimeOptions(
-    program
-      .command("acp")
-      .description("Serve Switchyard's agent over the Agent Client Protocol on stdio (for editors such as Zed).")
-      .option("--listen <url...>", "also listen on ws://HOST:PORT for AppServer clients watching the same runtime", []),
-  ),
+withOptionSets(
+  program
+    .command("acp")
+    .description("Serve Switchyard's agent over the Agent Client Protocol on stdio (for editors such as Zed).")
+    .option("--listen <url...>", "also listen on ws://HOST:PORT for AppServer clients watching the same runtime", []),
+  addRuntimeOptions,
+  addWebSocketOptions,
 ).action((flags: AcpFlags) => serve(flags, () => resolveAcpConfig(flags, process.env)));
 
-addWebSocketOptions(
-  addRuntimeOptions(
-    program
-      .command("agentcompany")
-      .description("The AgentCompany control plane (also `ac`): `agentcompany server:start` serves protocol v1 on stdio.")
-      .argument("<command>", "server:start")
-      .option("--listen <url...>", "also listen on ws://HOST:PORT for AppServer clients watching the sessions' threads", []),
-  ),
+withOptionSets(
+  program
+    .command("agentcompany")
+    .description("The AgentCompany control plane (also `ac`): `agentcompany server:start` serves protocol v1 on stdio.")
+    .argument("<command>", "server:start")
+    .option("--listen <url...>", "also listen on ws://HOST:PORT for AppServer clients watching the sessions' threads", []),
+  addRuntimeOptions,
+  addWebSocketOptions,
 ).action((command: string, flags: AppServerFlags) => {
   if (command !== "server:start") throw new InvalidArgumentError(`unknown command "${command}"; the command is server:start`);
-  return serve(flags, () => ({
-    ...resolveServerConfig({ ...flags, listen: ["stdio://", ...flags.listen] }, process.env),
+  return serve(flags, async () => ({
+    ...(await resolveServerConfig({ ...flags, listen: ["stdio://", ...flags.listen] }, process.env)),
     face: "agentcompany",
     faceOnStdioOnly: true,
   }));
 });
 
 /** `switchyard yeaft …`: the relay, the agent driver, both, and users. */
-const yeaft = program.command("yeaft").description("The Yeaft relay and agent driver (browsers chat with agents on users' machines).");
+const yeaft = program
+  .command("yeaft")
+  .description("The Yeaft relay and agent driver (browsers chat with agents on users' machines).")
+  .hook("preSubcommand", addOptionSets);
 const yeaftServe = (flags: AppServerFlags & YeaftFlags, relay: boolean, agent: boolean): Promise<void> =>
-  serve(flags, () => {
-    const config = resolveServerConfig({ ...flags, listen: [] }, process.env);
+  serve(flags, async () => {
+    const config = await resolveServerConfig({ ...flags, listen: [] }, process.env);
     const options = {
       ...(relay
         ? {
@@ -136,23 +153,19 @@ const yeaftServe = (flags: AppServerFlags & YeaftFlags, relay: boolean, agent: b
               server: flags.server ?? "",
               secret: flags.secret ?? process.env.YEAFT_AGENT_SECRET ?? "",
               ...(flags.name ? { name: flags.name } : {}),
-              ...(flags.personas ? { personas: readPersonas(flags.personas) } : {}),
+              ...(flags.personas ? { personas: await readPersonasFile(flags.personas) } : {}),
             },
           }
         : {}),
     };
     return { ...config, faceListeners: [{ face: "yeaft", options }] };
   });
-/** A personas file: a JSON array of {name, description?, systemPrompt, model?}. */
-function readPersonas(file: string): Persona[] {
-  const parsed = z
-    .array(
-      z.object({ name: z.string().min(1), description: z.string().optional(), systemPrompt: z.string(), model: z.string().optional() }),
-    )
-    .safeParse(JSON.parse(readFileSync(file, "utf8")));
-  if (!parsed.success)
-    throw new InvalidArgumentError(`${file}: ${parsed.error.issues[0]?.path.join(".")}: ${parsed.error.issues[0]?.message}`);
-  return parsed.data;
+/** A personas file (a JSON array of {name, description?, systemPrompt, model?}), checked. */
+async function readPersonasFile(file: string): Promise<Persona[]> {
+  const { readPersonas } = await import("../faces/yeaft/personas.js");
+  const read = readPersonas(file);
+  if (typeof read === "string") throw new InvalidArgumentError(read);
+  return read;
 }
 interface YeaftFlags {
   personas?: string;
@@ -163,7 +176,7 @@ interface YeaftFlags {
   secret?: string;
   name?: string;
 }
-addRuntimeOptions(
+withOptionSets(
   yeaft
     .command("relay")
     .description("Serve the relay: HTTP and WebSocket on one port (login API, agents and browsers).")
@@ -171,8 +184,9 @@ addRuntimeOptions(
     .option("--port <n>", "port (default 8420)", positiveInt)
     .option("--jwt-secret <secret>", "signs browser tokens (env YEAFT_JWT_SECRET)")
     .option("--allow-origin <origin...>", "browser Origins allowed besides the relay's own"),
+  addRuntimeOptions,
 ).action((flags: AppServerFlags & YeaftFlags) => yeaftServe(flags, true, false));
-addRuntimeOptions(
+withOptionSets(
   yeaft
     .command("agent")
     .description("Run this machine's agent: connect to a relay and run its users' conversations.")
@@ -180,8 +194,9 @@ addRuntimeOptions(
     .option("--secret <secret>", "the owner's agent secret (env YEAFT_AGENT_SECRET)")
     .option("--name <name>", "how browsers see this agent (default: the host name)")
     .option("--personas <file>", "group-chat personas: a JSON array of {name, description, systemPrompt, model}"),
+  addRuntimeOptions,
 ).action((flags: AppServerFlags & YeaftFlags) => yeaftServe(flags, false, true));
-addRuntimeOptions(
+withOptionSets(
   yeaft
     .command("serve", { isDefault: true })
     .description("Relay and a local agent (for the first user) in one process.")
@@ -189,6 +204,7 @@ addRuntimeOptions(
     .option("--port <n>", "port (default 8420)", positiveInt)
     .option("--jwt-secret <secret>", "signs browser tokens (env YEAFT_JWT_SECRET)")
     .option("--personas <file>", "group-chat personas of the local agent (JSON array)"),
+  addRuntimeOptions,
 ).action((flags: AppServerFlags & YeaftFlags) => yeaftServe(flags, true, true));
 yeaft
   .command("user")
@@ -228,6 +244,9 @@ function positiveInt(value: string): number {
   if (!Number.isInteger(n) || n <= 0) throw new InvalidArgumentError("expected a positive integer");
   return n;
 }
+
+// `switchyard help <command>` prints a command's help without running the hook that adds them.
+if (process.argv.includes("help")) for (const command of [...optionSets.keys()]) addOptionSets(program, command);
 
 // `switchyard agentcraft …` is the `agentcraft` command, with its own parser.
 if (process.argv[2] === "agentcraft") {

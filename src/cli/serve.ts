@@ -4,10 +4,10 @@ import { createLogger, LOG_LEVELS, type LogLevel } from "../log.js";
 import { startServer, type ServerConfig } from "../server.js";
 
 /** Starts a server and runs until it stops (stdio closed, or a signal). */
-export async function serve(flags: { logLevel?: string }, resolve: () => ServerConfig): Promise<void> {
+export async function serve(flags: { logLevel?: string }, resolve: () => ServerConfig | Promise<ServerConfig>): Promise<void> {
   const level = (flags.logLevel ?? process.env.SWITCHYARD_LOG_LEVEL ?? "info") as LogLevel;
   const log = createLogger(LOG_LEVELS.includes(level) ? level : "info");
-  const server = await startServer(resolve(), log);
+  const server = await startServer(await resolve(), log);
   const stop = (signal: string): void => {
     log.info({ signal }, "shutting down");
     server.stop().catch((error: unknown) => log.error({ err: error }, "could not stop cleanly"));

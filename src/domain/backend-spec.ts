@@ -1,23 +1,6 @@
-// Backend specs: the zod shape (config file, faces' params) and the `--backend` flag's syntax.
-import { z } from "zod";
+// Backend specs: the `--backend` flag's syntax and how a spec reads in logs. The zod shape is in
+// backend-spec-schema.ts, apart, so that start-up does not load zod.
 import type { BackendSpec } from "./model.js";
-import type { Same } from "./same-type.js";
-
-const command = z.string().min(1, "expected a non-empty command");
-const args = z.array(z.string()).optional();
-const env = z.record(z.string(), z.string()).optional();
-
-/** A backend spec as clients and the config file write it. */
-export const BackendSpecSchema = z.discriminatedUnion("type", [
-  z.strictObject({ type: z.literal("builtin") }),
-  z.strictObject({ type: z.literal("claude-code"), command: command.optional(), args, env }),
-  z.strictObject({ type: z.literal("codex"), command: command.optional(), args, env }),
-  z.strictObject({ type: z.literal("acp"), command, args, env }),
-]);
-
-// The schema and the domain type agree.
-const _specAgrees: Same<z.output<typeof BackendSpecSchema>, BackendSpec> = true;
-void _specAgrees;
 
 export const BACKEND_TYPES = ["builtin", "claude-code", "codex", "acp"] as const satisfies ReadonlyArray<BackendSpec["type"]>;
 

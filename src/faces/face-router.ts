@@ -1,43 +1,69 @@
 // Picks each connection's face: forced by configuration, or from the shape of the params of
 // its first `initialize` request. Until then every other request is refused as not initialized.
-import type { RequestContext, RpcHandlers } from "../rpc/connection.js";
+import type { RequestContext, RpcConnection, RpcHandlers } from "../rpc/connection.js";
 import type { RpcError } from "../rpc/errors.js";
-import type { Face, FaceContext } from "./face.js";
+import type { Logger } from "../log.js";
+import type { RuntimeApi } from "../runtime/api.js";
+import type { Face } from "./face.js";
+
+export interface FaceRouterOptions {
+  /** `faces[0]` is the default when no face claims an initialize request. */
+  faces: readonly Face[];
+  connection: RpcConnection;
+  log: Logger;
+  serverVersion: string;
+  /**
+   * Pending for a connection opened while the server starts (stdio): its initialize is answered
+   * early when the face can (Face.answerEarly), everything else waits for the runtime, in order.
+   */
+  runtime: RuntimeApi | Promise<RuntimeApi>;
+  /** The answer to requests that come before any initialize. */
+  notInitialized: () => RpcError;
+  forced?: Face | undefined;
+}
 
 export class FaceRouter implements RpcHandlers {
-  private handlers: RpcHandlers | undefined;
+  private handlers: RpcHandlers | Promise<RpcHandlers> | undefined;
 
-  /**
-   * `faces[0]` is the default when no face claims an initialize request, and its
-   * `notInitialized` answers requests that come before any initialize.
-   */
-  constructor(
-    private readonly faces: readonly Face[],
-    private readonly ctx: FaceContext,
-    private readonly notInitialized: () => RpcError,
-    forced?: Face,
-  ) {
-    if (forced) this.handlers = this.open(forced);
+  constructor(private readonly options: FaceRouterOptions) {
+    if (options.forced) this.handlers = this.open(options.forced);
   }
 
   onRequest(method: string, params: unknown, ctx: RequestContext): unknown {
     if (!this.handlers) {
-      if (method !== "initialize") throw this.notInitialized();
-      const face = this.faces.find((f) => f.claims?.(params)) ?? this.faces[0]!;
-      this.ctx.log.debug({ face: face.name, connection: this.ctx.connection.id }, "face chosen");
-      this.handlers = this.open(face);
+      const { faces, log, connection, serverVersion } = this.options;
+      if (method !== "initialize") throw this.options.notInitialized();
+      const face = faces.find((f) => f.claims?.(params)) ?? faces[0]!;
+      log.debug({ face: face.name, connection: connection.id }, "face chosen");
+      const opened = (this.handlers = this.open(face));
+      const early = opened instanceof Promise ? face.answerEarly?.(params, serverVersion) : undefined;
+      if (opened instanceof Promise && early !== undefined) {
+        // The face's handlers still see the initialize (their state depends on it), but the
+        // client has its answer already.
+        void opened
+          .then((handlers) => handlers.onRequest(method, params, ctx))
+          .catch((error: unknown) => log.error({ err: error, face: face.name }, "initialize failed after its early answer"));
+        return early;
+      }
     }
-    return this.handlers.onRequest(method, params, ctx);
-  }
-
-  private open(face: Face): RpcHandlers {
-    if (!face.open) throw new Error(`The ${face.name} face does not serve JSON-RPC connections.`);
-    // Before the face's code loads, so no answer of the engine uses the other codes.
-    if (face.engineErrorCodes) this.ctx.connection.useErrorCodes(face.engineErrorCodes);
-    return face.open(this.ctx);
+    const handlers = this.handlers;
+    return handlers instanceof Promise ? handlers.then((h) => h.onRequest(method, params, ctx)) : handlers.onRequest(method, params, ctx);
   }
 
   onNotification(method: string, params: unknown, ctx: RequestContext): void {
-    this.handlers?.onNotification?.(method, params, ctx);
+    const handlers = this.handlers;
+    if (handlers instanceof Promise) void handlers.then((h) => h.onNotification?.(method, params, ctx));
+    else handlers?.onNotification?.(method, params, ctx);
+  }
+
+  private open(face: Face): RpcHandlers | Promise<RpcHandlers> {
+    const { connection, log, serverVersion, runtime } = this.options;
+    const open = face.open;
+    if (!open) throw new Error(`The ${face.name} face does not serve JSON-RPC connections.`);
+    // Before the face's code loads, so no answer of the engine uses the other codes.
+    if (face.engineErrorCodes) connection.useErrorCodes(face.engineErrorCodes);
+    if (!(runtime instanceof Promise)) return open({ runtime, connection, log, serverVersion });
+    face.preload?.();
+    return runtime.then((ready) => (this.handlers = open({ runtime: ready, connection, log, serverVersion })));
   }
 }

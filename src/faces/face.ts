@@ -44,10 +44,18 @@ export interface Face {
    * connection's first `initialize` are written in this face's protocol.
    */
   readonly claims?: (initializeParams: unknown) => boolean;
+  /**
+   * The answer to a connection's initialize when the face can give it before the runtime is up
+   * (a stdio client is answered while the rest of the server loads); undefined leaves it to
+   * `open`'s handlers. The handlers still receive that initialize, and must answer it the same.
+   */
+  readonly answerEarly?: (initializeParams: unknown, serverVersion: string) => unknown;
   /** The codes the RPC engine answers with on this face's connections, where they differ from its defaults. */
   readonly engineErrorCodes?: Partial<EngineErrorCodes>;
   /** Serves one JSON-RPC connection. */
   readonly open?: (ctx: FaceContext) => RpcHandlers;
+  /** Starts loading the code `open` needs (a connection chose the face before the runtime was up). */
+  readonly preload?: () => void;
   /** Serves a byte stream with the face's own framing; resolves when the stream has closed. */
   readonly serveStream?: (ctx: StreamContext) => Promise<void>;
   /** Starts the face's own listener. */
@@ -57,18 +65,25 @@ export interface Face {
 }
 
 /**
- * Handlers whose code (tables, session) loads only when a connection chooses the face, keeping
- * start-up free of faces nobody uses. Requests and notifications wait for the load, in order.
+ * `open` and `preload` of a face whose code (tables, session) loads only when a connection
+ * chooses it, keeping start-up free of faces nobody uses. Requests and notifications wait for
+ * the load, in order.
  */
-export function lazyOpen(name: string, load: () => Promise<(ctx: FaceContext) => RpcHandlers>): (ctx: FaceContext) => RpcHandlers {
-  return (ctx) => {
-    const handlers = load().then((open) => open(ctx));
-    return {
-      onRequest: async (method, params, requestCtx) => (await handlers).onRequest(method, params, requestCtx),
-      onNotification: (method, params, requestCtx) =>
-        void handlers
-          .then((h) => h.onNotification?.(method, params, requestCtx))
-          .catch((error: unknown) => ctx.log.error({ err: error, face: name, method }, "notification handler failed")),
-    };
+export function lazyFace(name: string, load: () => Promise<(ctx: FaceContext) => RpcHandlers>): Required<Pick<Face, "open" | "preload">> {
+  let loading: Promise<(ctx: FaceContext) => RpcHandlers> | undefined;
+  const loaded = (): Promise<(ctx: FaceContext) => RpcHandlers> => (loading ??= load());
+  return {
+    // A failed load is reported by the connection's first request.
+    preload: () => void loaded().catch(() => {}),
+    open: (ctx) => {
+      const handlers = loaded().then((open) => open(ctx));
+      return {
+        onRequest: async (method, params, requestCtx) => (await handlers).onRequest(method, params, requestCtx),
+        onNotification: (method, params, requestCtx) =>
+          void handlers
+            .then((h) => h.onNotification?.(method, params, requestCtx))
+            .catch((error: unknown) => ctx.log.error({ err: error, face: name, method }, "notification handler failed")),
+      };
+    },
   };
 }

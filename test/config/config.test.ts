@@ -29,14 +29,14 @@ const FLAGS: AppServerFlags = {
 };
 
 describe("config file", () => {
-  it("is optional", () => {
-    const loaded = loadConfigFile(tempDir("cfg"));
+  it("is optional", async () => {
+    const loaded = await loadConfigFile(tempDir("cfg"));
     assert.deepEqual([loaded.exists, loaded.config], [false, {}]);
   });
 
-  it("names the file and the JSON path of every problem", () => {
+  it("names the file and the JSON path of every problem", async () => {
     const dir = withConfig({ providers: { anthropic: { apiKey: 1, thinkingBudgetTokens: 10 } }, allowedHosts: ["a", 2], extra: true });
-    assert.throws(
+    await assert.rejects(
       () => loadConfigFile(dir),
       (error: unknown) => {
         assert.ok(error instanceof ConfigFileError);
@@ -50,20 +50,20 @@ describe("config file", () => {
         return true;
       },
     );
-    assert.throws(() => loadConfigFile(withConfig("[1]")), /config\.json: \(top level\): expected a JSON object/);
+    await assert.rejects(() => loadConfigFile(withConfig("[1]")), /config\.json: \(top level\): expected a JSON object/);
   });
 
-  it("sits under flags and environment variables, above built-in defaults", () => {
+  it("sits under flags and environment variables, above built-in defaults", async () => {
     const dir = withConfig({ provider: "anthropic", model: "m-file", approvalTimeoutMs: 1234, allowedOrigins: ["https://app"] });
-    const fromFile = resolveServerConfig({ ...FLAGS, dataDir: dir }, {});
+    const fromFile = await resolveServerConfig({ ...FLAGS, dataDir: dir }, {});
     assert.deepEqual(
       [fromFile.provider, fromFile.model, fromFile.approvalTimeoutMs, fromFile.commandTimeoutMs],
       ["anthropic", "m-file", 1234, 600_000],
     );
     assert.deepEqual(fromFile.allowedOrigins, ["https://app"]);
-    const fromEnv = resolveServerConfig({ ...FLAGS, dataDir: dir }, { SWITCHYARD_PROVIDER: "openai", SWITCHYARD_MODEL: "m-env" });
+    const fromEnv = await resolveServerConfig({ ...FLAGS, dataDir: dir }, { SWITCHYARD_PROVIDER: "openai", SWITCHYARD_MODEL: "m-env" });
     assert.deepEqual([fromEnv.provider, fromEnv.model], ["openai", "m-env"]);
-    const fromFlags = resolveServerConfig(
+    const fromFlags = await resolveServerConfig(
       { ...FLAGS, dataDir: dir, provider: "ollama", approvalTimeoutMs: 99, allowOrigin: [] },
       { SWITCHYARD_PROVIDER: "openai" },
     );
@@ -72,7 +72,7 @@ describe("config file", () => {
       ["ollama", "m-file", 99, []],
     );
 
-    const chosen = chooseProviderAndModel({ model: "m-flag" }, { SWITCHYARD_PROVIDER: "openai" }, loadConfigFile(dir));
+    const chosen = chooseProviderAndModel({ model: "m-flag" }, { SWITCHYARD_PROVIDER: "openai" }, await loadConfigFile(dir));
     assert.deepEqual(chosen.provider, { value: "openai", source: "environment", origin: "SWITCHYARD_PROVIDER" });
     assert.deepEqual(chosen.model, { value: "m-flag", source: "flag", origin: "--model" });
   });

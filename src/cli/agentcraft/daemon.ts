@@ -26,8 +26,8 @@ export async function runDaemon(paths: AgentCraftPaths, flags: DaemonFlags): Pro
   if (await socketAnswers(paths.socket)) {
     throw new Error(`A daemon is already running (it answers on ${paths.socket}).`);
   }
-  await serve({}, () => {
-    const config = resolveServerConfig(
+  await serve({}, async () => {
+    const config = await resolveServerConfig(
       {
         listen: flags.listen ? [flags.listen] : [],
         dataDir: paths.data,

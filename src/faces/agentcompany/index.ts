@@ -1,12 +1,12 @@
 // The AgentCompany face (protocol v1): a local control plane over stdio for company workspaces
 // (runs, their hash-chained event logs, the SQLite index, event subscriptions). It has no
 // initialize: `switchyard agentcompany server:start` (`ac server:start`) serves it on stdio alone.
-import { lazyOpen, type Face } from "../face.js";
+import { lazyFace, type Face } from "../face.js";
 
 export const agentCompanyFace: Face = {
   name: "agentcompany",
   // Application errors are -32000; the in-flight cap needs a code of its own.
   engineErrorCodes: { overloaded: -32001 },
-  open: lazyOpen("agentcompany", async () => (await import("./session.js")).openAgentCompany),
+  ...lazyFace("agentcompany", async () => (await import("./session.js")).openAgentCompany),
   protocol: async () => (await import("./protocol.js")).agentCompanyProtocol,
 };

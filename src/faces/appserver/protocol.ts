@@ -6,7 +6,7 @@ import { z } from "zod";
 import type { ItemPayloads } from "../../domain/model.js";
 import type { Same } from "../../domain/same-type.js";
 import type { ProtocolTable } from "../../rpc/protocol-table.js";
-import { BackendSpecSchema } from "../../domain/backend-spec.js";
+import { BackendSpecSchema } from "../../domain/backend-spec-schema.js";
 
 // ---- params of every client -> server request, and what they carry ----
 const threadId = z.string().min(1).describe("Thread id.");

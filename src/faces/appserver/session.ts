@@ -6,6 +6,7 @@ import { EventFeed } from "../event-feed.js";
 import { dispatchRequests, type Dispatch } from "../../rpc/methods.js";
 import type { RequestHandlers } from "../../rpc/protocol-table.js";
 import { dispatchInitialized } from "./errors.js";
+import { initializeResult } from "./handshake.js";
 import { rawJsonAs, rawResult } from "../../rpc/raw-json.js";
 import type { ApprovalRequest } from "../../runtime/approvals.js";
 import type { RuntimeEvent } from "../../domain/events.js";
@@ -13,32 +14,6 @@ import type { RuntimeApi } from "../../runtime/api.js";
 import { ApprovalAnswer } from "./protocol.js";
 import { AppServerRequests } from "./protocol.js";
 import { ItemFilter, storageNotification, toNotification, wireThread, type EventContext, type WireItem, type WireThread } from "./wire.js";
-
-export interface ServerInfo {
-  name: string;
-  version: string;
-}
-
-/** Management families that later versions add; until then initialize reports them absent. */
-const SERVER_CAPABILITIES = {
-  threadManagement: true,
-  threadSubscriptions: true,
-  approvalFlow: true,
-  historyReplay: true,
-  turnQueue: true,
-  turnSteering: true,
-  modelCatalogManagement: true,
-  skillsManagement: false,
-  skillVariants: false,
-  pluginManagement: false,
-  mcpManagement: false,
-  cronManagement: false,
-  heartbeatManagement: false,
-  commandManagement: false,
-  externalChannelManagement: false,
-  subagentManagement: false,
-  workspaceConfigManagement: false,
-};
 
 export class AppServerSession implements RpcHandlers {
   private initialized = false;
@@ -52,7 +27,7 @@ export class AppServerSession implements RpcHandlers {
   constructor(
     private readonly runtime: RuntimeApi,
     private readonly connection: RpcConnection,
-    private readonly serverInfo: ServerInfo,
+    private readonly serverVersion: string,
     private readonly log: Logger,
   ) {
     this.dispatch = dispatchRequests(AppServerRequests, this.handlers());
@@ -93,10 +68,7 @@ export class AppServerSession implements RpcHandlers {
         this.optOut = new Set(caps.optOutNotificationMethods ?? []);
         if (caps.approvalSupport) this.detach.push(rt.approvals.addApprover(this.approver()));
         this.log.info({ client: params.clientInfo.name, transport: this.connection.info.transport }, "client initialized");
-        return {
-          serverInfo: { ...this.serverInfo, protocolVersion: "1", extensions: [] },
-          capabilities: SERVER_CAPABILITIES,
-        };
+        return initializeResult(this.serverVersion);
       },
       "thread/start": (params) => {
         const identity = params.identity ?? {};

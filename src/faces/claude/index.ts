@@ -1,6 +1,6 @@
 // The claude-app-server protocol: snake_case JSON-RPC in the vocabulary of Claude content blocks,
 // over the same runtime as every other face. Loaded on first use.
-import { lazyOpen, type Face } from "../face.js";
+import { lazyFace, type Face } from "../face.js";
 import { ClaudeErrorCode } from "./errors.js";
 
 export const claudeFace: Face = {
@@ -10,7 +10,7 @@ export const claudeFace: Face = {
   // would refuse and this one accepts, chooses this face.
   claims: (params) =>
     params === undefined || (typeof params === "object" && params !== null && !Array.isArray(params) && !("clientInfo" in params)),
-  open: lazyOpen("claude", async () => {
+  ...lazyFace("claude", async () => {
     const { ClaudeSession } = await import("./session.js");
     return ({ runtime, connection, log, serverVersion }) => new ClaudeSession(runtime, connection, serverVersion, log);
   }),

@@ -3,7 +3,7 @@
 // server requests and objects. The params schemas validate requests at run time; the result and
 // notification schemas type what the face sends; `switchyard schema` exports them all.
 import { z } from "zod";
-import { BackendSpecSchema } from "../../domain/backend-spec.js";
+import { BackendSpecSchema } from "../../domain/backend-spec-schema.js";
 import type { ProtocolTable } from "../../rpc/protocol-table.js";
 
 const threadId = z.string().min(1).describe("Thread id.");

@@ -1,0 +1,59 @@
+// AppServer's answer to initialize, apart from the session: a stdio client's first request is
+// answered before the runtime (store, protocol tables, zod) has loaded. See Face.answerEarly.
+
+/** Management families that later versions add; until then initialize reports them absent. */
+const SERVER_CAPABILITIES = {
+  threadManagement: true,
+  threadSubscriptions: true,
+  approvalFlow: true,
+  historyReplay: true,
+  turnQueue: true,
+  turnSteering: true,
+  modelCatalogManagement: true,
+  skillsManagement: false,
+  skillVariants: false,
+  pluginManagement: false,
+  mcpManagement: false,
+  cronManagement: false,
+  heartbeatManagement: false,
+  commandManagement: false,
+  externalChannelManagement: false,
+  subagentManagement: false,
+  workspaceConfigManagement: false,
+};
+
+export function initializeResult(serverVersion: string): {
+  serverInfo: { name: string; version: string; protocolVersion: string; extensions: string[] };
+  capabilities: Record<string, boolean>;
+} {
+  return {
+    serverInfo: { name: "switchyard", version: serverVersion, protocolVersion: "1", extensions: [] },
+    capabilities: SERVER_CAPABILITIES,
+  };
+}
+
+const CAPABILITY_FLAGS = ["approvalSupport", "streamingSupport", "commandExecutionStreaming", "toolExecutionLifecycle", "configChange"];
+
+/**
+ * Whether `params` are initialize params of the plain shape clients send, which the protocol
+ * table's schema certainly accepts. Anything else waits for that schema (and its -32602), so this
+ * check may be stricter than the schema but never looser: test/faces/appserver-handshake holds
+ * the two together.
+ */
+export function isPlainInitialize(params: unknown): boolean {
+  if (!isObject(params) || !isObject(params.clientInfo) || typeof params.clientInfo.name !== "string") return false;
+  if (!optional(params.clientInfo.title, "string") || !optional(params.clientInfo.version, "string")) return false;
+  const caps = params.capabilities;
+  if (caps === undefined) return true;
+  if (!isObject(caps) || !CAPABILITY_FLAGS.every((flag) => optional(caps[flag], "boolean"))) return false;
+  const optOut = caps.optOutNotificationMethods;
+  return optOut === undefined || (Array.isArray(optOut) && optOut.every((method) => typeof method === "string"));
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function optional(value: unknown, type: "string" | "boolean"): boolean {
+  return value === undefined || typeof value === type;
+}

@@ -1,0 +1,71 @@
+// The runtime side of a server: providers, store, tools, backends and the runtime, recovered
+// from the event log. Loaded after a stdio client's initialize has been answered (see
+// server.ts): it is most of what start-up loads (zod, SQLite, the protocol tables).
+import path from "node:path";
+import { Backends, DEFAULT_AGENT_IDLE_TIMEOUT_MS } from "./backends/index.js";
+import { setUpProviders } from "./config/providers.js";
+import type { Logger } from "./log.js";
+import { Runtime } from "./runtime/runtime.js";
+import type { ServerConfig } from "./server.js";
+import { openStore, type SqliteStore } from "./store/sqlite-store.js";
+import { createDefaultRegistry } from "./tools/registry.js";
+
+export interface AssembledRuntime {
+  runtime: Runtime;
+  store: SqliteStore;
+  /** Loads what the first turn needs; called once a request has been answered. Idempotent. */
+  prepareFirstTurn(): void;
+}
+
+export function assembleRuntime(config: ServerConfig, log: Logger): AssembledRuntime {
+  const providers = setUpProviders(config, log);
+  const store = openStore(config.dataDir);
+  const tools = createDefaultRegistry();
+  const backends = new Backends(
+    {
+      tools,
+      resolveProvider: providers.resolveProvider,
+      models: providers.catalog,
+      defaults: { ...providers.defaults, commandTimeoutMs: config.commandTimeoutMs },
+    },
+    {
+      log,
+      env: config.env,
+      agentRegistryDir: path.join(config.dataDir, "agents"),
+      idleTimeoutMs: config.agentIdleTimeoutMs ?? DEFAULT_AGENT_IDLE_TIMEOUT_MS,
+    },
+    config.backend,
+  );
+  backends.reapOrphans();
+  const runtime = new Runtime({
+    store,
+    backends,
+    tools,
+    models: providers.catalog,
+    logger: log,
+    defaults: {
+      backend: config.backend ?? { type: "builtin" },
+      ...(providers.defaults.model ? { model: providers.defaults.model } : {}),
+      approvalTimeoutMs: config.approvalTimeoutMs,
+      ...(config.storageTimeoutMs ? { storageTimeoutMs: config.storageTimeoutMs } : {}),
+    },
+  });
+  const recovered = runtime.recover();
+  if (recovered > 0) log.warn({ turns: recovered }, "marked turns interrupted by the previous shutdown as failed");
+
+  // What the first turn needs (the default provider's SDK and client) loads once the first
+  // request (initialize) has been answered: off the start-up path, and usually done before the
+  // client's first turn/start; a turn that comes sooner waits for the same load, not a second.
+  let preparing = false;
+  const prepareFirstTurn = (): void => {
+    if (preparing || (config.backend && config.backend.type !== "builtin")) return;
+    preparing = true;
+    setImmediate(() => {
+      tools.specs();
+      // Node's fetch (the SDKs' HTTP client) loads its implementation on first use.
+      void new Request("http://localhost/");
+      providers.prepare().catch((error: unknown) => log.debug({ err: error }, "could not prepare the default provider"));
+    });
+  };
+  return { runtime, store, prepareFirstTurn };
+}
