@@ -3,7 +3,6 @@
 // event of a thread delivered exactly once, in order.
 import assert from "node:assert/strict";
 import fs from "node:fs";
-import net from "node:net";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import {
@@ -20,7 +19,7 @@ import {
 } from "../../src/client/index.js";
 import { FakeModelServer } from "../support/fake-model-server.js";
 import { makeWorkspace, modelEnv } from "../support/harness.js";
-import { ServerProcess, tempDir } from "../support/server-process.js";
+import { freePort, ServerProcess, tempDir } from "../support/server-process.js";
 import { FULL_CAPABILITIES, TestClient } from "../support/test-client.js";
 
 function startParams(workspace: string): RequestParams<"thread/start"> {
@@ -79,14 +78,6 @@ function assertSameLog(delivered: string[], replayed: string[]): void {
   );
   assert.equal(new Set(seqs).size, seqs.length, "duplicated seqs");
   assert.deepEqual(delivered, replayed);
-}
-
-async function freePort(): Promise<number> {
-  const probe = net.createServer();
-  await new Promise<void>((resolve) => probe.listen(0, "127.0.0.1", resolve));
-  const { port } = probe.address() as net.AddressInfo;
-  await new Promise((resolve) => probe.close(resolve));
-  return port;
 }
 
 const deltas = (n: number): string[] => Array.from({ length: n }, (_, i) => `c${i} `);

@@ -3,12 +3,11 @@
 // approvals, fork, steer, interrupt, and threads shared with AppServer clients.
 import assert from "node:assert/strict";
 import fs from "node:fs";
-import net, { type AddressInfo } from "node:net";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { FakeModelServer } from "../support/fake-model-server.js";
 import { makeWorkspace, modelEnv, text, threadStartParams } from "../support/harness.js";
-import { ServerProcess } from "../support/server-process.js";
+import { freePort, ServerProcess } from "../support/server-process.js";
 import { TestClient, type Message } from "../support/test-client.js";
 
 type Params = NonNullable<Message["params"]>;
@@ -50,14 +49,6 @@ function createdItems(client: TestClient, threadId: string): ItemContent[] {
 
 function indexOf(client: TestClient, match: (m: Message) => boolean): number {
   return client.received.findIndex(match);
-}
-
-async function freePort(): Promise<number> {
-  const probe = net.createServer();
-  await new Promise<void>((resolve) => probe.listen(0, "127.0.0.1", resolve));
-  const { port } = probe.address() as AddressInfo;
-  await new Promise<void>((resolve) => probe.close(() => resolve()));
-  return port;
 }
 
 /** Replays the example session and checks every response and the streamed turn. */
