@@ -6,7 +6,7 @@
 // into their chunks: loaded as one file each on the first model call, @anthropic-ai/sdk takes
 // ~35 ms instead of ~190 ms from node_modules' hundreds of files, openai ~8 ms instead of ~70.
 // The native SQLite binding and the ACP SDK stay external, resolved from node_modules.
-import { chmodSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, copyFileSync, readFileSync, writeFileSync } from "node:fs";
 import { build } from "esbuild";
 
 /** zod bundles the error messages of ~40 languages; Switchyard reports in English only. */
@@ -58,6 +58,23 @@ for (const file of Object.keys(result.metafile.outputs).filter((name) => name.en
     writeFileSync(file, code.slice(REQUIRE_BANNER.length));
   }
 }
+
+// The Yeaft relay's web client: a browser bundle (preact, marked, DOMPurify, highlight.js) and its
+// page, served by the relay from dist/yeaft-web; nothing is fetched from elsewhere at run time.
+await build({
+  entryPoints: ["src/faces/yeaft/web/app.tsx", "src/faces/yeaft/web/app.css"],
+  outdir: "dist/yeaft-web",
+  bundle: true,
+  platform: "browser",
+  format: "esm",
+  target: "es2022",
+  jsx: "automatic",
+  jsxImportSource: "preact",
+  minify: process.env.SWITCHYARD_BUNDLE_MINIFY !== "0",
+  sourcemap: "linked",
+  logLevel: "warning",
+});
+copyFileSync("src/faces/yeaft/web/index.html", "dist/yeaft-web/index.html");
 
 // `agentcraft` is `switchyard agentcraft`: a second entry point would split the bundle into
 // shared chunks and slow every start, so it is a two-line launcher instead.

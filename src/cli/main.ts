@@ -55,6 +55,13 @@ function addRuntimeOptions(command: Command): Command {
   );
 }
 
+/** Liveness of the Yeaft relay's and agent's connections. */
+function addHeartbeatOptions(command: Command): Command {
+  return command
+    .option("--ping-interval-ms <n>", "WebSocket ping interval (default 30000)", positiveInt)
+    .option("--dead-after-ms <n>", "cut a peer off after this long without a pong or a message (default 180000)", positiveInt);
+}
+
 /** The WebSocket listener's security and limits. */
 function addWebSocketOptions(command: Command): Command {
   return command
@@ -135,6 +142,10 @@ const yeaft = program
 const yeaftServe = (flags: AppServerFlags & YeaftFlags, relay: boolean, agent: boolean): Promise<void> =>
   serve(flags, async () => {
     const config = await resolveServerConfig({ ...flags, listen: [] }, process.env);
+    const heartbeat = {
+      ...(flags.pingIntervalMs ? { pingIntervalMs: flags.pingIntervalMs } : {}),
+      ...(flags.deadAfterMs ? { deadAfterMs: flags.deadAfterMs } : {}),
+    };
     const options = {
       ...(relay
         ? {
@@ -144,6 +155,7 @@ const yeaftServe = (flags: AppServerFlags & YeaftFlags, relay: boolean, agent: b
               dataDir: path.join(config.dataDir, "yeaft"),
               ...(flags.jwtSecret || process.env.YEAFT_JWT_SECRET ? { jwtSecret: flags.jwtSecret ?? process.env.YEAFT_JWT_SECRET } : {}),
               ...(flags.allowOrigin ? { allowedOrigins: flags.allowOrigin } : {}),
+              ...heartbeat,
             },
           }
         : {}),
@@ -154,6 +166,7 @@ const yeaftServe = (flags: AppServerFlags & YeaftFlags, relay: boolean, agent: b
               secret: flags.secret ?? process.env.YEAFT_AGENT_SECRET ?? "",
               ...(flags.name ? { name: flags.name } : {}),
               ...(flags.personas ? { personas: await readPersonasFile(flags.personas) } : {}),
+              ...heartbeat,
             },
           }
         : {}),
@@ -168,6 +181,7 @@ async function readPersonasFile(file: string): Promise<Persona[]> {
   return read;
 }
 interface YeaftFlags {
+  deadAfterMs?: number;
   personas?: string;
   host?: string;
   port?: number;
@@ -185,6 +199,7 @@ withOptionSets(
     .option("--jwt-secret <secret>", "signs browser tokens (env YEAFT_JWT_SECRET)")
     .option("--allow-origin <origin...>", "browser Origins allowed besides the relay's own"),
   addRuntimeOptions,
+  addHeartbeatOptions,
 ).action((flags: AppServerFlags & YeaftFlags) => yeaftServe(flags, true, false));
 withOptionSets(
   yeaft
@@ -195,6 +210,7 @@ withOptionSets(
     .option("--name <name>", "how browsers see this agent (default: the host name)")
     .option("--personas <file>", "group-chat personas: a JSON array of {name, description, systemPrompt, model}"),
   addRuntimeOptions,
+  addHeartbeatOptions,
 ).action((flags: AppServerFlags & YeaftFlags) => yeaftServe(flags, false, true));
 withOptionSets(
   yeaft
@@ -205,6 +221,7 @@ withOptionSets(
     .option("--jwt-secret <secret>", "signs browser tokens (env YEAFT_JWT_SECRET)")
     .option("--personas <file>", "group-chat personas of the local agent (JSON array)"),
   addRuntimeOptions,
+  addHeartbeatOptions,
 ).action((flags: AppServerFlags & YeaftFlags) => yeaftServe(flags, true, true));
 yeaft
   .command("user")

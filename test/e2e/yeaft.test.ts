@@ -3,14 +3,13 @@
 // claude_output, aliases, routing isolation between users, superseding, and a message that
 // waits for an agent that is away.
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
-import { createServer, type AddressInfo } from "node:net";
 import { after, before, describe, it } from "node:test";
-import WebSocket from "ws";
+import WebSocket, { WebSocketServer } from "ws";
 import { FakeModelServer } from "../support/fake-model-server.js";
 import { makeWorkspace, modelEnv } from "../support/harness.js";
-import { childEnv, CLI_PATH, ServerProcess, tempDir } from "../support/server-process.js";
+import { freePort, ServerProcess, tempDir } from "../support/server-process.js";
+import { addUser, login } from "../support/yeaft.js";
 
 type Msg = Record<string, unknown> & { type: string };
 
@@ -30,8 +29,8 @@ class Peer {
     });
   }
 
-  static open(url: string, headers: Record<string, string> = {}): Promise<Peer> {
-    const ws = new WebSocket(url, { headers });
+  static open(url: string, headers: Record<string, string> = {}, options: { autoPong?: boolean } = {}): Promise<Peer> {
+    const ws = new WebSocket(url, { headers, ...options });
     const peer = new Peer(ws);
     return new Promise((resolve, reject) => {
       ws.once("open", () => resolve(peer));
@@ -61,38 +60,6 @@ class Peer {
     while (!this.closed) await new Promise<void>((resolve) => this.wake.push(resolve));
     return this.closed;
   }
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
-function addUser(dataDir: string, name: string, password: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI_PATH, "yeaft", "user", "add", name, "--data-dir", dataDir], { env: childEnv() });
-    let out = "";
-    child.stdout.on("data", (c: Buffer) => (out += c.toString()));
-    child.stdin.end(`${password}\n`);
-    child.once("exit", (code) => (code === 0 ? resolve(out.trim().split("\n").at(-1)!) : reject(new Error(`user add exited ${code}`))));
-  });
-}
-
-async function login(
-  base: string,
-  username: string,
-  password: string,
-): Promise<{ status: number; token?: string; cookie?: string | null }> {
-  const res = await fetch(`${base}/api/auth/login`, {
-    method: "POST",
-    body: JSON.stringify({ username, password }),
-    headers: { "content-type": "application/json" },
-  });
-  const body = (await res.json()) as { token?: string };
-  return { status: res.status, ...(body.token ? { token: body.token } : {}), cookie: res.headers.get("set-cookie") };
 }
 
 describe("yeaft relay and agent", () => {
@@ -310,6 +277,58 @@ describe("yeaft relay and agent", () => {
     assert.equal((await back.waitFor((m) => m.type === "error")).code, "not_your_conversation");
     back.ws.close();
     browser.ws.close();
+  });
+});
+
+describe("yeaft heartbeats", () => {
+  it("the relay cuts off a peer that answers no ping, and keeps one that does", async () => {
+    const port = await freePort();
+    const relay = ServerProcess.spawn({
+      command: ["yeaft", "relay"],
+      args: ["--port", String(port), "--ping-interval-ms", "100", "--dead-after-ms", "400"],
+    });
+    try {
+      await relay.waitForLog((l) => l.msg === "yeaft relay listening");
+      const silent = await Peer.open(`ws://127.0.0.1:${port}/?type=agent&id=silent`, {}, { autoPong: false });
+      const lively = await Peer.open(`ws://127.0.0.1:${port}/?type=agent&id=lively`);
+      await silent.waitFor((m) => m.type === "auth_required");
+      const started = Date.now();
+      assert.equal((await silent.waitClosed()).code, 1006, "terminated, no close handshake");
+      assert.ok(Date.now() - started >= 300, "not before it was silent for the limit");
+      assert.equal(lively.closed, undefined);
+      lively.ws.close();
+    } finally {
+      await relay.kill();
+    }
+  });
+
+  it("the agent drops a relay that stops answering and connects again", async () => {
+    // A relay that registers the agent and then never answers a ping.
+    const wss = new WebSocketServer({ port: 0, host: "127.0.0.1", autoPong: false });
+    let connections = 0;
+    const second = new Promise<void>((resolve) =>
+      wss.on("connection", (ws) => {
+        if (++connections === 2) resolve();
+        ws.on("message", (raw) => {
+          const msg = JSON.parse(raw.toString()) as Msg;
+          if (msg.type === "auth") ws.send(JSON.stringify({ type: "registered", agentId: "u:a" }));
+        });
+        ws.send(JSON.stringify({ type: "auth_required", tempId: "t" }));
+      }),
+    );
+    await new Promise((resolve) => wss.once("listening", resolve));
+    const { port } = wss.address() as { port: number };
+    const agent = ServerProcess.spawn({
+      command: ["yeaft", "agent"],
+      args: ["--server", `ws://127.0.0.1:${port}/`, "--secret", "s", "--ping-interval-ms", "100", "--dead-after-ms", "400"],
+    });
+    try {
+      await second;
+      await agent.waitForLog((l) => l.msg === "the relay stopped answering; reconnecting");
+    } finally {
+      await agent.kill();
+      wss.close();
+    }
   });
 });
 

@@ -11,7 +11,8 @@ import type { RuntimeApi } from "../../runtime/api.js";
 import { watchTurn } from "../turn-watch.js";
 import { errorEnvelope } from "./errors.js";
 import { ALIASES, BUFFER_LIMITS, CLOSE_POLICY, Envelope, TERMINAL_TYPES } from "./protocol.js";
-import { backendOf, outputOf, resultOf } from "./wire.js";
+import { backendOf, historyReplay, inputOf, outputOf, resultOf } from "./wire.js";
+import type { InputPart } from "../../domain/model.js";
 
 /** A group-chat persona: its own thread per group, system prompt and model. */
 export interface Persona {
@@ -28,6 +29,10 @@ export interface DriverOptions {
   /** Stable id of this agent instance (a newer connection with it supersedes the older). */
   instanceId?: string;
   name?: string;
+  /** How often the relay is pinged (default 30 s). */
+  pingIntervalMs?: number;
+  /** A relay silent (no pong, no message) this long is dropped and reconnected to (default 180 s). */
+  deadAfterMs?: number;
 }
 
 const ORIGIN_CHANNEL = "yeaft";
@@ -38,6 +43,7 @@ export class AgentDriver {
   private registered = false;
   private closed = false;
   private reconnectMs = 1_000;
+  private reconnectTimer: ReturnType<typeof setTimeout> | undefined;
   private readonly outbox: Array<{ text: string; type: string }> = [];
   private outboxBytes = 0;
   /** conversationId → threadId */
@@ -90,8 +96,24 @@ export class AgentDriver {
     url.searchParams.set("platform", process.platform);
     const ws = new WebSocket(url);
     this.ws = ws;
-    ws.on("message", (raw) => this.onMessage(ws, raw.toString()));
+    // Liveness: a relay that stops answering (a half-open connection) is dropped and reconnected to.
+    let heard = Date.now();
+    const alive = (): void => void (heard = Date.now());
+    const heartbeat = setInterval(() => {
+      if (Date.now() - heard > (this.opts.deadAfterMs ?? 180_000)) {
+        this.log.warn("the relay stopped answering; reconnecting");
+        ws.terminate();
+      } else if (ws.readyState === WebSocket.OPEN) ws.ping();
+    }, this.opts.pingIntervalMs ?? 30_000);
+    heartbeat.unref();
+    ws.on("open", alive);
+    ws.on("pong", alive);
+    ws.on("message", (raw) => {
+      alive();
+      this.onMessage(ws, raw.toString());
+    });
     ws.on("close", (code, reason) => {
+      clearInterval(heartbeat);
       this.registered = false;
       if (this.closed) return;
       if (code === CLOSE_POLICY) {
@@ -100,7 +122,8 @@ export class AgentDriver {
       }
       const wait = this.reconnectMs;
       this.reconnectMs = Math.min(this.reconnectMs * 2, RECONNECT_MAX_MS);
-      setTimeout(() => this.connect(), wait).unref();
+      // Not unref'd: while the relay is away this timer is what keeps the agent running.
+      this.reconnectTimer = setTimeout(() => this.connect(), wait);
     });
     ws.on("error", (error) => this.log.debug({ err: error }, "relay connection error"));
   }
@@ -163,8 +186,10 @@ export class AgentDriver {
       case "send_message": {
         const threadId = this.threadOf(conversationId);
         const text = typeof msg.text === "string" ? msg.text : typeof msg.prompt === "string" ? msg.prompt : "";
+        const input = inputOf(text, msg.attachments);
+        if ("problem" in input) return this.send(errorEnvelope("invalid_attachment", input.problem, { conversationId }));
         // `seq` is the output's place in the agent's history: a browser that reconnects asks for what came after it.
-        await this.runTurn(threadId, text, (data, seq) =>
+        await this.runTurn(threadId, input, (data, seq) =>
           this.send({ type: "claude_output", conversationId, data, ...(seq ? { seq } : {}) }),
         );
         return this.send({ type: "turn_completed", conversationId });
@@ -174,14 +199,16 @@ export class AgentDriver {
         const threadId = this.threadOf(conversationId);
         const afterSeq = typeof msg.afterSeq === "number" ? msg.afterSeq : 0;
         const messages: Array<{ seq: number; data: Record<string, unknown> }> = [];
+        const historyOf = historyReplay(threadId);
         let last = afterSeq;
         for (let page = this.runtime.eventsAfter(threadId, afterSeq); page.length > 0; page = this.runtime.eventsAfter(threadId, last)) {
           for (const event of page) {
             last = event.seq;
-            for (const data of outputOf(event)) messages.push({ seq: event.seq, data });
+            for (const data of historyOf(event)) messages.push({ seq: event.seq, data });
           }
         }
-        return this.send({ type: "sync_messages_result", conversationId, messages, lastSeq: last });
+        const running = this.runtime.runtimeState(threadId).running;
+        return this.send({ type: "sync_messages_result", conversationId, messages, lastSeq: last, running });
       }
       case "yeaft_session_chat":
         return this.groupChat(msg);
@@ -210,8 +237,9 @@ export class AgentDriver {
         return this.send({ type: "folders_list", provider: msg.provider ?? "switchyard", folders });
       }
       case "cancel_execution": {
-        const threadId = this.threadOf(conversationId);
-        if (this.runtime.runtimeState(threadId).running) await this.runtime.interrupt(threadId);
+        // A group chat's round is cancelled on every persona's thread.
+        const threads = typeof msg.groupId === "string" ? this.groupThreads(msg.groupId) : [this.threadOf(conversationId)];
+        await Promise.all(threads.filter((id) => this.runtime.runtimeState(id).running).map((id) => this.runtime.interrupt(id)));
         return;
       }
       case "ask_user_answer": {
@@ -231,10 +259,10 @@ export class AgentDriver {
   }
 
   /** Runs one turn on the thread; each claude_output data goes to `emit`, the result last. */
-  private async runTurn(threadId: string, text: string, emit: (data: Record<string, unknown>, seq?: number) => void): Promise<void> {
+  private async runTurn(threadId: string, input: InputPart[], emit: (data: Record<string, unknown>, seq?: number) => void): Promise<void> {
     const started = performance.now();
     let usage: TokenUsage | undefined;
-    const { ended } = watchTurn(this.runtime, threadId, { input: [{ type: "text", text }] }, (event) => {
+    const { ended } = watchTurn(this.runtime, threadId, { input }, (event) => {
       for (const data of outputOf(event)) emit(data, event.seq);
       if (event.type === "usage.updated") usage = event.data.usage;
     });
@@ -245,7 +273,8 @@ export class AgentDriver {
         : end.type === "turn.cancelled"
           ? { status: "cancelled" as const }
           : { status: "failed" as const, error: end.data.error };
-    emit(resultOf(outcome, threadId, performance.now() - started, usage));
+    // With the seq of the turn's end, which a catch-up replays as this same result.
+    emit(resultOf(outcome, threadId, performance.now() - started, usage), end.seq);
   }
 
   /**
@@ -266,15 +295,23 @@ export class AgentDriver {
         ),
       );
     }
-    const text = typeof msg.text === "string" ? msg.text : "";
+    const input = inputOf(typeof msg.text === "string" ? msg.text : "", msg.attachments);
+    if ("problem" in input) return this.send(errorEnvelope("invalid_attachment", input.problem, { groupId, conversationId: groupId }));
     await Promise.all(
       chosen.map((persona) =>
-        this.runTurn(this.personaThread(groupId, persona), text, (data) =>
+        this.runTurn(this.personaThread(groupId, persona), input, (data) =>
           this.send({ type: "yeaft_output", conversationId: groupId, groupId, persona: persona.name, data }),
         ),
       ),
     );
     this.send({ type: "turn_completed", conversationId: groupId, groupId });
+  }
+
+  private groupThreads(groupId: string): string[] {
+    return this.runtime
+      .listThreads({ originChannel: ORIGIN_CHANNEL }, { limit: 1000 })
+      .threads.filter((t) => t.channelContext?.startsWith(`group:${groupId}:`))
+      .map((t) => t.id);
   }
 
   private personaThread(groupId: string, persona: Persona): string {
@@ -329,6 +366,7 @@ export class AgentDriver {
 
   close(): void {
     this.closed = true;
+    clearTimeout(this.reconnectTimer);
     this.detach.forEach((undo) => undo());
     this.ws?.close();
   }

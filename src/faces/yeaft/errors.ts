@@ -10,6 +10,7 @@ export type YeaftErrorCode =
   | "not_your_conversation"
   | "turn_failed"
   | "persona_not_found"
+  | "invalid_attachment"
   | "busy";
 
 export function errorEnvelope(

@@ -8,6 +8,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
+import { fileURLToPath } from "node:url";
 import { jwtVerify, SignJWT } from "jose";
 import { WebSocketServer, type WebSocket } from "ws";
 import type { Logger } from "../../log.js";
@@ -46,7 +47,14 @@ export async function startRelay(opts: RelayServerOptions, log: Logger): Promise
   const ttl = opts.tokenTtlSeconds ?? 3 * 24 * 3600;
   const revoked = new Set<string>();
   const attempts = new Map<string, number[]>();
-  const relay = new Relay({ users, log, authTimeoutMs: opts.authTimeoutMs ?? 30_000 });
+  const relay = new Relay({
+    users,
+    log,
+    authTimeoutMs: opts.authTimeoutMs ?? 30_000,
+    pinsFile: path.join(opts.dataDir, "conversations.json"),
+  });
+  const web = webRoot();
+  if (!web) log.warn("the web client is not built (dist/yeaft-web): the relay serves agents and the API only");
 
   const verify = async (token: string | undefined): Promise<string | undefined> => {
     if (!token) return undefined;
@@ -102,6 +110,8 @@ export async function startRelay(opts: RelayServerOptions, log: Logger): Promise
       return json(res, 200, { ok: true });
     }
     if (req.method === "GET" && url.pathname === "/healthz") return json(res, 200, { ok: true });
+    const file = req.method === "GET" ? WEB_FILES[url.pathname] : undefined;
+    if (file && web) return serveFile(res, path.join(web, file.name), file.type);
     json(res, 404, { error: `No route for ${req.method} ${url.pathname}` });
   };
 
@@ -163,6 +173,45 @@ export async function startRelay(opts: RelayServerOptions, log: Logger): Promise
         server.close(() => resolve());
       }),
   };
+}
+
+/** The web client's files, built by scripts/bundle.mjs: the only paths served besides the API. */
+const WEB_FILES: Record<string, { name: string; type: string }> = {
+  "/": { name: "index.html", type: "text/html; charset=utf-8" },
+  "/index.html": { name: "index.html", type: "text/html; charset=utf-8" },
+  "/app.js": { name: "app.js", type: "text/javascript; charset=utf-8" },
+  "/app.css": { name: "app.css", type: "text/css; charset=utf-8" },
+  "/app.js.map": { name: "app.js.map", type: "application/json" },
+  "/app.css.map": { name: "app.css.map", type: "application/json" },
+};
+
+/** Scripts and styles from the relay only; the page talks to the relay only; it is never framed. */
+const CONTENT_SECURITY_POLICY =
+  "default-src 'self'; connect-src 'self' ws: wss:; img-src 'self' data:; style-src 'self'; script-src 'self'; frame-ancestors 'none'; base-uri 'none'";
+
+/** dist/yeaft-web, next to the bundle (dist/chunks) or above the unbundled build (dist/src/faces/yeaft). */
+function webRoot(): string | undefined {
+  let dir = path.dirname(fileURLToPath(import.meta.url));
+  for (let up = 0; up < 4; up++, dir = path.dirname(dir)) {
+    if (existsSync(path.join(dir, "yeaft-web", "index.html"))) return path.join(dir, "yeaft-web");
+  }
+  return undefined;
+}
+
+function serveFile(res: ServerResponse, file: string, type: string): void {
+  let body: Buffer;
+  try {
+    body = readFileSync(file);
+  } catch {
+    return json(res, 404, { error: "Not built" });
+  }
+  res.writeHead(200, {
+    "content-type": type,
+    "cache-control": "no-cache",
+    "x-content-type-options": "nosniff",
+    "content-security-policy": CONTENT_SECURITY_POLICY,
+  });
+  res.end(body);
 }
 
 /** A signing secret for a loopback relay without one: generated once, kept owner-only. */

@@ -4,6 +4,8 @@
 // its owner's browsers only; an agent speaks only for conversations it owns. Messages for an
 // agent that is away wait in a bounded buffer and are flushed in order when it registers again.
 import { randomBytes } from "node:crypto";
+import { existsSync, readFileSync } from "node:fs";
+import { writeFileDurably } from "../../durable-file.js";
 import type { WebSocket } from "ws";
 import type { Logger } from "../../log.js";
 import { errorEnvelope } from "./errors.js";
@@ -27,14 +29,28 @@ export interface RelayOptions {
   log: Logger;
   /** Seconds an agent has to answer auth_required. */
   authTimeoutMs: number;
+  /** Where the conversation pins are kept, so that a restarted relay routes as before. */
+  pinsFile?: string;
 }
+
+type Pin = { agentId: string; owner: string };
 
 export class Relay {
   private readonly agents = new Map<string, AgentEntry>();
-  private readonly conversations = new Map<string, { agentId: string; owner: string }>();
+  private readonly conversations: Map<string, Pin>;
   private readonly browsers = new Map<string, Set<WebSocket>>();
 
-  constructor(private readonly opts: RelayOptions) {}
+  constructor(private readonly opts: RelayOptions) {
+    const saved =
+      opts.pinsFile && existsSync(opts.pinsFile) ? (JSON.parse(readFileSync(opts.pinsFile, "utf8")) as Record<string, Pin>) : {};
+    this.conversations = new Map(Object.entries(saved));
+  }
+
+  private pin(conversationId: string, pin: Pin | undefined): void {
+    if (pin) this.conversations.set(conversationId, pin);
+    else this.conversations.delete(conversationId);
+    if (this.opts.pinsFile) writeFileDurably(this.opts.pinsFile, JSON.stringify(Object.fromEntries(this.conversations)), 0o600);
+  }
 
   // ---- agents ----
 
@@ -46,7 +62,8 @@ export class Relay {
     const timer = setTimeout(() => ws.close(CLOSE_POLICY, "Authentication timed out"), this.opts.authTimeoutMs);
     send(ws, { type: "auth_required", tempId });
     ws.on("message", (raw) => {
-      const msg = parse(raw.toString());
+      const text = raw.toString();
+      const msg = parse(text);
       if (!msg) return send(ws, errorEnvelope("invalid_json", "Messages are JSON objects with a type."));
       if (!entry) {
         if (msg.type !== "auth" || msg.tempId !== tempId) return ws.close(CLOSE_POLICY, "Authenticate first");
@@ -56,7 +73,7 @@ export class Relay {
         entry = this.register(ws, owner.username, instanceId, name);
         return;
       }
-      this.fromAgent(entry, ws, msg);
+      this.fromAgent(entry, ws, msg, text);
     });
     ws.on("close", () => {
       clearTimeout(timer);
@@ -69,12 +86,8 @@ export class Relay {
 
   private register(ws: WebSocket, owner: string, instanceId: string, name: string): AgentEntry {
     const id = `${owner}:${instanceId}`;
-    let entry = this.agents.get(id);
-    if (entry?.ws && entry.ws !== ws) entry.ws.close(CLOSE_POLICY, "Superseded by a newer connection of the same agent");
-    if (!entry) {
-      entry = { id, owner, name, buffer: [], bufferedBytes: 0, dropped: 0 };
-      this.agents.set(id, entry);
-    }
+    const entry = this.agentEntry(id, owner, name);
+    if (entry.ws && entry.ws !== ws) entry.ws.close(CLOSE_POLICY, "Superseded by a newer connection of the same agent");
     entry.ws = ws;
     entry.name = name;
     send(ws, { type: "registered", agentId: id });
@@ -86,10 +99,13 @@ export class Relay {
     return entry;
   }
 
-  private fromAgent(entry: AgentEntry, ws: WebSocket, msg: Envelope): void {
+  private fromAgent(entry: AgentEntry, ws: WebSocket, msg: Envelope, raw: string): void {
     if (entry.ws !== ws) return; // superseded
     if (!TO_WEB.has(msg.type)) return send(ws, errorEnvelope("unknown_type", `The relay does not route "${msg.type}" from agents.`));
-    if (msg.type === "yeaft_personas") entry.personas = msg.personas;
+    if (msg.type === "yeaft_personas") {
+      entry.personas = msg.personas;
+      this.agentListChanged(entry.owner);
+    }
     const conversationId =
       typeof msg.conversationId === "string" ? msg.conversationId : typeof msg.groupId === "string" ? msg.groupId : undefined;
     if (!CONVERSATION_EXEMPT.has(msg.type)) {
@@ -101,7 +117,10 @@ export class Relay {
         );
       }
     }
-    this.toBrowsers(entry.owner, { ...msg, agentId: entry.id });
+    if (msg.type === "conversation_deleted" && conversationId) this.pin(conversationId, undefined);
+    // The agent's own text with its id appended (a later duplicate key wins in JSON): the relay
+    // does not re-serialize what it does not read.
+    this.toBrowsers(entry.owner, `${raw.trimEnd().slice(0, -1)},"agentId":${JSON.stringify(entry.id)}}`);
   }
 
   // ---- browsers ----
@@ -113,9 +132,10 @@ export class Relay {
     send(ws, { type: "auth_result", success: true, username });
     send(ws, this.agentList(username));
     ws.on("message", (raw) => {
-      const msg = parse(raw.toString());
+      const text = raw.toString();
+      const msg = parse(text);
       if (!msg) return send(ws, errorEnvelope("invalid_json", "Messages are JSON objects with a type."));
-      this.fromBrowser(username, ws, msg, raw.toString());
+      this.fromBrowser(username, ws, msg, text);
     });
     ws.on("close", () => set.delete(ws));
   }
@@ -133,7 +153,7 @@ export class Relay {
       if (!target || this.agents.get(target)?.owner !== username) {
         return send(ws, errorEnvelope("agent_not_found", "Name one of your agents (agentId) to start a group chat on."));
       }
-      this.conversations.set(msg.groupId, { agentId: target, owner: username });
+      this.pin(msg.groupId, { agentId: target, owner: username });
     }
     if (type === "create_conversation") {
       agentId = typeof msg.agentId === "string" ? msg.agentId : this.defaultAgent(username);
@@ -143,7 +163,7 @@ export class Relay {
       const conversationId = typeof msg.conversationId === "string" ? msg.conversationId : `conv_${randomBytes(8).toString("hex")}`;
       if (this.conversations.has(conversationId))
         return send(ws, errorEnvelope("conversation_exists", `Conversation ${conversationId} exists.`));
-      this.conversations.set(conversationId, { agentId, owner: username });
+      this.pin(conversationId, { agentId, owner: username });
       text = JSON.stringify({ ...msg, conversationId });
     } else {
       const conversationId =
@@ -157,7 +177,17 @@ export class Relay {
       }
       agentId = pinned.agentId;
     }
-    this.toAgent(this.agents.get(agentId)!, text, type, ws);
+    this.toAgent(this.agentEntry(agentId, username), text, type, ws);
+  }
+
+  /** The agent's entry; one a pinned conversation names may not have registered since the relay started. */
+  private agentEntry(id: string, owner: string, name = id): AgentEntry {
+    let entry = this.agents.get(id);
+    if (!entry) {
+      entry = { id, owner, name, buffer: [], bufferedBytes: 0, dropped: 0 };
+      this.agents.set(id, entry);
+    }
+    return entry;
   }
 
   private defaultAgent(username: string): string | undefined {
@@ -187,9 +217,10 @@ export class Relay {
     });
   }
 
-  private toBrowsers(owner: string, msg: Record<string, unknown>): void {
-    const text = JSON.stringify(msg);
-    for (const ws of this.browsers.get(owner) ?? []) ws.send(text);
+  private toBrowsers(owner: string, msg: Record<string, unknown> | string): void {
+    // Encoded once for all of the owner's browsers, sent as text frames.
+    const bytes = Buffer.from(typeof msg === "string" ? msg : JSON.stringify(msg));
+    for (const ws of this.browsers.get(owner) ?? []) ws.send(bytes, { binary: false });
   }
 
   private agentList(owner: string): Envelope {

@@ -2,8 +2,7 @@
 // Claude stream-json shapes every Yeaft client renders (`assistant` with text, thinking and
 // tool_use blocks; `user` with tool_result blocks; `result` at the end), whichever backend ran it.
 import type { RuntimeEvent } from "../../domain/events.js";
-import type { TokenUsage } from "../../domain/model.js";
-import type { BackendSpec } from "../../domain/model.js";
+import type { BackendSpec, InputPart, TokenUsage } from "../../domain/model.js";
 
 type Data = Record<string, unknown>;
 
@@ -57,6 +56,85 @@ export function outputOf(event: RuntimeEvent): Data[] {
     default:
       return [];
   }
+}
+
+/**
+ * What a browser catching up is sent, event by event, in order: the turns' output as it was
+ * streamed, the user's messages (live, the browser that sent one shows it already; attachments
+ * by name) and each turn's closing `result`. One per conversation replay: it remembers when each
+ * turn started.
+ */
+export function historyReplay(threadId: string): (event: RuntimeEvent) => Data[] {
+  const started = new Map<string, number>();
+  return (event) => {
+    switch (event.type) {
+      case "turn.started":
+        started.set(event.data.turn.id, Date.parse(event.data.turn.startedAt));
+        return [];
+      case "turn.completed":
+      case "turn.failed":
+      case "turn.cancelled": {
+        const duration = Date.parse(event.data.completedAt) - (started.get(event.data.turnId) ?? Date.parse(event.data.completedAt));
+        const status = event.type === "turn.completed" ? "completed" : event.type === "turn.failed" ? "failed" : "cancelled";
+        const error = event.type === "turn.failed" ? { error: event.data.error } : {};
+        return [resultOf({ status, ...error }, threadId, duration, event.data.tokenUsage)];
+      }
+      case "item.completed":
+        if (event.data.item.type === "userMessage") return [userMessage(event.data.item.payload.input)];
+        return outputOf(event);
+      default:
+        return outputOf(event);
+    }
+  };
+}
+
+/** The user's own text, and their attachments by name (inputOf's parts, read back). */
+function userMessage(input: InputPart[]): Data {
+  const [first, ...rest] = input;
+  const attachments = rest.map((part) =>
+    part.type === "text" ? (/^Attached file (.+?):\n/.exec(part.text)?.[1] ?? "text") : part.type === "image" ? "image" : part.type,
+  );
+  return {
+    ...user([{ type: "text", text: first?.type === "text" ? first.text : "" }]),
+    ...(attachments.length ? { attachments } : {}),
+  };
+}
+
+/** An attachment as browsers send it (`send_message`, `yeaft_session_chat`). */
+export interface Attachment {
+  name: string;
+  mime: string;
+  base64: string;
+}
+
+const MAX_ATTACHMENT_BYTES = 8 * 1024 * 1024;
+const MAX_TEXT_ATTACHMENT_CHARS = 256 * 1024;
+const TEXT_MIME = /^(text\/|application\/(json|xml|javascript|x-yaml|yaml|toml|x-sh|sql))/;
+
+/**
+ * A message's text and attachments as turn input: images as image parts (for models that take
+ * them), text files inline, anything else refused with a reason.
+ */
+export function inputOf(text: string, attachments: unknown): InputPart[] | { problem: string } {
+  const parts: InputPart[] = text ? [{ type: "text", text }] : [];
+  for (const raw of Array.isArray(attachments) ? attachments : []) {
+    const a = raw as Partial<Attachment>;
+    if (typeof a.name !== "string" || typeof a.base64 !== "string") return { problem: "An attachment needs a name and base64 content." };
+    const mime = typeof a.mime === "string" ? a.mime : "application/octet-stream";
+    const bytes = Buffer.from(a.base64, "base64");
+    if (bytes.length > MAX_ATTACHMENT_BYTES) return { problem: `${a.name} is larger than ${MAX_ATTACHMENT_BYTES / 1024 / 1024} MB.` };
+    if (mime.startsWith("image/")) {
+      parts.push({ type: "image", url: `data:${mime};base64,${a.base64}` });
+      continue;
+    }
+    const content = bytes.toString("utf8");
+    if (!TEXT_MIME.test(mime) && (content.includes("\u0000") || content.includes("\uFFFD"))) {
+      return { problem: `${a.name} (${mime}) is binary: attach images or text files.` };
+    }
+    if (content.length > MAX_TEXT_ATTACHMENT_CHARS) return { problem: `${a.name} is longer than ${MAX_TEXT_ATTACHMENT_CHARS} characters.` };
+    parts.push({ type: "text", text: `Attached file ${a.name}:\n\`\`\`\n${content}\n\`\`\`` });
+  }
+  return parts.length > 0 ? parts : { problem: "The message is empty." };
 }
 
 /** The `result` that ends a turn. */
