@@ -16,7 +16,7 @@ import type {
   TurnError,
 } from "../domain/model.js";
 import type { TurnRecorder } from "../domain/turn-recorder.js";
-import type { ApprovalAsk, ToolEnvironment } from "../tools/tool.js";
+import type { ApprovalAsk, ToolEnvironment, UserQuestion } from "../tools/tool.js";
 import type { ThinkingMode } from "../providers/provider.js";
 
 export type TurnOutcome = { status: "completed" } | { status: "cancelled"; reason: string } | { status: "failed"; error: TurnError };
@@ -48,6 +48,11 @@ export interface TurnContext {
    * the decision ("accept" when no question was needed); "cancel" means the turn is to end.
    */
   approve(ask: ApprovalAsk, callId: string): Promise<ApprovalDecision>;
+  /**
+   * Puts a question to the person following the thread (undefined: no answer came). Absent when
+   * no client could answer questions when the turn started.
+   */
+  ask?(question: UserQuestion): Promise<string | undefined>;
   /** Inputs sent with turn/steer since the last call. */
   takeSteering(): InputPart[][];
   /** Adds one model call's usage (priced when the price is known) to the turn's total. */

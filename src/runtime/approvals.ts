@@ -2,7 +2,7 @@
 // grant, a persisted rule, a client (through an Approver a face registers), or the thread's
 // policy when no client can answer in time.
 import { newId } from "../ids.js";
-import type { ApprovalAsk } from "../tools/tool.js";
+import type { ApprovalAsk, UserQuestion } from "../tools/tool.js";
 import { setBoundedTimeout } from "../timers.js";
 import type { ApprovalDecision, ApprovalPolicy, ApprovalSource, ApprovalType } from "../domain/model.js";
 
@@ -25,6 +25,8 @@ export interface Approver {
   canAnswer(threadId: string): boolean;
   /** Resolves with the person's decision; rejects if it cannot answer (e.g. disconnected). */
   ask(request: ApprovalRequest, signal: AbortSignal): Promise<ApprovalDecision>;
+  /** Puts a tool's question (ask_user) to the person; for clients that can show one. */
+  question?(threadId: string, question: UserQuestion, signal: AbortSignal): Promise<string>;
 }
 
 export interface ApprovalOutcome {
@@ -75,6 +77,34 @@ export class ApprovalBroker {
 
   forgetThread(threadId: string): void {
     this.sessionGrants.delete(threadId);
+  }
+
+  /** Whether a client can answer questions for the thread now. */
+  canQuestion(threadId: string): boolean {
+    return [...this.approvers].some((a) => a.question && a.canAnswer(threadId));
+  }
+
+  /**
+   * Puts a question to the clients that can answer questions for the thread; the first answer
+   * wins. Undefined when none can, all fail, or the turn ends first.
+   */
+  async question(threadId: string, question: UserQuestion, turnSignal: AbortSignal): Promise<string | undefined> {
+    const askable = [...this.approvers].filter((a) => a.question && a.canAnswer(threadId));
+    if (askable.length === 0 || turnSignal.aborted) return undefined;
+    const done = new AbortController();
+    try {
+      return await new Promise<string | undefined>((resolve) => {
+        let failures = 0;
+        turnSignal.addEventListener("abort", () => resolve(undefined), { signal: done.signal });
+        for (const approver of askable) {
+          approver.question!(threadId, question, done.signal).then(resolve, () => {
+            if (++failures === askable.length) resolve(undefined);
+          });
+        }
+      });
+    } finally {
+      done.abort();
+    }
   }
 
   /**

@@ -8,7 +8,7 @@ import type { AgentProcessInfo, BackendAvailability, BackendSet, TurnContext, Tu
 import type { ListedModel } from "../providers/model-catalog.js";
 import type { ThinkingMode } from "../providers/provider.js";
 import type { StorageStatus, Store, StoredItemJson, ThreadFilter, ThreadPage } from "../store/store.js";
-import type { ToolEnvironment } from "../tools/tool.js";
+import type { ToolEnvironment, UserQuestion } from "../tools/tool.js";
 import type { ToolRegistry } from "../tools/registry.js";
 import { ApprovalBroker } from "./approvals.js";
 import { approve, type ApprovalGateDeps, type GatedTurn } from "./approval-gate.js";
@@ -607,6 +607,9 @@ export class Runtime implements RuntimeApi {
       history: () => this.priorItems(thread.id, active.turn.id),
       environment: () => this.environments.get(thread.id)?.at(-1),
       approve: (ask, callId) => approve(this.gateDeps, thread, this.gatedTurn(thread.id, active, recorder), ask, callId),
+      ...(this.approvals.canQuestion(thread.id)
+        ? { ask: (question: UserQuestion) => this.approvals.question(thread.id, question, active.abort.signal) }
+        : {}),
       takeSteering: () => active.steering.splice(0),
       reportUsage: (usage) => this.addUsage(thread.id, active, usage),
       reportPlan: (plan) => {

@@ -2,6 +2,7 @@
 import { z } from "zod";
 import type { ToolSpec } from "../providers/provider.js";
 import type { AnyTool } from "./tool.js";
+import { askUserTool } from "./ask-user.js";
 import { bashTool } from "./bash.js";
 import { editTool } from "./edit.js";
 import { globTool } from "./glob.js";
@@ -51,7 +52,7 @@ function parametersSchema(tool: AnyTool): Record<string, unknown> {
 }
 
 export function builtinTools(): AnyTool[] {
-  return [readFileTool, listFilesTool, globTool, searchFilesTool, writeFileTool, editTool, bashTool, updatePlanTool];
+  return [readFileTool, listFilesTool, globTool, searchFilesTool, writeFileTool, editTool, bashTool, updatePlanTool, askUserTool];
 }
 
 export function createDefaultRegistry(): ToolRegistry {

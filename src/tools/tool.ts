@@ -47,6 +47,14 @@ export interface CommandResult {
   interrupted?: boolean;
 }
 
+/** A question a tool puts to the person following the thread (the ask_user tool). */
+export interface UserQuestion {
+  prompt: string;
+  /** Offered answers; empty for a free answer. */
+  choices: string[];
+  multiSelect: boolean;
+}
+
 export interface ToolContext {
   workspace: Workspace;
   /** The tool call being executed. */
@@ -61,6 +69,8 @@ export interface ToolContext {
   /** Replaces the thread's plan (planning tool). */
   updatePlan(plan: { explanation?: string; steps: PlanStep[] }): void;
   commandTimeoutMs: number;
+  /** Asks the person following the thread; undefined when no client can answer questions. */
+  ask?(question: UserQuestion): Promise<string | undefined>;
 }
 
 export interface ToolResult {

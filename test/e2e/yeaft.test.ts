@@ -204,6 +204,24 @@ describe("yeaft relay and agent", () => {
     await browser.waitFor((m) => m.type === "turn_completed" && m.conversationId === "c2");
     assert.equal((await import("node:fs")).readFileSync(`${workDir}/asked.txt`, "utf8"), "asked\n");
 
+    // The built-in ask_user tool: the model's question, with its choices; the answer is the tool's result.
+    fake.enqueue(
+      {
+        kind: "response",
+        toolCalls: [{ id: "call_q", name: "ask_user", arguments: { question: "Which colour?", choices: ["red", "blue"] } }],
+      },
+      { kind: "response", text: "Blue it is." },
+    );
+    browser.send({ type: "send_message", conversationId: "c2", text: "paint it" });
+    const asked = await browser.waitFor((m) => m.type === "ask_user_question" && m.prompt === "Which colour?");
+    assert.deepEqual([asked.choices, asked.multiSelect], [["red", "blue"], false]);
+    browser.send({ type: "ask_user_answer", conversationId: "c2", requestId: asked.requestId, answer: "blue" });
+    await browser.waitFor(
+      (m) => m.type === "turn_completed" && m.conversationId === "c2" && browser.received.indexOf(m) > browser.received.indexOf(asked),
+    );
+    const toolResult = (fake.requests.at(-1)!.body.messages as Array<{ role: string; content: string }>).findLast((m) => m.role === "tool");
+    assert.equal(toolResult?.content, "blue");
+
     browser.send({ type: "list_folders", agentId, provider: "switchyard", conversationId: "c2" });
     const folders = await browser.waitFor((m) => m.type === "folders_list");
     assert.ok((folders.folders as string[]).includes(workDir));

@@ -484,6 +484,7 @@ describe("ToolRegistry", () => {
     const registry = createDefaultRegistry();
     const specs = registry.specs();
     assert.deepEqual(specs.map((s) => s.name).sort(), [
+      "ask_user",
       "bash",
       "edit",
       "glob",
@@ -506,7 +507,7 @@ describe("ToolRegistry", () => {
     assert.equal(registry.get("bash")?.kind, "shell");
     assert.equal(registry.get("nope"), undefined);
     const readOnly = registry.specs((t) => t.kind === "readOnly").map((s) => s.name);
-    assert.deepEqual(readOnly.sort(), ["glob", "list_files", "read_file", "search_files"]);
+    assert.deepEqual(readOnly.sort(), ["ask_user", "glob", "list_files", "read_file", "search_files"]);
   });
 });
 

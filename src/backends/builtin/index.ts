@@ -5,6 +5,7 @@ import type { ModelProvider } from "../../providers/provider.js";
 import { callUsage } from "../../providers/usage.js";
 import type { ToolRegistry } from "../../tools/registry.js";
 import { Workspace } from "../../tools/workspace.js";
+import { askUserTool } from "../../tools/ask-user.js";
 import type { AgentBackend, TurnContext, TurnOutcome } from "../backend.js";
 import { historyFromClientMessages, rebuildHistory, type RebuiltHistory } from "./history.js";
 import { projectInstructions, systemPrompt } from "./system-prompt.js";
@@ -50,7 +51,12 @@ export class BuiltinBackend implements AgentBackend {
     const history: RebuiltHistory = client
       ? { messages: client.messages, itemIds: new Map() }
       : rebuildHistory(ctx.history(), (item) => userMessage(item.payload.input, { ...attach, onProblem: "placeholder" }));
-    const tools = this.options.tools.list((tool) => thread.mode === "agent" || tool.kind === "readOnly" || tool.kind === "plan");
+    // ask_user only where a client can answer it (it costs every request its spec).
+    const tools = this.options.tools.list(
+      (tool) =>
+        (thread.mode === "agent" || tool.kind === "readOnly" || tool.kind === "plan") &&
+        (tool.name !== askUserTool.name || ctx.ask !== undefined),
+    );
     const runner = new TurnRunner({
       recorder,
       signal: ctx.signal,
@@ -73,6 +79,7 @@ export class BuiltinBackend implements AgentBackend {
       contextWindow: config.contextWindow ?? lookupModel(provider.name, model)?.contextWindow,
       userMessage: (input) => userMessage(input, { ...attach, onProblem: "fail" }),
       approve: (ask, callId) => ctx.approve(ask, callId),
+      ...(ctx.ask ? { ask: ctx.ask } : {}),
       environment: () => ctx.environment(),
       takeSteering: () => ctx.takeSteering(),
       onUsage: (usage) => ctx.reportUsage(callUsage(usage, lookupModel(provider.name, model))),

@@ -6,7 +6,7 @@ import { ProviderError } from "../../providers/provider.js";
 import type { ApprovalDecision, InputPart, ItemOf, PlanStep, TurnError } from "../../domain/model.js";
 import type { TurnOutcome } from "../backend.js";
 import type { TurnRecorder } from "../../domain/turn-recorder.js";
-import type { ApprovalAsk, AnyTool, ToolContext, ToolEnvironment, ToolResult } from "../../tools/tool.js";
+import type { ApprovalAsk, AnyTool, ToolContext, ToolEnvironment, ToolResult, UserQuestion } from "../../tools/tool.js";
 import type { Workspace } from "../../tools/workspace.js";
 import { TurnChanges, fileDiff } from "../../tools/diff.js";
 import { ContextManager, type Conversation } from "./compaction.js";
@@ -37,6 +37,8 @@ export interface TurnHost {
   /** The model's context window in tokens; undefined when unknown (no compaction before calls). */
   readonly contextWindow?: number;
   approve(ask: ApprovalAsk, callId: string): Promise<ApprovalDecision>;
+  /** Puts a tool's question to the person following the thread (undefined: no one can answer). */
+  ask?(question: UserQuestion): Promise<string | undefined>;
   /** The thread's tool environment, if a client attached one (looked up at each tool call). */
   environment?(): ToolEnvironment | undefined;
   /** The model message for a user's input (attachments read); throws InputError when it cannot be sent. */
@@ -296,6 +298,7 @@ export class TurnRunner {
       },
       recordFileChange: (change) => this.recordFileChange(call.id, change),
       updatePlan: (plan) => host.onPlan(plan),
+      ...(host.ask ? { ask: host.ask } : {}),
     };
     let result: ToolResult;
     try {

@@ -5,7 +5,7 @@
 import { randomBytes } from "node:crypto";
 import os from "node:os";
 import WebSocket from "ws";
-import type { ApprovalDecision, TokenUsage } from "../../domain/model.js";
+import type { TokenUsage } from "../../domain/model.js";
 import type { Logger } from "../../log.js";
 import type { RuntimeApi } from "../../runtime/api.js";
 import { watchTurn } from "../turn-watch.js";
@@ -13,6 +13,7 @@ import { errorEnvelope } from "./errors.js";
 import { ALIASES, BUFFER_LIMITS, CLOSE_POLICY, Envelope, TERMINAL_TYPES } from "./protocol.js";
 import { backendOf, historyReplay, inputOf, outputOf, resultOf } from "./wire.js";
 import type { InputPart } from "../../domain/model.js";
+import type { UserQuestion } from "../../tools/tool.js";
 
 /** A group-chat persona: its own thread per group, system prompt and model. */
 export interface Persona {
@@ -59,29 +60,31 @@ export class AgentDriver {
     this.detach.push(
       runtime.approvals.addApprover({
         canAnswer: (threadId) => this.registered && this.conversationOf(threadId) !== undefined,
-        ask: (request, signal) =>
-          new Promise<ApprovalDecision>((resolve, reject) => {
-            const requestId = `q-${randomBytes(6).toString("hex")}`;
-            const onAbort = (): void => {
-              this.questions.delete(requestId);
-              reject(new Error("cancelled"));
-            };
-            signal.addEventListener("abort", onAbort, { once: true });
-            this.questions.set(requestId, (answer) => {
-              signal.removeEventListener("abort", onAbort);
-              resolve(/^(allow|yes|y|accept|approve)/i.test(answer.trim()) ? "accept" : "decline");
-            });
-            this.send({
-              type: "ask_user_question",
-              conversationId: this.conversationOf(request.threadId),
-              requestId,
-              prompt: `Allow ${request.approvalType}: ${request.operation}?`,
-              choices: ["Allow", "Deny"],
-              multiSelect: false,
-            });
-          }),
+        ask: async (request, signal) => {
+          const prompt = `Allow ${request.approvalType}: ${request.operation}?`;
+          const answer = await this.askBrowser(request.threadId, { prompt, choices: ["Allow", "Deny"], multiSelect: false }, signal);
+          return /^(allow|yes|y|accept|approve)/i.test(answer.trim()) ? "accept" : "decline";
+        },
+        question: (threadId, question, signal) => this.askBrowser(threadId, question, signal),
       }),
     );
+  }
+
+  /** An ask_user_question to the conversation's browsers; resolves with the first answer. */
+  private askBrowser(threadId: string, question: UserQuestion, signal: AbortSignal): Promise<string> {
+    return new Promise<string>((resolve, reject) => {
+      const requestId = `q-${randomBytes(6).toString("hex")}`;
+      const onAbort = (): void => {
+        this.questions.delete(requestId);
+        reject(new Error("cancelled"));
+      };
+      signal.addEventListener("abort", onAbort, { once: true });
+      this.questions.set(requestId, (answer) => {
+        signal.removeEventListener("abort", onAbort);
+        resolve(answer);
+      });
+      this.send({ type: "ask_user_question", conversationId: this.conversationOf(threadId), requestId, ...question });
+    });
   }
 
   start(): void {
