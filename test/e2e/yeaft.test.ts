@@ -285,11 +285,22 @@ describe("yeaft relay and agent", () => {
     browser.send({ type: "send_message", conversationId: "c-away", text: "are you there?" });
     const status = await browser.waitFor((m) => m.type === "agent_status" && m.agentId === agentId);
     assert.equal(status.queued, 1);
+    // Past the bound (5,000 messages) the oldest non-terminal ones go first, and the browser is told.
+    browser.send({ type: "cancel_execution", conversationId: "c-away" });
+    for (let i = 0; i < 5_000; i++) browser.send({ type: "send_message", conversationId: "c-away", text: `m${i}` });
+    const drops = () => browser.received.filter((m) => m.type === "agent_status" && m.dropped === 1);
+    await browser.waitFor(() => drops().length === 2);
+    assert.ok(drops().every((m) => m.queued === 5_000 && /dropped/.test(String(m.message))));
     const back = await Peer.open(`${ws}?type=agent&id=twin`);
     const challenge3 = await back.waitFor((m) => m.type === "auth_required");
     back.send({ type: "auth", tempId: challenge3.tempId, secret: aliceSecret });
-    const flushed = await back.waitFor((m) => m.type === "send_message");
-    assert.equal(flushed.text, "are you there?");
+    await back.waitFor((m) => m.type === "send_message" && m.text === "m4999");
+    const flushed = back.received.filter((m) => m.type === "send_message" || m.type === "cancel_execution");
+    // The terminal cancel kept its place; "are you there?" and m0 were the oldest others; order kept.
+    assert.deepEqual(
+      flushed.map((m) => (m.type === "cancel_execution" ? "cancel" : m.text)),
+      ["cancel", ...Array.from({ length: 4_999 }, (_, i) => `m${i + 1}`)],
+    );
     // An agent speaks only for its own conversations.
     back.send({ type: "claude_output", conversationId: "c1", data: { type: "assistant" } });
     assert.equal((await back.waitFor((m) => m.type === "error")).code, "not_your_conversation");
