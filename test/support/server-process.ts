@@ -13,20 +13,21 @@ export function tempDir(prefix: string): string {
 }
 
 /**
- * The environment of a spawned Switchyard: this one's, without model keys or a token the
- * developer may have set (a test sets its own), with debug logs.
+ * What a spawned Switchyard's environment changes from this one's (undefined: unset): no model
+ * keys, endpoints or token the developer may have set (a test sets its own), and debug logs.
  */
+export const CHILD_ENV_CHANGES: Record<string, string | undefined> = {
+  OPENAI_API_KEY: undefined,
+  OPENAI_BASE_URL: undefined,
+  ANTHROPIC_API_KEY: undefined,
+  ANTHROPIC_BASE_URL: undefined,
+  SWITCHYARD_TOKEN: undefined,
+  SWITCHYARD_LOG_LEVEL: "debug",
+};
+
+/** The environment of a spawned Switchyard: this one's with CHILD_ENV_CHANGES and `extra`. */
 export function childEnv(extra: Record<string, string | undefined> = {}): NodeJS.ProcessEnv {
-  const env: Record<string, string | undefined> = {
-    ...process.env,
-    OPENAI_API_KEY: undefined,
-    OPENAI_BASE_URL: undefined,
-    ANTHROPIC_API_KEY: undefined,
-    ANTHROPIC_BASE_URL: undefined,
-    SWITCHYARD_TOKEN: undefined,
-    SWITCHYARD_LOG_LEVEL: "debug",
-    ...extra,
-  };
+  const env: Record<string, string | undefined> = { ...process.env, ...CHILD_ENV_CHANGES, ...extra };
   return Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined)) as NodeJS.ProcessEnv;
 }
 

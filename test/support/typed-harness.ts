@@ -20,7 +20,7 @@ import {
 } from "../../src/client/index.js";
 import { FakeModelServer, type ScriptStep } from "./fake-model-server.js";
 import { makeWorkspace, modelEnv, threadStartParams } from "./harness.js";
-import { tempDir } from "./server-process.js";
+import { CHILD_ENV_CHANGES, tempDir } from "./server-process.js";
 
 /** The fake's routes that take a scripted step (anything else, e.g. GET /v1/models, takes none). */
 const MODEL_ROUTES = new Set(["/v1/chat/completions", "/v1/responses", "/v1/messages"]);
@@ -179,17 +179,8 @@ export async function startTypedHarness(opts: TypedHarnessOptions = {}): Promise
       {
         transport: "stdio",
         args: ["--data-dir", dataDir, ...(opts.args ?? [])],
-        // As ServerProcess.spawn: none of the developer's keys, tokens or endpoints leak in.
-        env: {
-          OPENAI_API_KEY: undefined,
-          OPENAI_BASE_URL: undefined,
-          ANTHROPIC_API_KEY: undefined,
-          ANTHROPIC_BASE_URL: undefined,
-          SWITCHYARD_TOKEN: undefined,
-          SWITCHYARD_LOG_LEVEL: "debug",
-          ...modelEnv(fake),
-          ...opts.env,
-        },
+        // As ServerProcess.spawn (the client applies these changes to this process's environment).
+        env: { ...CHILD_ENV_CHANGES, ...modelEnv(fake), ...opts.env },
         cwd: dataDir,
         stderr: (text) => (log += text),
       },
