@@ -32,7 +32,14 @@ export function initializeResult(serverVersion: string): {
   };
 }
 
-const CAPABILITY_FLAGS = ["approvalSupport", "streamingSupport", "commandExecutionStreaming", "toolExecutionLifecycle", "configChange"];
+/** The boolean capabilities of the table's ClientCapabilities (a test holds the two lists together). */
+export const CAPABILITY_FLAGS = [
+  "approvalSupport",
+  "streamingSupport",
+  "commandExecutionStreaming",
+  "toolExecutionLifecycle",
+  "configChange",
+];
 
 /**
  * Whether `params` are initialize params of the plain shape clients send, which the protocol

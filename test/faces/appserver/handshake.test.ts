@@ -2,8 +2,8 @@
 // may only be given for params the table's schema accepts, and it is the answer the session gives.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { initializeResult, isPlainInitialize } from "../../../src/faces/appserver/handshake.js";
-import { AppServerRequests } from "../../../src/faces/appserver/protocol.js";
+import { CAPABILITY_FLAGS, initializeResult, isPlainInitialize } from "../../../src/faces/appserver/handshake.js";
+import { AppServerRequests, ClientCapabilities } from "../../../src/faces/appserver/protocol.js";
 import { FULL_CAPABILITIES } from "../../support/test-client.js";
 
 const schema = AppServerRequests.initialize.params;
@@ -49,6 +49,11 @@ describe("AppServer early initialize", () => {
     for (const params of CORPUS) {
       assert.equal(isPlainInitialize(params), schema.safeParse(params).success, JSON.stringify(params));
     }
+  });
+
+  it("checks every capability the table declares (a new one must be added to the check)", () => {
+    assert.deepEqual([...CAPABILITY_FLAGS, "optOutNotificationMethods"].sort(), Object.keys(ClientCapabilities.shape).sort());
+    for (const flag of CAPABILITY_FLAGS) assert.equal(isPlainInitialize({ clientInfo, capabilities: { [flag]: "yes" } }), false, flag);
   });
 
   it("is the table's result", () => {
