@@ -23,6 +23,18 @@ const englishOnlyZod = {
   },
 };
 
+/**
+ * pino is required on the first log line, often after start-up; bundled into the chunk of the
+ * module that requires it, its 60 kB were compiled on every start. It is a CommonJS file of its
+ * own instead, next to the chunks, required when needed.
+ */
+const pinoOnDemand = {
+  name: "pino-on-demand",
+  setup(b) {
+    b.onResolve({ filter: /^pino$/ }, (args) => (args.kind === "require-call" ? { path: "./pino.cjs", external: true } : undefined));
+  },
+};
+
 const REQUIRE_BANNER =
   "import { createRequire as __switchyardRequire } from 'node:module'; const require = __switchyardRequire(import.meta.url);";
 
@@ -41,7 +53,7 @@ const result = await build({
   format: "esm",
   target: "node20",
   external: ["better-sqlite3", "@agentclientprotocol/sdk"],
-  plugins: [englishOnlyZod],
+  plugins: [englishOnlyZod, pinoOnDemand],
   // Bundled CommonJS dependencies call require(); give the ES modules one.
   banner: { js: REQUIRE_BANNER },
   minify: process.env.SWITCHYARD_BUNDLE_MINIFY !== "0",
@@ -58,6 +70,18 @@ for (const file of Object.keys(result.metafile.outputs).filter((name) => name.en
     writeFileSync(file, code.slice(REQUIRE_BANNER.length));
   }
 }
+
+await build({
+  entryPoints: ["node_modules/pino/pino.js"],
+  outfile: "dist/chunks/pino.cjs",
+  bundle: true,
+  platform: "node",
+  format: "cjs",
+  target: "node20",
+  minify: process.env.SWITCHYARD_BUNDLE_MINIFY !== "0",
+  sourcemap: "linked",
+  logLevel: "warning",
+});
 
 // The Yeaft relay's web client: a browser bundle (preact, marked, DOMPurify, highlight.js) and its
 // page, served by the relay from dist/yeaft-web; nothing is fetched from elsewhere at run time.

@@ -1,277 +1,32 @@
 #!/usr/bin/env node
 // The `switchyard` command (also installed as `dotcraft`, the command name AppServer protocol
-// clients spawn, so they run unmodified).
-import { Command, InvalidArgumentError, Option } from "commander";
-import { LOG_LEVELS } from "../log.js";
-import { serve } from "./serve.js";
-import { VERSION } from "../version.js";
-import path from "node:path";
-import type { Persona } from "../faces/yeaft/driver.js";
-import { resolveAcpConfig, resolveDataDir, resolveServerConfig, type AcpFlags, type AppServerFlags } from "./config.js";
-import type { DoctorFlags } from "./doctor.js";
+// clients spawn, so they run unmodified). Editors spawn `app-server` (Zed: `acp`) once per
+// window; those command lines are parsed from the option tables without loading commander,
+// everything else (help, errors, the other commands) goes to the commander program.
+import type { AcpFlags, AppServerFlags } from "./config.js";
+import { ACP_OPTIONS, APP_SERVER_OPTIONS, parseOptions, RUNTIME_OPTIONS, WEBSOCKET_OPTIONS } from "./options.js";
+import { serveAcp, serveAppServer } from "./serve.js";
 
-const program = new Command()
-  .name("switchyard")
-  .description("One local server for AI coding-agent sessions, speaking the app-server protocol family.")
-  .version(VERSION)
-  .showHelpAfterError();
-
-/**
- * The option sets shared by the serving commands are added to a command only when it is the one
- * run, just before it parses its arguments: building them for every command cost each start
- * ~7 ms. Help for a command is shown after the hook too, so it lists them.
- */
-const optionSets = new Map<Command, Array<(command: Command) => Command>>();
-function withOptionSets(command: Command, ...sets: Array<(command: Command) => Command>): Command {
-  optionSets.set(command, sets);
-  return command;
-}
-function addOptionSets(_parent: Command, command: Command): void {
-  for (const add of optionSets.get(command) ?? []) add(command);
-  optionSets.delete(command);
-}
-program.hook("preSubcommand", addOptionSets);
-
-/** Where threads live, which model runs them and how: shared by every command that serves. */
-function addRuntimeOptions(command: Command): Command {
-  return (
-    command
-      .option("--data-dir <dir>", "where threads are persisted (env SWITCHYARD_HOME, default ~/.switchyard)")
-      .option("--provider <name>", "model provider, e.g. openai | openai-chat | anthropic | ollama (env SWITCHYARD_PROVIDER)")
-      .option("--model <name>", "default model (env SWITCHYARD_MODEL)")
-      // No commander defaults here: an unset flag falls back to config.json, then to the built-in default.
-      .option("--approval-timeout-ms <n>", "how long an approval waits for a client (default 300000)", positiveInt)
-      .option("--command-timeout-ms <n>", "default shell command timeout (default 600000)", positiveInt)
-      .option(
-        "--backend <backend>",
-        "who runs threads that name no backend: builtin | claude-code | codex | acp:<command line> (env SWITCHYARD_BACKEND)",
-      )
-      .option(
-        "--agent-idle-timeout-ms <n>",
-        "stop an external agent's process after its thread is idle this long (default 600000)",
-        positiveInt,
-      )
-      .addOption(new Option("--log-level <level>", "log level (env SWITCHYARD_LOG_LEVEL)").choices([...LOG_LEVELS]))
-  );
+async function run([command, ...args]: string[]): Promise<void> {
+  if (command === "app-server") {
+    const flags = parseOptions([APP_SERVER_OPTIONS, RUNTIME_OPTIONS, WEBSOCKET_OPTIONS], args);
+    if (flags) return serveAppServer(flags as unknown as AppServerFlags);
+  }
+  if (command === "acp") {
+    const flags = parseOptions([ACP_OPTIONS, RUNTIME_OPTIONS, WEBSOCKET_OPTIONS], args);
+    if (flags) return serveAcp(flags as unknown as AcpFlags);
+  }
+  if (command === "agentcraft") {
+    // `switchyard agentcraft …` is the `agentcraft` command, with its own parser.
+    const { runAgentCraft } = await import("./agentcraft/main.js");
+    process.exitCode = await runAgentCraft(args);
+    return;
+  }
+  const { runProgram } = await import("./program.js");
+  await runProgram();
 }
 
-/** Liveness of the Yeaft relay's and agent's connections. */
-function addHeartbeatOptions(command: Command): Command {
-  return command
-    .option("--ping-interval-ms <n>", "WebSocket ping interval (default 30000)", positiveInt)
-    .option("--dead-after-ms <n>", "cut a peer off after this long without a pong or a message (default 180000)", positiveInt);
-}
-
-/** The WebSocket listener's security and limits. */
-function addWebSocketOptions(command: Command): Command {
-  return command
-    .option("--token <token>", "WebSocket access token (env SWITCHYARD_TOKEN)")
-    .option("--token-file <path>", "read the WebSocket access token from a file")
-    .option("--allow-origin <origin...>", "browser Origins allowed to connect (default: none)")
-    .option("--allow-host <host...>", "extra Host header names allowed besides loopback names")
-    .option("--max-message-bytes <n>", "largest accepted incoming message", positiveInt, 4 * 1024 * 1024)
-    .option("--max-in-flight <n>", "concurrent requests per connection before -32001", positiveInt, 64)
-    .option("--ping-interval-ms <n>", "WebSocket ping interval", positiveInt, 30_000)
-    .option(
-      "--output-budget-bytes <n>",
-      "unsent output a client may have before it is caught up from the event log instead",
-      positiveInt,
-      1024 * 1024,
-    )
-    .option(
-      "--stall-timeout-ms <n>",
-      "close a WebSocket client that reads nothing of its pending output for this long",
-      positiveInt,
-      60_000,
-    )
-    .option(
-      "--storage-timeout-ms <n>",
-      "how long running turns wait for a full data directory to accept writes again before they fail",
-      positiveInt,
-      60_000,
-    );
-}
-
-withOptionSets(
-  program
-    .command("app-server")
-    .description("Serve the AppServer protocol over stdio (default) and/or WebSocket.")
-    .option("--listen <url...>", "stdio:// and/or ws://HOST:PORT (repeatable)", ["stdio://"])
-    .addOption(new Option("--transport <kind>", "claude-app-server style: stdio or ws (with --port)").choices(["stdio", "ws"]))
-    .option("--port <n>", "WebSocket port for --transport ws", positiveInt)
-    .option("--face <face>", "serve only this face (appserver | claude) instead of choosing at initialize")
-    // The claude-app-server's own word for it.
-    .addOption(new Option("--dialect <face>", "alias of --face").hideHelp()),
-  addRuntimeOptions,
-  addWebSocketOptions,
-).action((flags: AppServerFlags & { dialect?: string }) =>
-  serve(flags, () => resolveServerConfig({ ...flags, face: flags.face ?? flags.dialect }, process.env)),
-);
-
-withOptionSets(
-  program
-    .command("acp")
-    .description("Serve Switchyard's agent over the Agent Client Protocol on stdio (for editors such as Zed).")
-    .option("--listen <url...>", "also listen on ws://HOST:PORT for AppServer clients watching the same runtime", []),
-  addRuntimeOptions,
-  addWebSocketOptions,
-).action((flags: AcpFlags) => serve(flags, () => resolveAcpConfig(flags, process.env)));
-
-withOptionSets(
-  program
-    .command("agentcompany")
-    .description("The AgentCompany control plane (also `ac`): `agentcompany server:start` serves protocol v1 on stdio.")
-    .argument("<command>", "server:start")
-    .option("--listen <url...>", "also listen on ws://HOST:PORT for AppServer clients watching the sessions' threads", []),
-  addRuntimeOptions,
-  addWebSocketOptions,
-).action((command: string, flags: AppServerFlags) => {
-  if (command !== "server:start") throw new InvalidArgumentError(`unknown command "${command}"; the command is server:start`);
-  return serve(flags, async () => ({
-    ...(await resolveServerConfig({ ...flags, listen: ["stdio://", ...flags.listen] }, process.env)),
-    face: "agentcompany",
-    faceOnStdioOnly: true,
-  }));
+await run(process.argv.slice(2)).catch((error: unknown) => {
+  process.stderr.write(`switchyard: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.exit(1);
 });
-
-/** `switchyard yeaft …`: the relay, the agent driver, both, and users. */
-const yeaft = program
-  .command("yeaft")
-  .description("The Yeaft relay and agent driver (browsers chat with agents on users' machines).")
-  .hook("preSubcommand", addOptionSets);
-const yeaftServe = (flags: AppServerFlags & YeaftFlags, relay: boolean, agent: boolean): Promise<void> =>
-  serve(flags, async () => {
-    const config = await resolveServerConfig({ ...flags, listen: [] }, process.env);
-    const heartbeat = {
-      ...(flags.pingIntervalMs ? { pingIntervalMs: flags.pingIntervalMs } : {}),
-      ...(flags.deadAfterMs ? { deadAfterMs: flags.deadAfterMs } : {}),
-    };
-    const options = {
-      ...(relay
-        ? {
-            relay: {
-              host: flags.host ?? "127.0.0.1",
-              port: flags.port ?? 8420,
-              dataDir: path.join(config.dataDir, "yeaft"),
-              ...(flags.jwtSecret || process.env.YEAFT_JWT_SECRET ? { jwtSecret: flags.jwtSecret ?? process.env.YEAFT_JWT_SECRET } : {}),
-              ...(flags.allowOrigin ? { allowedOrigins: flags.allowOrigin } : {}),
-              ...heartbeat,
-            },
-          }
-        : {}),
-      ...(agent
-        ? {
-            agent: {
-              server: flags.server ?? "",
-              secret: flags.secret ?? process.env.YEAFT_AGENT_SECRET ?? "",
-              ...(flags.name ? { name: flags.name } : {}),
-              ...(flags.personas ? { personas: await readPersonasFile(flags.personas) } : {}),
-              ...heartbeat,
-            },
-          }
-        : {}),
-    };
-    return { ...config, faceListeners: [{ face: "yeaft", options }] };
-  });
-/** A personas file (a JSON array of {name, description?, systemPrompt, model?}), checked. */
-async function readPersonasFile(file: string): Promise<Persona[]> {
-  const { readPersonas } = await import("../faces/yeaft/personas.js");
-  const read = readPersonas(file);
-  if (typeof read === "string") throw new InvalidArgumentError(read);
-  return read;
-}
-interface YeaftFlags {
-  deadAfterMs?: number;
-  personas?: string;
-  host?: string;
-  port?: number;
-  jwtSecret?: string;
-  server?: string;
-  secret?: string;
-  name?: string;
-}
-withOptionSets(
-  yeaft
-    .command("relay")
-    .description("Serve the relay: HTTP and WebSocket on one port (login API, agents and browsers).")
-    .option("--host <host>", "address to bind (default 127.0.0.1; another needs --jwt-secret)")
-    .option("--port <n>", "port (default 8420)", positiveInt)
-    .option("--jwt-secret <secret>", "signs browser tokens (env YEAFT_JWT_SECRET)")
-    .option("--allow-origin <origin...>", "browser Origins allowed besides the relay's own"),
-  addRuntimeOptions,
-  addHeartbeatOptions,
-).action((flags: AppServerFlags & YeaftFlags) => yeaftServe(flags, true, false));
-withOptionSets(
-  yeaft
-    .command("agent")
-    .description("Run this machine's agent: connect to a relay and run its users' conversations.")
-    .requiredOption("--server <url>", "the relay, e.g. ws://127.0.0.1:8420/")
-    .option("--secret <secret>", "the owner's agent secret (env YEAFT_AGENT_SECRET)")
-    .option("--name <name>", "how browsers see this agent (default: the host name)")
-    .option("--personas <file>", "group-chat personas: a JSON array of {name, description, systemPrompt, model}"),
-  addRuntimeOptions,
-  addHeartbeatOptions,
-).action((flags: AppServerFlags & YeaftFlags) => yeaftServe(flags, false, true));
-withOptionSets(
-  yeaft
-    .command("serve", { isDefault: true })
-    .description("Relay and a local agent (for the first user) in one process.")
-    .option("--host <host>", "address to bind (default 127.0.0.1)")
-    .option("--port <n>", "port (default 8420)", positiveInt)
-    .option("--jwt-secret <secret>", "signs browser tokens (env YEAFT_JWT_SECRET)")
-    .option("--personas <file>", "group-chat personas of the local agent (JSON array)"),
-  addRuntimeOptions,
-  addHeartbeatOptions,
-).action((flags: AppServerFlags & YeaftFlags) => yeaftServe(flags, true, true));
-yeaft
-  .command("user")
-  .description("Yeaft users")
-  .command("add <name>")
-  .description("Create a user (password from the terminal, or stdin when piped); prints the user's agent secret last.")
-  .option("--data-dir <dir>", "Switchyard's data directory (env SWITCHYARD_HOME)")
-  .action(async (name: string, flags: { dataDir?: string }) => {
-    const { addUser } = await import("./yeaft-users.js");
-    process.exitCode = await addUser(name, path.join(resolveDataDir(flags, process.env), "yeaft"));
-  });
-
-program
-  .command("doctor")
-  .description("Explain which provider and model app-server would use, and check the configuration, data directory and provider.")
-  .option("--data-dir <dir>", "data directory to check (env SWITCHYARD_HOME, default ~/.switchyard)")
-  .option("--provider <name>", "check this provider instead of the configured one")
-  .option("--model <name>", "check this model instead of the configured one")
-  .option("--backend <backend>", "check this backend instead of the configured one")
-  .action(async (flags: DoctorFlags) => {
-    const { runDoctor } = await import("./doctor.js");
-    process.exitCode = await runDoctor(flags, process.env, (line) => process.stdout.write(`${line}\n`));
-  });
-
-program
-  .command("schema")
-  .description("Write every face's protocol as JSON Schema and TypeScript declarations, and with --docs its reference page.")
-  .requiredOption("--out <dir>", "writes <dir>/<face>/<face>.schema.json and <dir>/<face>/<face>.d.ts")
-  .option("--docs <dir>", "also writes the reference pages, <dir>/<face>.md")
-  .action(async (flags: { out: string; docs?: string }) => {
-    const { runSchema } = await import("./schema.js");
-    process.exitCode = await runSchema(flags, (line) => process.stdout.write(`${line}\n`));
-  });
-
-function positiveInt(value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n <= 0) throw new InvalidArgumentError("expected a positive integer");
-  return n;
-}
-
-// `switchyard help <command>` prints a command's help without running the hook that adds them.
-if (process.argv.includes("help")) for (const command of [...optionSets.keys()]) addOptionSets(program, command);
-
-// `switchyard agentcraft …` is the `agentcraft` command, with its own parser.
-if (process.argv[2] === "agentcraft") {
-  const { runAgentCraft } = await import("./agentcraft/main.js");
-  process.exitCode = await runAgentCraft(process.argv.slice(3));
-} else {
-  await program.parseAsync().catch((error: unknown) => {
-    process.stderr.write(`switchyard: ${error instanceof Error ? error.message : String(error)}\n`);
-    process.exit(1);
-  });
-}

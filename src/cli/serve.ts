@@ -2,6 +2,14 @@
 // shutdown request): shared by every command that serves.
 import { createLogger, LOG_LEVELS, type LogLevel } from "../log.js";
 import { startServer, type ServerConfig } from "../server.js";
+import { resolveAcpConfig, resolveServerConfig, type AcpFlags, type AppServerFlags } from "./config.js";
+
+/** `switchyard app-server`. */
+export const serveAppServer = (flags: AppServerFlags & { dialect?: string }): Promise<void> =>
+  serve(flags, () => resolveServerConfig({ ...flags, face: flags.face ?? flags.dialect }, process.env));
+
+/** `switchyard acp`. */
+export const serveAcp = (flags: AcpFlags): Promise<void> => serve(flags, () => resolveAcpConfig(flags, process.env));
 
 /** Starts a server and runs until it stops (stdio closed, or a signal). */
 export async function serve(flags: { logLevel?: string }, resolve: () => ServerConfig | Promise<ServerConfig>): Promise<void> {

@@ -1,7 +1,7 @@
 // The JSON-RPC 2.0 engine shared by every protocol face: one RpcConnection per MessageChannel.
 // It answers the peer's requests (concurrently, with an in-flight cap), delivers its
 // notifications in arrival order, and sends our own requests and routes their responses by id.
-import { newId } from "../ids.js";
+import { newLocalId } from "../ids.js";
 import { silentLogger, type Logger } from "../log.js";
 import type { ChannelInfo, MessageChannel } from "../transport/channel.js";
 import { ErrorCode, RpcError } from "./errors.js";
@@ -94,7 +94,7 @@ const DEFAULT_MAX_IN_FLIGHT = 64;
 const DEFAULT_TIMEOUT_MS = 60_000;
 
 export class RpcConnection {
-  readonly id = newId("conn");
+  readonly id = newLocalId("conn");
   readonly info: ChannelInfo;
 
   private readonly log: Logger;
