@@ -2,6 +2,7 @@
 // from the event log. Loaded after a stdio client's initialize has been answered (see
 // server.ts): it is most of what start-up loads (zod, SQLite, the protocol tables).
 import path from "node:path";
+import { fileURLToPath } from "node:url";
 import { Backends, DEFAULT_AGENT_IDLE_TIMEOUT_MS } from "./backends/index.js";
 import { setUpProviders } from "./config/providers.js";
 import type { Logger } from "./log.js";
@@ -9,6 +10,11 @@ import { Runtime } from "./runtime/runtime.js";
 import type { ServerConfig } from "./server.js";
 import { openStore, type SqliteStore } from "./store/sqlite-store.js";
 import { createDefaultRegistry } from "./tools/registry.js";
+import { loadSkillTool } from "./tools/load-skill.js";
+import { WorkspaceResources } from "./workspace/index.js";
+
+/** The system skills, `skills/` of the package: two levels up from dist/src and from dist/chunks. */
+const BUILTIN_SKILLS_DIR = fileURLToPath(new URL("../../skills", import.meta.url));
 
 export interface AssembledRuntime {
   runtime: Runtime;
@@ -20,13 +26,15 @@ export interface AssembledRuntime {
 export function assembleRuntime(config: ServerConfig, log: Logger): AssembledRuntime {
   const providers = setUpProviders(config, log);
   const store = openStore(config.dataDir);
-  const tools = createDefaultRegistry();
+  const workspace = new WorkspaceResources({ builtinSkillsDir: BUILTIN_SKILLS_DIR, configDir: config.dataDir, env: config.env });
+  const tools = createDefaultRegistry([loadSkillTool(workspace.skills)]);
   const backends = new Backends(
     {
       tools,
       resolveProvider: providers.resolveProvider,
       models: providers.catalog,
       defaults: { ...providers.defaults, commandTimeoutMs: config.commandTimeoutMs },
+      workspace,
     },
     {
       log,
@@ -43,6 +51,7 @@ export function assembleRuntime(config: ServerConfig, log: Logger): AssembledRun
     tools,
     models: providers.catalog,
     logger: log,
+    workspace,
     defaults: {
       backend: config.backend ?? { type: "builtin" },
       ...(providers.defaults.model ? { model: providers.defaults.model } : {}),

@@ -493,6 +493,41 @@ export type ApprovalDecision = "accept" | "acceptForSession" | "acceptAlways" | 
 /** Who decided: a client, an acceptForSession grant (sessionGrant), an acceptAlways rule (rule), the policy, or a timeout. session and always are what older servers recorded for the grant and the rule. */
 export type ApprovalSource = "client" | "sessionGrant" | "rule" | "policy" | "timeout" | "session" | "always";
 
+/** A skill: a folder with a SKILL.md that teaches the agent a task. */
+export interface SkillInfo {
+  name: string;
+  /** From the front matter's description; the name when it has none. */
+  description: string;
+  source: "workspace" | "plugin" | "builtin" | "user";
+  /** False when a requirement of the front matter (bins, env) is not met here. */
+  available: boolean;
+  unavailableReason: string | null;
+  enabled: boolean;
+  /** The source SKILL.md. */
+  path: string;
+  /** True when the agent sees the workspace's variant of the skill. */
+  hasVariant?: boolean;
+  pluginId?: string;
+  /** The SKILL.md front matter. */
+  metadata: Record<string, unknown>;
+}
+
+/** A slash command: built in (/new, /stop) or a custom prompt template. */
+export interface CommandInfo {
+  /** The slash name, e.g. "/review". */
+  name: string;
+  aliases: string[];
+  /** A key for the client's own translation; empty for custom commands. */
+  descriptionKey: string;
+  fallbackDescription: string;
+  description: string;
+  category: "builtin" | "custom";
+  requiresAdmin: boolean;
+  argumentHint?: string;
+  source?: "workspace" | "user";
+  path?: string;
+}
+
 // ---- requests (client -> server) ----
 
 /** Params of the `initialize` request. Handshake, the first request: the client's identity and capabilities in, the server's out. */
@@ -787,6 +822,146 @@ export interface BackendListResult {
   data: BackendEntry[];
 }
 
+/** Params of the `skills/list` request. Lists the workspace's skills from every source (workspace, plugins, system, user), the highest-priority one per name. */
+export interface SkillsListParams {
+  /** The workspace; default: the directory the server was started in (a DotCraft server serves one workspace). */
+  workspacePath?: string;
+  /** Default true. */
+  includeUnavailable?: boolean;
+}
+
+/** Result of the `skills/list` request. */
+export interface SkillsListResult {
+  skills: SkillInfo[];
+}
+
+/** Params of the `skills/read` request. Reads a skill's source SKILL.md as written, with its parsed front matter (-32040 when there is no such skill). */
+export interface SkillsReadParams {
+  /** The workspace; default: the directory the server was started in (a DotCraft server serves one workspace). */
+  workspacePath?: string;
+  /** The skill's name (its folder's name). */
+  name: string;
+}
+
+/** Result of the `skills/read` request. */
+export interface SkillsReadResult {
+  name: string;
+  content: string;
+  metadata: Record<string, unknown> | null;
+}
+
+/** Params of the `skills/view` request. The skill as the agent reads it: the workspace variant's body if there is one, else the source's, without front matter. */
+export interface SkillsViewParams {
+  /** The workspace; default: the directory the server was started in (a DotCraft server serves one workspace). */
+  workspacePath?: string;
+  /** The skill's name (its folder's name). */
+  name: string;
+}
+
+/** Result of the `skills/view` request. */
+export interface SkillsViewResult {
+  name: string;
+  content: string;
+}
+
+/** Params of the `skills/restoreOriginal` request. Makes the agent read the source skill again instead of the workspace's variant (kept on disk, marked restored). */
+export interface SkillsRestoreOriginalParams {
+  /** The workspace; default: the directory the server was started in (a DotCraft server serves one workspace). */
+  workspacePath?: string;
+  /** The skill's name (its folder's name). */
+  name: string;
+}
+
+/** Result of the `skills/restoreOriginal` request. */
+export interface SkillsRestoreOriginalResult {
+  name: string;
+  /** False when the skill already used its source. */
+  restored: boolean;
+}
+
+/** Params of the `skills/setEnabled` request. Enables or disables a skill for the workspace (.craft/config.json); disabled skills are not offered to the agent. */
+export interface SkillsSetEnabledParams {
+  /** The workspace; default: the directory the server was started in (a DotCraft server serves one workspace). */
+  workspacePath?: string;
+  /** The skill's name (its folder's name). */
+  name: string;
+  enabled: boolean;
+}
+
+/** Result of the `skills/setEnabled` request. */
+export interface SkillsSetEnabledResult {
+  skill: SkillInfo;
+}
+
+/** Params of the `skills/uninstall` request. Deletes a workspace or user skill and its workspace variant; system and plugin skills are refused (-32602). */
+export interface SkillsUninstallParams {
+  /** The workspace; default: the directory the server was started in (a DotCraft server serves one workspace). */
+  workspacePath?: string;
+  /** The skill's name (its folder's name). */
+  name: string;
+}
+
+/** Result of the `skills/uninstall` request. */
+export interface SkillsUninstallResult {
+  name: string;
+  uninstalled: boolean;
+  source: "workspace" | "user";
+  removedSourcePath: string;
+  removedVariantCount: number;
+}
+
+/** Params of the `command/list` request. Lists the slash commands: the built-in ones (unless includeBuiltins is false) and the workspace's and user's custom ones. */
+export interface CommandListParams {
+  /** The workspace; default: the directory the server was started in (a DotCraft server serves one workspace). */
+  workspacePath?: string;
+  /** Default true; false lists only custom commands (those a commandRef can name). */
+  includeBuiltins?: boolean;
+  /** Ignored (kept for older clients). */
+  language?: string;
+}
+
+/** Result of the `command/list` request. */
+export interface CommandListResult {
+  commands: CommandInfo[];
+}
+
+/** Params of the `command/execute` request. Runs a slash command on a thread: /new starts a thread, /stop interrupts the running turn, a custom command becomes the thread's next input (started now, or queued behind the running turn). -32060 when there is no such command. */
+export interface CommandExecuteParams {
+  threadId: string;
+  /** The command, e.g. "/review" or "/review src/a.ts". */
+  command: string;
+  /** The arguments; default: those written after the command. */
+  arguments?: string[];
+  /** Who runs it (accepted, for auditing by clients). */
+  sender?: Record<string, unknown>;
+}
+
+/** Result of the `command/execute` request. */
+export interface CommandExecuteResult {
+  handled: boolean;
+  message?: string;
+  isMarkdown: boolean;
+  /** The prompt a custom command expanded to. */
+  expandedPrompt: string | null;
+  /** /new: switch to `thread`. */
+  sessionReset: boolean;
+  /** The Thread (the same object as elsewhere). */
+  thread?: {
+    id: string;
+    [key: string]: unknown;
+  };
+  /** The Turn (the same object as elsewhere). */
+  turn?: {
+    id: string;
+    [key: string]: unknown;
+  };
+  /** The QueuedInput (the same object as elsewhere). */
+  queuedInput?: {
+    id: string;
+    [key: string]: unknown;
+  };
+}
+
 // ---- notifications (server -> client) ----
 
 /** Params of the `thread/started` notification. A thread was created (sent to every connection). */
@@ -1060,6 +1235,16 @@ export interface ServerStatusChangedNotification {
   since?: string;
 }
 
+/** Params of the `workspace/configChanged` notification. A workspace's skills, commands or settings changed (sent to every connection that did not initialize with configChange: false). */
+export interface WorkspaceConfigChangedNotification {
+  /** The request that made the change, e.g. "skills/setEnabled". */
+  source: string;
+  /** What changed, e.g. ["skills"]; re-read it. */
+  regions: string[];
+  changedAt: string;
+  workspacePath: string;
+}
+
 // ---- server requests (server -> client) ----
 
 /** Params of the `item/approval/request` server request. Asks the client to approve a shell command or a file write; the first answer wins. */
@@ -1131,6 +1316,22 @@ export interface Requests {
   "model/list": { params: ModelListParams; result: ModelListResult };
   /** Lists the backends a thread can run on (configuration.backend) and whether each is available here. */
   "backend/list": { params: BackendListParams; result: BackendListResult };
+  /** Lists the workspace's skills from every source (workspace, plugins, system, user), the highest-priority one per name. */
+  "skills/list": { params: SkillsListParams; result: SkillsListResult };
+  /** Reads a skill's source SKILL.md as written, with its parsed front matter (-32040 when there is no such skill). */
+  "skills/read": { params: SkillsReadParams; result: SkillsReadResult };
+  /** The skill as the agent reads it: the workspace variant's body if there is one, else the source's, without front matter. */
+  "skills/view": { params: SkillsViewParams; result: SkillsViewResult };
+  /** Makes the agent read the source skill again instead of the workspace's variant (kept on disk, marked restored). */
+  "skills/restoreOriginal": { params: SkillsRestoreOriginalParams; result: SkillsRestoreOriginalResult };
+  /** Enables or disables a skill for the workspace (.craft/config.json); disabled skills are not offered to the agent. */
+  "skills/setEnabled": { params: SkillsSetEnabledParams; result: SkillsSetEnabledResult };
+  /** Deletes a workspace or user skill and its workspace variant; system and plugin skills are refused (-32602). */
+  "skills/uninstall": { params: SkillsUninstallParams; result: SkillsUninstallResult };
+  /** Lists the slash commands: the built-in ones (unless includeBuiltins is false) and the workspace's and user's custom ones. */
+  "command/list": { params: CommandListParams; result: CommandListResult };
+  /** Runs a slash command on a thread: /new starts a thread, /stop interrupts the running turn, a custom command becomes the thread's next input (started now, or queued behind the running turn). -32060 when there is no such command. */
+  "command/execute": { params: CommandExecuteParams; result: CommandExecuteResult };
 }
 
 /** Server -> client notifications: each method's params. */
@@ -1183,6 +1384,8 @@ export interface Notifications {
   "item/approval/resolved": ItemApprovalResolvedNotification;
   /** The server's storage became unavailable (disk full, I/O error: reads still work, writes answer -32030, running turns wait) or available again (sent to every connection; not part of any thread's log). */
   "server/statusChanged": ServerStatusChangedNotification;
+  /** A workspace's skills, commands or settings changed (sent to every connection that did not initialize with configChange: false). */
+  "workspace/configChanged": WorkspaceConfigChangedNotification;
 }
 
 /** Server -> client requests: each method's params and the client's answer. */

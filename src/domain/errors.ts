@@ -9,7 +9,9 @@ export type RuntimeErrorCode =
   | "invalidInput"
   | "replayGap"
   /** The data directory cannot be written (disk full, I/O error): reads still work. */
-  | "storageUnavailable";
+  | "storageUnavailable"
+  | "skillNotFound"
+  | "commandNotFound";
 
 export class RuntimeError extends Error {
   constructor(

@@ -19,8 +19,10 @@ import type { StorageStatus, StoredItemJson, ThreadFilter, ThreadPage } from "..
 import type { AnyTool, ToolEnvironment } from "../tools/tool.js";
 import type { Approver } from "./approvals.js";
 import type { ModelSelection, RuntimeListener, StartThreadParams, StartTurnParams } from "./runtime.js";
+import type { WorkspaceResources } from "../workspace/index.js";
+import type { CommandExecution } from "./command-execution.js";
 
-export type { ModelSelection, RuntimeListener, StartThreadParams, StartTurnParams, StorageStatus };
+export type { CommandExecution, ModelSelection, RuntimeListener, StartThreadParams, StartTurnParams, StorageStatus };
 
 export interface ToolSummary {
   name: string;
@@ -83,6 +85,12 @@ export interface RuntimeApi {
   removeQueued(threadId: string, queuedInputId: string): QueuedInput[];
   steer(threadId: string, input: InputPart[], expectedTurnId?: string): Turn;
   interrupt(threadId: string, turnId?: string): Promise<Turn>;
+  /** Runs a slash command on a thread (throws commandNotFound). */
+  executeCommand(threadId: string, command: string, args?: string[]): Promise<CommandExecution>;
+
+  // ---- workspaces ----
+  /** Skills, custom commands, and the announcements of their changes, per workspace path. */
+  readonly workspace: WorkspaceResources;
 
   // ---- approvals ----
   readonly approvals: {

@@ -37,6 +37,8 @@ import type {
 import { TurnRecorder } from "../domain/turn-recorder.js";
 import type { RuntimeApi, ToolSummary } from "./api.js";
 import { addUsage } from "../providers/usage.js";
+import type { WorkspaceResources } from "../workspace/index.js";
+import { executeCommand, type CommandExecution } from "./command-execution.js";
 
 export interface RuntimeOptions {
   store: Store;
@@ -50,6 +52,8 @@ export interface RuntimeOptions {
     defaultProvider?(): Promise<string | undefined>;
   };
   logger: Logger;
+  /** The workspaces' skills and custom commands. */
+  workspace: WorkspaceResources;
   defaults: {
     /** The backend of threads that name none. */
     backend: BackendSpec;
@@ -108,6 +112,7 @@ export type { RuntimeListener } from "./delivery.js";
 
 export class Runtime implements RuntimeApi {
   readonly approvals = new ApprovalBroker();
+  readonly workspace: WorkspaceResources;
   /** Running turns by thread id (at most one per thread). */
   private readonly active = new Map<string, ActiveTurn>();
   private readonly store: Store;
@@ -122,6 +127,7 @@ export class Runtime implements RuntimeApi {
   constructor(private readonly options: RuntimeOptions) {
     this.store = options.store;
     this.log = options.logger;
+    this.workspace = options.workspace;
     this.delivery = new EventDelivery(this.store, this.log);
     this.store.onStorageStatus((status) => this.storageChanged(status));
   }
@@ -521,6 +527,11 @@ export class Runtime implements RuntimeApi {
     }
     active.steering.push(input);
     return active.turn;
+  }
+
+  /** Runs a slash command on a thread: a built-in one, or a custom one as the thread's next input. */
+  executeCommand(threadId: string, command: string, args?: string[]): Promise<CommandExecution> {
+    return executeCommand(this, this.workspace.commands, threadId, command, args);
   }
 
   /** Cancels the running turn and resolves once it has ended. */

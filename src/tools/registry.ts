@@ -55,6 +55,7 @@ export function builtinTools(): AnyTool[] {
   return [readFileTool, listFilesTool, globTool, searchFilesTool, writeFileTool, editTool, bashTool, updatePlanTool, askUserTool];
 }
 
-export function createDefaultRegistry(): ToolRegistry {
-  return new ToolRegistry(builtinTools());
+/** The built-in tools and `extra` ones that need the server's parts (e.g. load_skill its skills). */
+export function createDefaultRegistry(extra: AnyTool[] = []): ToolRegistry {
+  return new ToolRegistry([...builtinTools(), ...extra]);
 }

@@ -13,6 +13,7 @@ import { SqliteStore } from "../../src/store/sqlite-store.js";
 import type { ApprovalAsk } from "../../src/tools/tool.js";
 import { createDefaultRegistry } from "../../src/tools/registry.js";
 import { tempDir } from "../support/server-process.js";
+import { WorkspaceResources } from "../../src/workspace/index.js";
 
 type Script = (ctx: TurnContext) => Promise<TurnOutcome>;
 
@@ -76,6 +77,7 @@ class World {
       backends,
       tools: createDefaultRegistry(),
       logger: silentLogger,
+      workspace: new WorkspaceResources({ builtinSkillsDir: tempDir("skills"), configDir: tempDir("config") }),
       defaults: { backend: { type: "builtin" }, approvalTimeoutMs: 10_000 },
     });
     this.runtime.subscribe((event) => {

@@ -5,6 +5,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { after } from "node:test";
 
 export const CLI_PATH = fileURLToPath(new URL("../../switchyard.js", import.meta.url));
 
@@ -43,6 +44,10 @@ export interface SpawnOptions {
   nodeArgs?: string[];
 }
 
+/** Servers still running; whatever a failed test left behind is killed when its file ends. */
+const running = new Set<ServerProcess>();
+after(() => Promise.all([...running].map((server) => server.kill("SIGKILL"))));
+
 export class ServerProcess {
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   stderr = "";
@@ -58,6 +63,8 @@ export class ServerProcess {
       for (const wake of this.stderrWaiters.splice(0)) wake();
     });
     this.exited = new Promise((resolve) => child.once("exit", (code, signal) => resolve({ code, signal })));
+    running.add(this);
+    void this.exited.then(() => running.delete(this));
   }
 
   static spawn(opts: SpawnOptions = {}): ServerProcess {

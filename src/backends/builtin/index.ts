@@ -6,11 +6,13 @@ import { callUsage } from "../../providers/usage.js";
 import type { ToolRegistry } from "../../tools/registry.js";
 import { Workspace } from "../../tools/workspace.js";
 import { askUserTool } from "../../tools/ask-user.js";
+import { LOAD_SKILL } from "../../tools/load-skill.js";
+import type { WorkspaceResources } from "../../workspace/index.js";
 import type { AgentBackend, TurnContext, TurnOutcome } from "../backend.js";
 import { historyFromClientMessages, rebuildHistory, type RebuiltHistory } from "./history.js";
-import { projectInstructions, systemPrompt } from "./system-prompt.js";
+import { projectInstructions, skillCatalog, systemPrompt } from "./system-prompt.js";
 import { TurnRunner } from "./turn-runner.js";
-import { userMessage } from "./user-input.js";
+import { userMessage, type InputRefs } from "./user-input.js";
 
 export type ProviderResolution = ModelProvider | { problem: string };
 
@@ -21,6 +23,8 @@ export interface BuiltinBackendOptions {
   /** The models the configured providers offer (for model catalogs of the faces). */
   models?: { list(): Promise<ListedModel[]> };
   defaults: { provider?: string; model?: string; commandTimeoutMs: number };
+  /** The workspaces' skills and custom commands (the catalog in the prompt, skillRef, commandRef). */
+  workspace?: Pick<WorkspaceResources, "skills" | "commands">;
 }
 
 export class BuiltinBackend implements AgentBackend {
@@ -45,17 +49,25 @@ export class BuiltinBackend implements AgentBackend {
     const model = requested ?? provider.defaultModel;
     // Unknown models (live listings, local servers) are sent images; the server says if it minds.
     const images = lookupModel(provider.name, model)?.inputModalities?.includes("image") ?? true;
-    const attach = { workspace, images, model };
+    const resources = this.options.workspace;
+    const skills = resources?.skills.catalog(workspace.root) ?? [];
+    const refs: InputRefs | undefined = resources && {
+      skill: (name) => resources.skills.contentFor(workspace.root, name),
+      command: (name, args) => resources.commands.expand(workspace.root, name, args),
+    };
+    const attach = { workspace, images, model, ...(refs ? { refs } : {}) };
     const client = ctx.messages ? historyFromClientMessages(ctx.messages) : undefined;
     // History reads its attachments again; one that cannot be sent any more becomes a note in the text.
     const history: RebuiltHistory = client
       ? { messages: client.messages, itemIds: new Map() }
       : rebuildHistory(ctx.history(), (item) => userMessage(item.payload.input, { ...attach, onProblem: "placeholder" }));
-    // ask_user only where a client can answer it (it costs every request its spec).
+    // ask_user only where a client can answer it, load_skill where there are skills (each costs
+    // every request its spec).
     const tools = this.options.tools.list(
       (tool) =>
         (thread.mode === "agent" || tool.kind === "readOnly" || tool.kind === "plan") &&
-        (tool.name !== askUserTool.name || ctx.ask !== undefined),
+        (tool.name !== askUserTool.name || ctx.ask !== undefined) &&
+        (tool.name !== LOAD_SKILL || skills.length > 0),
     );
     const runner = new TurnRunner({
       recorder,
@@ -67,6 +79,7 @@ export class BuiltinBackend implements AgentBackend {
       system: [
         config.systemPrompt ?? systemPrompt({ workspacePath: workspace.root, mode: thread.mode }),
         projectInstructions(workspace.root),
+        skillCatalog(skills),
         client?.system,
       ]
         .filter(Boolean)

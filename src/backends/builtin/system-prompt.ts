@@ -38,3 +38,12 @@ export function systemPrompt(opts: { workspacePath: string; mode: AgentMode }): 
   }
   return lines.join("\n");
 }
+
+/** The skills the model may load, by name and description; undefined when there are none. */
+export function skillCatalog(skills: Array<{ name: string; description: string }>): string | undefined {
+  if (skills.length === 0) return undefined;
+  return [
+    "Skills (instructions for particular tasks): when the task matches one, load it with load_skill before you start.",
+    ...skills.map((skill) => `- ${skill.name}: ${skill.description}`),
+  ].join("\n");
+}

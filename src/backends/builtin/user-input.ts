@@ -44,10 +44,21 @@ export interface UserInputOptions {
   onProblem: "fail" | "placeholder";
   /** Names the model in the error for an image it does not take. */
   model: string;
+  /** Resolves skillRef and commandRef parts to what they stand for; without it they stay names. */
+  refs?: InputRefs;
+}
+
+/** What a workspace's skills and custom commands say, for the thread's workspace. */
+export interface InputRefs {
+  /** The content of an enabled skill; undefined when there is none by that name. */
+  skill(name: string): string | undefined;
+  /** A custom command's expanded prompt; undefined when there is none by that name. */
+  command(name: string, args?: string): string | undefined;
 }
 
 /** The user message for an input; throws InputError (onProblem "fail") when part of it cannot be sent. */
-export function userMessage(input: InputPart[], options: UserInputOptions): UserMessage {
+export function userMessage(given: InputPart[], options: UserInputOptions): UserMessage {
+  const input = options.refs ? given.map((part) => resolveRef(part, options)) : given;
   if (input.every((part) => part.type === "text" || part.type === "commandRef" || part.type === "skillRef")) {
     return { role: "user", content: inputToText(input) };
   }
@@ -62,6 +73,16 @@ export function userMessage(input: InputPart[], options: UserInputOptions): User
   }
   const content = parts.map((p) => (p.type === "text" ? p.text : `[image: ${describe(p.source)}]`)).join("\n");
   return { role: "user", content, parts };
+}
+
+/** A skillRef as the skill's content, a commandRef as the command's prompt, anything else as is. */
+function resolveRef(part: InputPart, options: UserInputOptions): InputPart {
+  if (part.type !== "skillRef" && part.type !== "commandRef") return part;
+  const text = part.type === "skillRef" ? options.refs?.skill(part.name) : options.refs?.command(part.name, part.args);
+  if (text !== undefined) return { type: "text", text: part.type === "skillRef" ? `<skill name="${part.name}">\n${text}\n</skill>` : text };
+  const problem = part.type === "skillRef" ? `No enabled skill named "${part.name}".` : `No custom command named "/${part.name}".`;
+  if (options.onProblem === "fail") throw new InputError("invalidInput", problem);
+  return { type: "text", text: `${inputToText([part])} (${problem})` };
 }
 
 function toPart(part: InputPart, options: UserInputOptions): UserContentPart {

@@ -15,6 +15,8 @@ export const AppServerErrorCode = {
   TurnNotRunning: -32014,
   ApprovalTimeout: -32020,
   StorageUnavailable: -32030,
+  SkillNotFound: -32040,
+  CommandNotFound: -32060,
 } as const;
 
 const RUNTIME_ERROR_CODES: Record<RuntimeError["code"], number> = {
@@ -26,6 +28,8 @@ const RUNTIME_ERROR_CODES: Record<RuntimeError["code"], number> = {
   invalidInput: AppServerErrorCode.InvalidParams,
   replayGap: AppServerErrorCode.InvalidRequest,
   storageUnavailable: AppServerErrorCode.StorageUnavailable,
+  skillNotFound: AppServerErrorCode.SkillNotFound,
+  commandNotFound: AppServerErrorCode.CommandNotFound,
 };
 
 /** The answer to any request but initialize on a connection that has not initialized. */

@@ -1,7 +1,7 @@
 // AppServer's answer to initialize, apart from the session: a stdio client's first request is
 // answered before the runtime (store, protocol tables, zod) has loaded. See Face.answerEarly.
 
-/** Management families that later versions add; until then initialize reports them absent. */
+/** The method families this server has; those it does not have yet are reported false. */
 const SERVER_CAPABILITIES = {
   threadManagement: true,
   threadSubscriptions: true,
@@ -10,13 +10,13 @@ const SERVER_CAPABILITIES = {
   turnQueue: true,
   turnSteering: true,
   modelCatalogManagement: true,
-  skillsManagement: false,
-  skillVariants: false,
+  skillsManagement: true,
+  skillVariants: true,
   pluginManagement: false,
   mcpManagement: false,
   cronManagement: false,
   heartbeatManagement: false,
-  commandManagement: false,
+  commandManagement: true,
   externalChannelManagement: false,
   subagentManagement: false,
   workspaceConfigManagement: false,

@@ -7,6 +7,7 @@ import type { ItemPayloads } from "../../domain/model.js";
 import type { Same } from "../../domain/same-type.js";
 import type { ProtocolTable } from "../../rpc/protocol-table.js";
 import { BackendSpecSchema } from "../../domain/backend-spec-schema.js";
+import { CommandInfo, ManagementNotifications, ManagementRequests, SkillInfo } from "./management-protocol.js";
 
 // ---- params of every client -> server request, and what they carry ----
 const threadId = z.string().min(1).describe("Thread id.");
@@ -412,6 +413,7 @@ export const AppServerRequests = {
     params: AppServerParams["backend/list"],
     result: z.object({ data: z.array(BackendEntry) }),
   },
+  ...ManagementRequests,
 } as const;
 
 const threadEvent = <S extends z.ZodRawShape>(shape: S) => z.object({ threadId: z.string(), seq, ...shape }).passthrough();
@@ -476,6 +478,7 @@ export const AppServerNotifications = {
     .describe(
       "The server's storage became unavailable (disk full, I/O error: reads still work, writes answer -32030, running turns wait) or available again (sent to every connection; not part of any thread's log).",
     ),
+  ...ManagementNotifications,
 } as const;
 
 /** Server -> client requests. */
@@ -519,6 +522,8 @@ export const appServerProtocol = {
     ApprovalType,
     ApprovalDecision,
     ApprovalSource,
+    SkillInfo,
+    CommandInfo,
   },
 } satisfies ProtocolTable;
 

@@ -13,12 +13,14 @@ import type { RuntimeEvent } from "../../domain/events.js";
 import type { RuntimeApi } from "../../runtime/api.js";
 import { ApprovalAnswer } from "./protocol.js";
 import { AppServerRequests } from "./protocol.js";
+import { managementHandlers } from "./management.js";
 import { ItemFilter, storageNotification, toNotification, wireThread, type EventContext, type WireItem, type WireThread } from "./wire.js";
 
 export class AppServerSession implements RpcHandlers {
   private initialized = false;
   private filter = new ItemFilter({});
   private optOut = new Set<string>();
+  private configChanges = true;
   private readonly subscriptions = new Set<string>();
   private readonly feed: EventFeed;
   private readonly dispatch: Dispatch;
@@ -46,6 +48,12 @@ export class AppServerSession implements RpcHandlers {
         this.connection.notify(method, params);
       }),
     );
+    this.detach.push(
+      runtime.workspace.changes.on((change) => {
+        if (!this.initialized || !this.configChanges || this.connection.closed || this.optOut.has("workspace/configChanged")) return;
+        this.connection.notify("workspace/configChanged", change);
+      }),
+    );
     connection.onClose(() => this.detach.forEach((undo) => undo()));
   }
 
@@ -66,6 +74,7 @@ export class AppServerSession implements RpcHandlers {
         this.initialized = true;
         this.filter = new ItemFilter(caps);
         this.optOut = new Set(caps.optOutNotificationMethods ?? []);
+        this.configChanges = caps.configChange !== false;
         if (caps.approvalSupport) this.detach.push(rt.approvals.addApprover(this.approver()));
         this.log.info({ client: params.clientInfo.name, transport: this.connection.info.transport }, "client initialized");
         return initializeResult(this.serverVersion);
@@ -191,6 +200,11 @@ export class AppServerSession implements RpcHandlers {
         return { data: provider === undefined ? models : models.filter((m) => m.provider === provider) };
       },
       "backend/list": async () => ({ data: await rt.listBackends() }),
+      ...managementHandlers(
+        rt,
+        (threadId) => this.thread(threadId),
+        (threadId) => this.subscriptions.add(threadId),
+      ),
     };
   }
 

@@ -32,6 +32,9 @@ const RUNTIME_ERROR_CODES: Record<RuntimeError["code"], number> = {
   invalidInput: ClaudeErrorCode.InvalidParams,
   replayGap: ClaudeErrorCode.InvalidRequest,
   storageUnavailable: ClaudeErrorCode.StorageUnavailable,
+  // A skill or command the request names does not exist: a bad parameter.
+  skillNotFound: ClaudeErrorCode.InvalidParams,
+  commandNotFound: ClaudeErrorCode.InvalidParams,
 };
 
 /** A runtime error as this face's RpcError; any other error unchanged. */

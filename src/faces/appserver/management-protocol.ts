@@ -1,0 +1,128 @@
+// AppServer protocol, the management families: skills and custom commands of a workspace. Part
+// of the one table (protocol.ts spreads these in). Every method takes an optional
+// `workspacePath`; without it, the server's own workspace (the directory it was started in).
+import { z } from "zod";
+
+/** An object of the core table by its id (that table spreads this one in, so it cannot be imported here). */
+const withId = (what: string) => z.object({ id: z.string() }).passthrough().describe(`The ${what} (the same object as elsewhere).`);
+
+const workspacePath = z
+  .string()
+  .min(1)
+  .optional()
+  .describe("The workspace; default: the directory the server was started in (a DotCraft server serves one workspace).");
+const skillName = z.string().min(1).describe("The skill's name (its folder's name).");
+
+export const SkillInfo = z
+  .object({
+    name: z.string(),
+    description: z.string().describe("From the front matter's description; the name when it has none."),
+    source: z.enum(["workspace", "plugin", "builtin", "user"]),
+    available: z.boolean().describe("False when a requirement of the front matter (bins, env) is not met here."),
+    unavailableReason: z.string().nullable(),
+    enabled: z.boolean(),
+    path: z.string().describe("The source SKILL.md."),
+    hasVariant: z.boolean().optional().describe("True when the agent sees the workspace's variant of the skill."),
+    pluginId: z.string().optional(),
+    metadata: z.record(z.string(), z.unknown()).describe("The SKILL.md front matter."),
+  })
+  .describe("A skill: a folder with a SKILL.md that teaches the agent a task.");
+
+export const CommandInfo = z
+  .object({
+    name: z.string().describe('The slash name, e.g. "/review".'),
+    aliases: z.array(z.string()),
+    descriptionKey: z.string().describe("A key for the client's own translation; empty for custom commands."),
+    fallbackDescription: z.string(),
+    description: z.string(),
+    category: z.enum(["builtin", "custom"]),
+    requiresAdmin: z.boolean(),
+    argumentHint: z.string().optional(),
+    source: z.enum(["workspace", "user"]).optional(),
+    path: z.string().optional(),
+  })
+  .describe("A slash command: built in (/new, /stop) or a custom prompt template.");
+
+const SkillResult = z.object({ skill: SkillInfo });
+
+export const ManagementRequests = {
+  "skills/list": {
+    description: "Lists the workspace's skills from every source (workspace, plugins, system, user), the highest-priority one per name.",
+    params: z.object({ workspacePath, includeUnavailable: z.boolean().optional().describe("Default true.") }),
+    result: z.object({ skills: z.array(SkillInfo) }),
+  },
+  "skills/read": {
+    description: "Reads a skill's source SKILL.md as written, with its parsed front matter (-32040 when there is no such skill).",
+    params: z.object({ workspacePath, name: skillName }),
+    result: z.object({ name: z.string(), content: z.string(), metadata: z.record(z.string(), z.unknown()).nullable() }),
+  },
+  "skills/view": {
+    description: "The skill as the agent reads it: the workspace variant's body if there is one, else the source's, without front matter.",
+    params: z.object({ workspacePath, name: skillName }),
+    result: z.object({ name: z.string(), content: z.string() }),
+  },
+  "skills/restoreOriginal": {
+    description: "Makes the agent read the source skill again instead of the workspace's variant (kept on disk, marked restored).",
+    params: z.object({ workspacePath, name: skillName }),
+    result: z.object({ name: z.string(), restored: z.boolean().describe("False when the skill already used its source.") }),
+  },
+  "skills/setEnabled": {
+    description: "Enables or disables a skill for the workspace (.craft/config.json); disabled skills are not offered to the agent.",
+    params: z.object({ workspacePath, name: skillName, enabled: z.boolean() }),
+    result: SkillResult,
+  },
+  "skills/uninstall": {
+    description: "Deletes a workspace or user skill and its workspace variant; system and plugin skills are refused (-32602).",
+    params: z.object({ workspacePath, name: skillName }),
+    result: z.object({
+      name: z.string(),
+      uninstalled: z.boolean(),
+      source: z.enum(["workspace", "user"]),
+      removedSourcePath: z.string(),
+      removedVariantCount: z.number().int(),
+    }),
+  },
+  "command/list": {
+    description:
+      "Lists the slash commands: the built-in ones (unless includeBuiltins is false) and the workspace's and user's custom ones.",
+    params: z.object({
+      workspacePath,
+      includeBuiltins: z.boolean().optional().describe("Default true; false lists only custom commands (those a commandRef can name)."),
+      language: z.string().optional().describe("Ignored (kept for older clients)."),
+    }),
+    result: z.object({ commands: z.array(CommandInfo) }),
+  },
+  "command/execute": {
+    description:
+      "Runs a slash command on a thread: /new starts a thread, /stop interrupts the running turn, a custom command becomes the thread's next input (started now, or queued behind the running turn). -32060 when there is no such command.",
+    params: z.object({
+      threadId: z.string().min(1),
+      command: z.string().min(1).describe('The command, e.g. "/review" or "/review src/a.ts".'),
+      arguments: z.array(z.string()).optional().describe("The arguments; default: those written after the command."),
+      sender: z.record(z.string(), z.unknown()).optional().describe("Who runs it (accepted, for auditing by clients)."),
+    }),
+    result: z.object({
+      handled: z.boolean(),
+      message: z.string().optional(),
+      isMarkdown: z.boolean(),
+      expandedPrompt: z.string().nullable().describe("The prompt a custom command expanded to."),
+      sessionReset: z.boolean().describe("/new: switch to `thread`."),
+      thread: withId("Thread").optional(),
+      turn: withId("Turn").optional(),
+      queuedInput: withId("QueuedInput").optional(),
+    }),
+  },
+} as const;
+
+export const ManagementNotifications = {
+  "workspace/configChanged": z
+    .object({
+      source: z.string().describe('The request that made the change, e.g. "skills/setEnabled".'),
+      regions: z.array(z.string()).describe('What changed, e.g. ["skills"]; re-read it.'),
+      changedAt: z.string(),
+      workspacePath: z.string(),
+    })
+    .describe(
+      "A workspace's skills, commands or settings changed (sent to every connection that did not initialize with configChange: false).",
+    ),
+} as const;

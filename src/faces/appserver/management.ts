@@ -1,0 +1,44 @@
+// AppServer protocol, the management families' handlers: skills and custom commands of a
+// workspace, straight onto the runtime's workspace resources.
+import type { RequestHandlers } from "../../rpc/protocol-table.js";
+import type { RuntimeApi } from "../../runtime/api.js";
+import type { WireThread } from "./protocol.js";
+import type { ManagementRequests } from "./management-protocol.js";
+
+export function managementHandlers(
+  rt: RuntimeApi,
+  /** The wire form of a thread, as the session sends it everywhere. */
+  wireThread: (threadId: string) => WireThread,
+  /** Subscribes the connection to a thread it starts a turn on, as turn/start does. */
+  follow: (threadId: string) => void,
+): RequestHandlers<typeof ManagementRequests> {
+  const { skills, commands } = rt.workspace;
+  // A DotCraft server serves the workspace it was started in; Switchyard serves any, by path.
+  const ws = (workspacePath: string | undefined): string => workspacePath ?? process.cwd();
+  return {
+    "skills/list": ({ workspacePath, includeUnavailable }) => ({
+      skills: skills.list(ws(workspacePath), includeUnavailable === undefined ? {} : { includeUnavailable }),
+    }),
+    "skills/read": ({ workspacePath, name }) => skills.read(ws(workspacePath), name),
+    "skills/view": ({ workspacePath, name }) => skills.view(ws(workspacePath), name),
+    "skills/restoreOriginal": ({ workspacePath, name }) => skills.restoreOriginal(ws(workspacePath), name),
+    "skills/setEnabled": ({ workspacePath, name, enabled }) => ({ skill: skills.setEnabled(ws(workspacePath), name, enabled) }),
+    "skills/uninstall": ({ workspacePath, name }) => {
+      const result = skills.uninstall(ws(workspacePath), name);
+      return { ...result, source: result.source === "workspace" ? "workspace" : "user" };
+    },
+    "command/list": ({ workspacePath, includeBuiltins }) => ({
+      commands: commands.list(ws(workspacePath), includeBuiltins === undefined ? {} : { includeBuiltins }),
+    }),
+    "command/execute": async ({ threadId, command, arguments: args }) => {
+      const result = await rt.executeCommand(threadId, command, args);
+      if (result.turn || result.queuedInput) follow(threadId);
+      const { thread, turn, ...rest } = result;
+      return {
+        ...rest,
+        ...(thread ? { thread: wireThread(thread.id) } : {}),
+        ...(turn ? { turn: { ...turn, items: undefined } } : {}),
+      };
+    },
+  };
+}

@@ -1,0 +1,38 @@
+// What a workspace brings to its threads besides its files: skills, custom commands, and the
+// announcements of their changes. One instance per server, asked per workspace path.
+import { ConfigChanges } from "./changes.js";
+import { Commands } from "./commands.js";
+import { Skills, type SkillRoots } from "./skills.js";
+import path from "node:path";
+
+export interface WorkspaceResourcesOptions {
+  /** The system skills shipped with Switchyard. */
+  builtinSkillsDir: string;
+  /** Switchyard's config dir (the data directory): the user's `skills/` and `commands/`. */
+  configDir: string;
+  env?: NodeJS.ProcessEnv;
+  plugins?: SkillRoots["plugins"];
+}
+
+export class WorkspaceResources {
+  readonly changes = new ConfigChanges();
+  readonly skills: Skills;
+  readonly commands: Commands;
+
+  constructor(options: WorkspaceResourcesOptions) {
+    this.skills = new Skills(
+      {
+        builtin: options.builtinSkillsDir,
+        user: path.join(options.configDir, "skills"),
+        ...(options.plugins ? { plugins: options.plugins } : {}),
+      },
+      this.changes,
+      options.env,
+    );
+    this.commands = new Commands(path.join(options.configDir, "commands"));
+  }
+}
+
+export type { ConfigChange } from "./changes.js";
+export type { SkillInfo, SkillSource } from "./skills.js";
+export type { CommandInfo } from "./commands.js";
