@@ -26,7 +26,14 @@ export interface AssembledRuntime {
 export function assembleRuntime(config: ServerConfig, log: Logger): AssembledRuntime {
   const providers = setUpProviders(config, log);
   const store = openStore(config.dataDir);
-  const workspace = new WorkspaceResources({ builtinSkillsDir: BUILTIN_SKILLS_DIR, configDir: config.dataDir, env: config.env });
+  const workspace = new WorkspaceResources({
+    builtinSkillsDir: BUILTIN_SKILLS_DIR,
+    configDir: config.dataDir,
+    env: config.env,
+    ...(Number(config.env.SWITCHYARD_MCP_RESTART_DELAY_MS) > 0
+      ? { mcpRestartDelayMs: Number(config.env.SWITCHYARD_MCP_RESTART_DELAY_MS) }
+      : {}),
+  });
   const tools = createDefaultRegistry([loadSkillTool(workspace.skills)]);
   const backends = new Backends(
     {

@@ -177,6 +177,8 @@ export type Item =
         toolName: string;
         argumentsText: string;
         arguments?: unknown;
+        /** The MCP server whose tool it is. */
+        mcpServer?: string;
         [key: string]: unknown;
       };
       [key: string]: unknown;
@@ -526,6 +528,78 @@ export interface CommandInfo {
   argumentHint?: string;
   source?: "workspace" | "user";
   path?: string;
+}
+
+/** An MCP server: stdio (command, args, env, envVars, cwd) or Streamable HTTP (url, bearerTokenEnvVar, httpHeaders, envHttpHeaders). */
+export interface McpServerConfig {
+  /** The key; compared without case. */
+  name: string;
+  enabled: boolean;
+  transport: "stdio" | "streamableHttp";
+  command?: string;
+  args?: string[];
+  env?: Record<string, string>;
+  /** Variables passed on from the server's own environment. */
+  envVars?: string[];
+  /** Relative to the workspace. */
+  cwd?: string | null;
+  url?: string;
+  bearerTokenEnvVar?: string | null;
+  httpHeaders?: Record<string, string>;
+  /** Header name -> the variable holding its value. */
+  envHttpHeaders?: Record<string, string>;
+  startupTimeoutSec?: number | null;
+  toolTimeoutSec?: number | null;
+  /** Set by the server; ignored in mcp/upsert. */
+  origin?: {
+    kind: "workspace" | "plugin";
+    [key: string]: unknown;
+  };
+  /** Set by the server; ignored in mcp/upsert. */
+  readOnly?: boolean;
+}
+
+/** McpServerConfig as a client sends it (unknown fields are ignored). An MCP server: stdio (command, args, env, envVars, cwd) or Streamable HTTP (url, bearerTokenEnvVar, httpHeaders, envHttpHeaders). */
+export interface McpServerConfigInput {
+  /** The key; compared without case. */
+  name: string;
+  enabled: boolean;
+  transport: "stdio" | "streamableHttp";
+  command?: string;
+  args?: string[];
+  env?: Record<string, string>;
+  /** Variables passed on from the server's own environment. */
+  envVars?: string[];
+  /** Relative to the workspace. */
+  cwd?: string | null;
+  url?: string;
+  bearerTokenEnvVar?: string | null;
+  httpHeaders?: Record<string, string>;
+  /** Header name -> the variable holding its value. */
+  envHttpHeaders?: Record<string, string>;
+  startupTimeoutSec?: number | null;
+  toolTimeoutSec?: number | null;
+  /** Set by the server; ignored in mcp/upsert. */
+  origin?: {
+    kind: "workspace" | "plugin";
+    [key: string]: unknown;
+  };
+  /** Set by the server; ignored in mcp/upsert. */
+  readOnly?: boolean;
+}
+
+/** An MCP server's runtime state. */
+export interface McpServerStatus {
+  name: string;
+  enabled: boolean;
+  startupState: "starting" | "ready" | "failed" | "disabled" | "stopped";
+  toolCount: number;
+  resourceCount: number;
+  resourceTemplateCount: number;
+  lastError: string | null;
+  transport: "stdio" | "streamableHttp";
+  /** While failed: when the server is tried again (backoff up to 30 s). */
+  nextRetryAt?: string;
 }
 
 // ---- requests (client -> server) ----
@@ -910,6 +984,79 @@ export interface SkillsUninstallResult {
   removedVariantCount: number;
 }
 
+/** Params of the `mcp/list` request. Lists the workspace's MCP servers (.craft/config.json mcp.servers). */
+export interface McpListParams {
+  /** The workspace; default: the directory the server was started in (a DotCraft server serves one workspace). */
+  workspacePath?: string;
+}
+
+/** Result of the `mcp/list` request. */
+export interface McpListResult {
+  servers: McpServerConfig[];
+}
+
+/** Params of the `mcp/get` request. One MCP server by name (-32070 when there is none). */
+export interface McpGetParams {
+  /** The workspace; default: the directory the server was started in (a DotCraft server serves one workspace). */
+  workspacePath?: string;
+  name: string;
+}
+
+/** Result of the `mcp/get` request. */
+export interface McpGetResult {
+  server: McpServerConfig;
+}
+
+/** Params of the `mcp/upsert` request. Creates or replaces an MCP server and (re)connects it; -32072 when the configuration is invalid for its transport, -32074 when the name differs only in case from another's. */
+export interface McpUpsertParams {
+  /** The workspace; default: the directory the server was started in (a DotCraft server serves one workspace). */
+  workspacePath?: string;
+  server: McpServerConfigInput;
+}
+
+/** Result of the `mcp/upsert` request. */
+export interface McpUpsertResult {
+  server: McpServerConfig;
+}
+
+/** Params of the `mcp/remove` request. Removes an MCP server and disconnects it (-32070 when there is none). */
+export interface McpRemoveParams {
+  /** The workspace; default: the directory the server was started in (a DotCraft server serves one workspace). */
+  workspacePath?: string;
+  name: string;
+}
+
+/** Result of the `mcp/remove` request. */
+export interface McpRemoveResult {
+  removed: true;
+}
+
+/** Params of the `mcp/status/list` request. The runtime state of each MCP server of the workspace (starting them, if the workspace was not in use yet). */
+export interface McpStatusListParams {
+  /** The workspace; default: the directory the server was started in (a DotCraft server serves one workspace). */
+  workspacePath?: string;
+}
+
+/** Result of the `mcp/status/list` request. */
+export interface McpStatusListResult {
+  servers: McpServerStatus[];
+}
+
+/** Params of the `mcp/test` request. Connects to a configuration without saving it and counts its tools; a failure is a result (success: false), not an error. */
+export interface McpTestParams {
+  /** The workspace; default: the directory the server was started in (a DotCraft server serves one workspace). */
+  workspacePath?: string;
+  server: McpServerConfigInput;
+}
+
+/** Result of the `mcp/test` request. */
+export interface McpTestResult {
+  success: boolean;
+  toolCount?: number;
+  errorCode?: string;
+  errorMessage?: string;
+}
+
 /** Params of the `command/list` request. Lists the slash commands: the built-in ones (unless includeBuiltins is false) and the workspace's and user's custom ones. */
 export interface CommandListParams {
   /** The workspace; default: the directory the server was started in (a DotCraft server serves one workspace). */
@@ -1235,6 +1382,12 @@ export interface ServerStatusChangedNotification {
   since?: string;
 }
 
+/** Params of the `mcp/status/updated` notification. An MCP server's runtime state changed (sent to every connection). */
+export interface McpStatusUpdatedNotification {
+  server: McpServerStatus;
+  workspacePath: string;
+}
+
 /** Params of the `workspace/configChanged` notification. A workspace's skills, commands or settings changed (sent to every connection that did not initialize with configChange: false). */
 export interface WorkspaceConfigChangedNotification {
   /** The request that made the change, e.g. "skills/setEnabled". */
@@ -1328,6 +1481,18 @@ export interface Requests {
   "skills/setEnabled": { params: SkillsSetEnabledParams; result: SkillsSetEnabledResult };
   /** Deletes a workspace or user skill and its workspace variant; system and plugin skills are refused (-32602). */
   "skills/uninstall": { params: SkillsUninstallParams; result: SkillsUninstallResult };
+  /** Lists the workspace's MCP servers (.craft/config.json mcp.servers). */
+  "mcp/list": { params: McpListParams; result: McpListResult };
+  /** One MCP server by name (-32070 when there is none). */
+  "mcp/get": { params: McpGetParams; result: McpGetResult };
+  /** Creates or replaces an MCP server and (re)connects it; -32072 when the configuration is invalid for its transport, -32074 when the name differs only in case from another's. */
+  "mcp/upsert": { params: McpUpsertParams; result: McpUpsertResult };
+  /** Removes an MCP server and disconnects it (-32070 when there is none). */
+  "mcp/remove": { params: McpRemoveParams; result: McpRemoveResult };
+  /** The runtime state of each MCP server of the workspace (starting them, if the workspace was not in use yet). */
+  "mcp/status/list": { params: McpStatusListParams; result: McpStatusListResult };
+  /** Connects to a configuration without saving it and counts its tools; a failure is a result (success: false), not an error. */
+  "mcp/test": { params: McpTestParams; result: McpTestResult };
   /** Lists the slash commands: the built-in ones (unless includeBuiltins is false) and the workspace's and user's custom ones. */
   "command/list": { params: CommandListParams; result: CommandListResult };
   /** Runs a slash command on a thread: /new starts a thread, /stop interrupts the running turn, a custom command becomes the thread's next input (started now, or queued behind the running turn). -32060 when there is no such command. */
@@ -1384,6 +1549,8 @@ export interface Notifications {
   "item/approval/resolved": ItemApprovalResolvedNotification;
   /** The server's storage became unavailable (disk full, I/O error: reads still work, writes answer -32030, running turns wait) or available again (sent to every connection; not part of any thread's log). */
   "server/statusChanged": ServerStatusChangedNotification;
+  /** An MCP server's runtime state changed (sent to every connection). */
+  "mcp/status/updated": McpStatusUpdatedNotification;
   /** A workspace's skills, commands or settings changed (sent to every connection that did not initialize with configChange: false). */
   "workspace/configChanged": WorkspaceConfigChangedNotification;
 }

@@ -11,7 +11,10 @@ export type RuntimeErrorCode =
   /** The data directory cannot be written (disk full, I/O error): reads still work. */
   | "storageUnavailable"
   | "skillNotFound"
-  | "commandNotFound";
+  | "commandNotFound"
+  | "mcpServerNotFound"
+  | "mcpValidationFailed"
+  | "mcpServerNameConflict";
 
 export class RuntimeError extends Error {
   constructor(

@@ -141,7 +141,8 @@ export type ItemPayloads = {
   userMessage: { text: string; input: InputPart[]; steered?: boolean };
   agentMessage: { text: string };
   reasoningContent: { text: string; signature?: string };
-  toolCall: { callId: string; toolName: string; argumentsText: string; arguments?: unknown };
+  /** mcpServer: the MCP server whose tool it is. */
+  toolCall: { callId: string; toolName: string; argumentsText: string; arguments?: unknown; mcpServer?: string };
   toolResult: { callId: string; toolName: string; success: boolean; output: string };
   commandExecution: {
     callId: string;

@@ -562,7 +562,7 @@ export class Runtime implements RuntimeApi {
     clearTimeout(this.storageTimer);
     for (const active of this.active.values()) active.abort.abort();
     await this.idle();
-    await this.options.backends.close();
+    await Promise.all([this.options.backends.close(), this.workspace.mcp.close()]);
     this.store.flush();
   }
 

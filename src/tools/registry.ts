@@ -37,7 +37,7 @@ export class ToolRegistry {
     return this.list(filter).map((tool) => {
       let spec = this.specCache.get(tool.name);
       if (!spec) {
-        spec = { name: tool.name, description: tool.description, parameters: parametersSchema(tool) };
+        spec = { name: tool.name, description: tool.description, parameters: tool.parameters ?? parametersSchema(tool) };
         this.specCache.set(tool.name, spec);
       }
       return spec;

@@ -88,6 +88,10 @@ export interface Tool<S extends z.ZodType = z.ZodType> {
   input: S;
   /** "shell" tools get a commandExecution item; "readOnly" tools stay available in plan mode. */
   kind: "readOnly" | "write" | "shell" | "plan";
+  /** The JSON Schema the model is given, when not the one `input` makes (tools of MCP servers). */
+  parameters?: Record<string, unknown>;
+  /** The MCP server a tool belongs to; its items name it. */
+  mcpServer?: string;
   /** Returns what to ask the user before running, or null when no approval is needed. */
   approval?(input: z.infer<S>, ctx: { workspace: Workspace }): ApprovalAsk | null;
   execute(input: z.infer<S>, ctx: ToolContext): Promise<ToolResult>;

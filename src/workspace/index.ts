@@ -4,6 +4,7 @@ import { ConfigChanges } from "./changes.js";
 import { Commands } from "./commands.js";
 import { Skills, type SkillRoots } from "./skills.js";
 import path from "node:path";
+import { McpManager } from "../mcp/manager.js";
 
 export interface WorkspaceResourcesOptions {
   /** The system skills shipped with Switchyard. */
@@ -12,12 +13,15 @@ export interface WorkspaceResourcesOptions {
   configDir: string;
   env?: NodeJS.ProcessEnv;
   plugins?: SkillRoots["plugins"];
+  /** First restart delay of a failed MCP server (default 1 s). */
+  mcpRestartDelayMs?: number;
 }
 
 export class WorkspaceResources {
   readonly changes = new ConfigChanges();
   readonly skills: Skills;
   readonly commands: Commands;
+  readonly mcp: McpManager;
 
   constructor(options: WorkspaceResourcesOptions) {
     this.skills = new Skills(
@@ -30,6 +34,11 @@ export class WorkspaceResources {
       options.env,
     );
     this.commands = new Commands(path.join(options.configDir, "commands"));
+    this.mcp = new McpManager({
+      env: options.env ?? process.env,
+      changes: this.changes,
+      ...(options.mcpRestartDelayMs ? { restartDelayMs: options.mcpRestartDelayMs } : {}),
+    });
   }
 }
 

@@ -7,6 +7,7 @@ import type { ToolRegistry } from "../../tools/registry.js";
 import { Workspace } from "../../tools/workspace.js";
 import { askUserTool } from "../../tools/ask-user.js";
 import { LOAD_SKILL } from "../../tools/load-skill.js";
+import type { AnyTool } from "../../tools/tool.js";
 import type { WorkspaceResources } from "../../workspace/index.js";
 import type { AgentBackend, TurnContext, TurnOutcome } from "../backend.js";
 import { historyFromClientMessages, rebuildHistory, type RebuiltHistory } from "./history.js";
@@ -24,7 +25,7 @@ export interface BuiltinBackendOptions {
   models?: { list(): Promise<ListedModel[]> };
   defaults: { provider?: string; model?: string; commandTimeoutMs: number };
   /** The workspaces' skills and custom commands (the catalog in the prompt, skillRef, commandRef). */
-  workspace?: Pick<WorkspaceResources, "skills" | "commands">;
+  workspace?: Pick<WorkspaceResources, "skills" | "commands" | "mcp">;
 }
 
 export class BuiltinBackend implements AgentBackend {
@@ -63,12 +64,14 @@ export class BuiltinBackend implements AgentBackend {
       : rebuildHistory(ctx.history(), (item) => userMessage(item.payload.input, { ...attach, onProblem: "placeholder" }));
     // ask_user only where a client can answer it, load_skill where there are skills (each costs
     // every request its spec).
-    const tools = this.options.tools.list(
-      (tool) =>
-        (thread.mode === "agent" || tool.kind === "readOnly" || tool.kind === "plan") &&
-        (tool.name !== askUserTool.name || ctx.ask !== undefined) &&
-        (tool.name !== LOAD_SKILL || skills.length > 0),
-    );
+    const offered = (tool: AnyTool): boolean =>
+      (thread.mode === "agent" || tool.kind === "readOnly" || tool.kind === "plan") &&
+      (tool.name !== askUserTool.name || ctx.ask !== undefined) &&
+      (tool.name !== LOAD_SKILL || skills.length > 0);
+    const builtinTools = this.options.tools.list(offered);
+    // The workspace's MCP servers' tools (those ready now; a server still starting joins at the next turn).
+    const mcpTools = (resources?.mcp.tools(workspace.root) ?? []).filter(offered);
+    const tools = [...builtinTools, ...mcpTools];
     const runner = new TurnRunner({
       recorder,
       signal: ctx.signal,
@@ -85,7 +88,10 @@ export class BuiltinBackend implements AgentBackend {
         .filter(Boolean)
         .join("\n\n"),
       tools,
-      toolSpecs: this.options.tools.specs((tool) => tools.includes(tool)),
+      toolSpecs: [
+        ...this.options.tools.specs((tool) => builtinTools.includes(tool)),
+        ...mcpTools.map((tool) => ({ name: tool.name, description: tool.description, parameters: tool.parameters ?? {} })),
+      ],
       commandTimeoutMs: config.commandTimeoutMs ?? this.options.defaults.commandTimeoutMs,
       history: history.messages,
       historyItemIds: history.itemIds,

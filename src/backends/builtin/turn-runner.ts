@@ -193,7 +193,13 @@ export class TurnRunner {
           reasoning.payload.signature = event.signature;
           break;
         case "toolCallStart": {
-          const item = recorder.start("toolCall", { callId: event.id, toolName: event.name, argumentsText: "" });
+          const mcpServer = this.host.tools.find((t) => t.name === event.name)?.mcpServer;
+          const item = recorder.start("toolCall", {
+            callId: event.id,
+            toolName: event.name,
+            argumentsText: "",
+            ...(mcpServer ? { mcpServer } : {}),
+          });
           lastItemId = item.id;
           calls.set(event.index, { id: event.id, name: event.name, argumentsText: "", item });
           break;

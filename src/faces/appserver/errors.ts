@@ -17,6 +17,9 @@ export const AppServerErrorCode = {
   StorageUnavailable: -32030,
   SkillNotFound: -32040,
   CommandNotFound: -32060,
+  McpServerNotFound: -32070,
+  McpServerValidationFailed: -32072,
+  McpServerNameConflict: -32074,
 } as const;
 
 const RUNTIME_ERROR_CODES: Record<RuntimeError["code"], number> = {
@@ -30,6 +33,9 @@ const RUNTIME_ERROR_CODES: Record<RuntimeError["code"], number> = {
   storageUnavailable: AppServerErrorCode.StorageUnavailable,
   skillNotFound: AppServerErrorCode.SkillNotFound,
   commandNotFound: AppServerErrorCode.CommandNotFound,
+  mcpServerNotFound: AppServerErrorCode.McpServerNotFound,
+  mcpValidationFailed: AppServerErrorCode.McpServerValidationFailed,
+  mcpServerNameConflict: AppServerErrorCode.McpServerNameConflict,
 };
 
 /** The answer to any request but initialize on a connection that has not initialized. */

@@ -45,6 +45,48 @@ export const CommandInfo = z
 
 const SkillResult = z.object({ skill: SkillInfo });
 
+const stringMap = z.record(z.string(), z.string());
+export const McpServerConfig = z
+  .object({
+    name: z.string().min(1).describe("The key; compared without case."),
+    enabled: z.boolean(),
+    transport: z.enum(["stdio", "streamableHttp"]),
+    command: z.string().optional(),
+    args: z.array(z.string()).optional(),
+    env: stringMap.optional(),
+    envVars: z.array(z.string()).optional().describe("Variables passed on from the server's own environment."),
+    cwd: z.string().nullable().optional().describe("Relative to the workspace."),
+    url: z.string().optional(),
+    bearerTokenEnvVar: z.string().nullable().optional(),
+    httpHeaders: stringMap.optional(),
+    envHttpHeaders: stringMap.optional().describe("Header name -> the variable holding its value."),
+    startupTimeoutSec: z.number().positive().nullable().optional(),
+    toolTimeoutSec: z.number().positive().nullable().optional(),
+    origin: z
+      .object({ kind: z.enum(["workspace", "plugin"]) })
+      .passthrough()
+      .optional()
+      .describe("Set by the server; ignored in mcp/upsert."),
+    readOnly: z.boolean().optional().describe("Set by the server; ignored in mcp/upsert."),
+  })
+  .describe(
+    "An MCP server: stdio (command, args, env, envVars, cwd) or Streamable HTTP (url, bearerTokenEnvVar, httpHeaders, envHttpHeaders).",
+  );
+
+export const McpServerStatus = z
+  .object({
+    name: z.string(),
+    enabled: z.boolean(),
+    startupState: z.enum(["starting", "ready", "failed", "disabled", "stopped"]),
+    toolCount: z.number().int(),
+    resourceCount: z.number().int(),
+    resourceTemplateCount: z.number().int(),
+    lastError: z.string().nullable(),
+    transport: z.enum(["stdio", "streamableHttp"]),
+    nextRetryAt: z.string().optional().describe("While failed: when the server is tried again (backoff up to 30 s)."),
+  })
+  .describe("An MCP server's runtime state.");
+
 export const ManagementRequests = {
   "skills/list": {
     description: "Lists the workspace's skills from every source (workspace, plugins, system, user), the highest-priority one per name.",
@@ -82,6 +124,43 @@ export const ManagementRequests = {
       removedVariantCount: z.number().int(),
     }),
   },
+  "mcp/list": {
+    description: "Lists the workspace's MCP servers (.craft/config.json mcp.servers).",
+    params: z.object({ workspacePath }),
+    result: z.object({ servers: z.array(McpServerConfig) }),
+  },
+  "mcp/get": {
+    description: "One MCP server by name (-32070 when there is none).",
+    params: z.object({ workspacePath, name: z.string().min(1) }),
+    result: z.object({ server: McpServerConfig }),
+  },
+  "mcp/upsert": {
+    description:
+      "Creates or replaces an MCP server and (re)connects it; -32072 when the configuration is invalid for its transport, -32074 when the name differs only in case from another's.",
+    params: z.object({ workspacePath, server: McpServerConfig }),
+    result: z.object({ server: McpServerConfig }),
+  },
+  "mcp/remove": {
+    description: "Removes an MCP server and disconnects it (-32070 when there is none).",
+    params: z.object({ workspacePath, name: z.string().min(1) }),
+    result: z.object({ removed: z.literal(true) }),
+  },
+  "mcp/status/list": {
+    description: "The runtime state of each MCP server of the workspace (starting them, if the workspace was not in use yet).",
+    params: z.object({ workspacePath }),
+    result: z.object({ servers: z.array(McpServerStatus) }),
+  },
+  "mcp/test": {
+    description:
+      "Connects to a configuration without saving it and counts its tools; a failure is a result (success: false), not an error.",
+    params: z.object({ workspacePath, server: McpServerConfig }),
+    result: z.object({
+      success: z.boolean(),
+      toolCount: z.number().int().optional(),
+      errorCode: z.string().optional(),
+      errorMessage: z.string().optional(),
+    }),
+  },
   "command/list": {
     description:
       "Lists the slash commands: the built-in ones (unless includeBuiltins is false) and the workspace's and user's custom ones.",
@@ -115,6 +194,9 @@ export const ManagementRequests = {
 } as const;
 
 export const ManagementNotifications = {
+  "mcp/status/updated": z
+    .object({ server: McpServerStatus, workspacePath: z.string() })
+    .describe("An MCP server's runtime state changed (sent to every connection)."),
   "workspace/configChanged": z
     .object({
       source: z.string().describe('The request that made the change, e.g. "skills/setEnabled".'),

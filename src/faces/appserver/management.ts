@@ -12,7 +12,8 @@ export function managementHandlers(
   /** Subscribes the connection to a thread it starts a turn on, as turn/start does. */
   follow: (threadId: string) => void,
 ): RequestHandlers<typeof ManagementRequests> {
-  const { skills, commands } = rt.workspace;
+  const { skills, commands, mcp } = rt.workspace;
+  const editable = <T extends object>(server: T) => ({ ...server, origin: { kind: "workspace" as const }, readOnly: false });
   // A DotCraft server serves the workspace it was started in; Switchyard serves any, by path.
   const ws = (workspacePath: string | undefined): string => workspacePath ?? process.cwd();
   return {
@@ -27,6 +28,15 @@ export function managementHandlers(
       const result = skills.uninstall(ws(workspacePath), name);
       return { ...result, source: result.source === "workspace" ? "workspace" : "user" };
     },
+    "mcp/list": ({ workspacePath }) => ({ servers: mcp.list(ws(workspacePath)).map(editable) }),
+    "mcp/get": ({ workspacePath, name }) => ({ server: editable(mcp.get(ws(workspacePath), name)) }),
+    "mcp/upsert": ({ workspacePath, server }) => ({ server: editable(mcp.upsert(ws(workspacePath), server)) }),
+    "mcp/remove": ({ workspacePath, name }) => {
+      mcp.remove(ws(workspacePath), name);
+      return { removed: true };
+    },
+    "mcp/status/list": ({ workspacePath }) => ({ servers: mcp.statuses(ws(workspacePath)) }),
+    "mcp/test": ({ workspacePath, server }) => mcp.test(ws(workspacePath), server),
     "command/list": ({ workspacePath, includeBuiltins }) => ({
       commands: commands.list(ws(workspacePath), includeBuiltins === undefined ? {} : { includeBuiltins }),
     }),

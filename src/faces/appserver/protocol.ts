@@ -7,7 +7,14 @@ import type { ItemPayloads } from "../../domain/model.js";
 import type { Same } from "../../domain/same-type.js";
 import type { ProtocolTable } from "../../rpc/protocol-table.js";
 import { BackendSpecSchema } from "../../domain/backend-spec-schema.js";
-import { CommandInfo, ManagementNotifications, ManagementRequests, SkillInfo } from "./management-protocol.js";
+import {
+  CommandInfo,
+  ManagementNotifications,
+  ManagementRequests,
+  McpServerConfig,
+  McpServerStatus,
+  SkillInfo,
+} from "./management-protocol.js";
 
 // ---- params of every client -> server request, and what they carry ----
 const threadId = z.string().min(1).describe("Thread id.");
@@ -157,7 +164,13 @@ const payloads = {
   userMessage: z.object({ text: z.string(), input: z.array(InputPart), steered: z.boolean().optional() }),
   agentMessage: z.object({ text: z.string() }),
   reasoningContent: z.object({ text: z.string(), signature: z.string().optional() }),
-  toolCall: z.object({ callId: z.string(), toolName: z.string(), argumentsText: z.string(), arguments: z.unknown().optional() }),
+  toolCall: z.object({
+    callId: z.string(),
+    toolName: z.string(),
+    argumentsText: z.string(),
+    arguments: z.unknown().optional(),
+    mcpServer: z.string().optional().describe("The MCP server whose tool it is."),
+  }),
   toolResult: z.object({ callId: z.string(), toolName: z.string(), success: z.boolean(), output: z.string() }),
   commandExecution: z.object({
     callId: z.string(),
@@ -524,6 +537,8 @@ export const appServerProtocol = {
     ApprovalSource,
     SkillInfo,
     CommandInfo,
+    McpServerConfig,
+    McpServerStatus,
   },
 } satisfies ProtocolTable;
 

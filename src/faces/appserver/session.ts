@@ -43,16 +43,15 @@ export class AppServerSession implements RpcHandlers {
     this.detach.push(runtime.subscribe((event) => this.feed.live(event)));
     this.detach.push(
       runtime.onStorageStatus((status) => {
-        if (!this.initialized || this.connection.closed) return;
         const { method, params } = storageNotification(status);
-        this.connection.notify(method, params);
+        this.broadcast(method, params);
       }),
     );
     this.detach.push(
       runtime.workspace.changes.on((change) => {
-        if (!this.initialized || !this.configChanges || this.connection.closed || this.optOut.has("workspace/configChanged")) return;
-        this.connection.notify("workspace/configChanged", change);
+        if (this.configChanges) this.broadcast("workspace/configChanged", change);
       }),
+      runtime.workspace.mcp.onStatus((workspacePath, server) => this.broadcast("mcp/status/updated", { server, workspacePath })),
     );
     connection.onClose(() => this.detach.forEach((undo) => undo()));
   }
@@ -252,6 +251,11 @@ export class AppServerSession implements RpcHandlers {
     if (!notification || this.optOut.has(notification.method)) return false;
     this.connection.notify(notification.method, notification.params);
     return true;
+  }
+
+  /** A notification of no thread, to this client once it is initialized and unless it opted out. */
+  private broadcast(method: string, params: object): void {
+    if (this.initialized && !this.connection.closed && !this.optOut.has(method)) this.connection.notify(method, params);
   }
 
   private approver() {

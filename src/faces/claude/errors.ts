@@ -35,6 +35,9 @@ const RUNTIME_ERROR_CODES: Record<RuntimeError["code"], number> = {
   // A skill or command the request names does not exist: a bad parameter.
   skillNotFound: ClaudeErrorCode.InvalidParams,
   commandNotFound: ClaudeErrorCode.InvalidParams,
+  mcpServerNotFound: ClaudeErrorCode.InvalidParams,
+  mcpValidationFailed: ClaudeErrorCode.InvalidParams,
+  mcpServerNameConflict: ClaudeErrorCode.InvalidParams,
 };
 
 /** A runtime error as this face's RpcError; any other error unchanged. */
