@@ -11,6 +11,7 @@ import type { ServerConfig } from "./server.js";
 import { openStore, type SqliteStore } from "./store/sqlite-store.js";
 import { createDefaultRegistry } from "./tools/registry.js";
 import { loadSkillTool } from "./tools/load-skill.js";
+import { schedulePromptTool } from "./tools/schedule-prompt.js";
 import { WorkspaceResources } from "./workspace/index.js";
 
 /** The system skills, `skills/` of the package: two levels up from dist/src and from dist/chunks. */
@@ -34,7 +35,9 @@ export function assembleRuntime(config: ServerConfig, log: Logger): AssembledRun
       ? { mcpRestartDelayMs: Number(config.env.SWITCHYARD_MCP_RESTART_DELAY_MS) }
       : {}),
   });
-  const tools = createDefaultRegistry([loadSkillTool(workspace.skills)]);
+  // schedule_prompt reaches the runtime's cron service, made with the runtime below.
+  let runtimeRef: Runtime | undefined;
+  const tools = createDefaultRegistry([loadSkillTool(workspace.skills), schedulePromptTool(() => runtimeRef!.automation.cron)]);
   const backends = new Backends(
     {
       tools,
@@ -59,6 +62,7 @@ export function assembleRuntime(config: ServerConfig, log: Logger): AssembledRun
     models: providers.catalog,
     logger: log,
     workspace,
+    cronFile: path.join(config.dataDir, "cron", "jobs.json"),
     defaults: {
       backend: config.backend ?? { type: "builtin" },
       ...(providers.defaults.model ? { model: providers.defaults.model } : {}),
@@ -66,7 +70,9 @@ export function assembleRuntime(config: ServerConfig, log: Logger): AssembledRun
       ...(config.storageTimeoutMs ? { storageTimeoutMs: config.storageTimeoutMs } : {}),
     },
   });
+  runtimeRef = runtime;
   const recovered = runtime.recover();
+  runtime.automation.heartbeat.startFromSettings(process.cwd());
   if (recovered > 0) log.warn({ turns: recovered }, "marked turns interrupted by the previous shutdown as failed");
 
   // What the first turn needs (the default provider's SDK and client) loads once the first

@@ -602,6 +602,40 @@ export interface McpServerStatus {
   nextRetryAt?: string;
 }
 
+/** A scheduled prompt: run as a turn on its thread when due. */
+export interface CronJobInfo {
+  /** 8 hex characters. */
+  id: string;
+  name: string;
+  /** The thread the prompt runs on. */
+  threadId: string;
+  prompt: string;
+  schedule: {
+    kind: "every" | "at" | "daily" | "cron";
+    everyMs?: number | null;
+    atMs?: number | null;
+    initialDelayMs?: number | null;
+    dailyHour?: number | null;
+    dailyMinute?: number | null;
+    /** IANA time zone of daily and cron schedules; UTC when absent. */
+    tz?: string | null;
+    /** The cron expression of kind cron. */
+    expr?: string | null;
+  };
+  enabled: boolean;
+  createdAtMs: number;
+  deleteAfterRun: boolean;
+  state: {
+    nextRunAtMs: number | null;
+    lastRunAtMs: number | null;
+    lastStatus: "ok" | "error" | null;
+    lastError: string | null;
+    lastThreadId: string | null;
+    /** The agent's answer of the last run, cut at 500 characters. */
+    lastResult: string | null;
+  };
+}
+
 // ---- requests (client -> server) ----
 
 /** Params of the `initialize` request. Handshake, the first request: the client's identity and capabilities in, the server's out. */
@@ -894,6 +928,61 @@ export type BackendListParams = {};
 /** Result of the `backend/list` request. */
 export interface BackendListResult {
   data: BackendEntry[];
+}
+
+/** Params of the `cron/list` request. Lists the scheduled prompts (the enabled ones unless includeDisabled). */
+export interface CronListParams {
+  includeDisabled?: boolean;
+}
+
+/** Result of the `cron/list` request. */
+export interface CronListResult {
+  jobs: CronJobInfo[];
+}
+
+/** Params of the `cron/remove` request. Removes a scheduled prompt (-32031 when there is none). */
+export interface CronRemoveParams {
+  jobId: string;
+}
+
+/** Result of the `cron/remove` request. */
+export interface CronRemoveResult {
+  removed: true;
+}
+
+/** Params of the `cron/enable` request. Pauses or resumes a scheduled prompt; resuming keeps a future slot, and computes a past or missing one afresh. */
+export interface CronEnableParams {
+  jobId: string;
+  enabled: boolean;
+}
+
+/** Result of the `cron/enable` request. */
+export interface CronEnableResult {
+  job: CronJobInfo;
+}
+
+/** Params of the `cron/run` request. Runs a scheduled prompt once now (enabled or not); its state changes when the run ends. */
+export interface CronRunParams {
+  jobId: string;
+}
+
+/** Result of the `cron/run` request. */
+export interface CronRunResult {
+  queued: true;
+  job: CronJobInfo;
+}
+
+/** Params of the `heartbeat/trigger` request. Runs the workspace heartbeat (the prompt in HEARTBEAT.md) now on its heartbeat thread and answers when it has run: result is null when there is no HEARTBEAT.md. */
+export interface HeartbeatTriggerParams {
+  /** The workspace; default: the directory the server was started in (a DotCraft server serves one workspace). */
+  workspacePath?: string;
+}
+
+/** Result of the `heartbeat/trigger` request. */
+export interface HeartbeatTriggerResult {
+  result: string | null;
+  error: string | null;
+  threadId?: string;
 }
 
 /** Params of the `skills/list` request. Lists the workspace's skills from every source (workspace, plugins, system, user), the highest-priority one per name. */
@@ -1382,6 +1471,22 @@ export interface ServerStatusChangedNotification {
   since?: string;
 }
 
+/** Params of the `cron/stateChanged` notification. A scheduled prompt was made, changed, ran or was removed (sent to every connection). */
+export interface CronStateChangedNotification {
+  job: CronJobInfo;
+  removed: boolean;
+}
+
+/** Params of the `system/jobResult` notification. A scheduled prompt or the heartbeat ran: the agent's answer (sent to every connection). */
+export interface SystemJobResultNotification {
+  source: "cron" | "heartbeat";
+  jobId?: string;
+  threadId: string;
+  turnId?: string;
+  result: string | null;
+  error: string | null;
+}
+
 /** Params of the `mcp/status/updated` notification. An MCP server's runtime state changed (sent to every connection). */
 export interface McpStatusUpdatedNotification {
   server: McpServerStatus;
@@ -1469,6 +1574,16 @@ export interface Requests {
   "model/list": { params: ModelListParams; result: ModelListResult };
   /** Lists the backends a thread can run on (configuration.backend) and whether each is available here. */
   "backend/list": { params: BackendListParams; result: BackendListResult };
+  /** Lists the scheduled prompts (the enabled ones unless includeDisabled). */
+  "cron/list": { params: CronListParams; result: CronListResult };
+  /** Removes a scheduled prompt (-32031 when there is none). */
+  "cron/remove": { params: CronRemoveParams; result: CronRemoveResult };
+  /** Pauses or resumes a scheduled prompt; resuming keeps a future slot, and computes a past or missing one afresh. */
+  "cron/enable": { params: CronEnableParams; result: CronEnableResult };
+  /** Runs a scheduled prompt once now (enabled or not); its state changes when the run ends. */
+  "cron/run": { params: CronRunParams; result: CronRunResult };
+  /** Runs the workspace heartbeat (the prompt in HEARTBEAT.md) now on its heartbeat thread and answers when it has run: result is null when there is no HEARTBEAT.md. */
+  "heartbeat/trigger": { params: HeartbeatTriggerParams; result: HeartbeatTriggerResult };
   /** Lists the workspace's skills from every source (workspace, plugins, system, user), the highest-priority one per name. */
   "skills/list": { params: SkillsListParams; result: SkillsListResult };
   /** Reads a skill's source SKILL.md as written, with its parsed front matter (-32040 when there is no such skill). */
@@ -1549,6 +1664,10 @@ export interface Notifications {
   "item/approval/resolved": ItemApprovalResolvedNotification;
   /** The server's storage became unavailable (disk full, I/O error: reads still work, writes answer -32030, running turns wait) or available again (sent to every connection; not part of any thread's log). */
   "server/statusChanged": ServerStatusChangedNotification;
+  /** A scheduled prompt was made, changed, ran or was removed (sent to every connection). */
+  "cron/stateChanged": CronStateChangedNotification;
+  /** A scheduled prompt or the heartbeat ran: the agent's answer (sent to every connection). */
+  "system/jobResult": SystemJobResultNotification;
   /** An MCP server's runtime state changed (sent to every connection). */
   "mcp/status/updated": McpStatusUpdatedNotification;
   /** A workspace's skills, commands or settings changed (sent to every connection that did not initialize with configChange: false). */

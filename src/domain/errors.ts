@@ -14,7 +14,8 @@ export type RuntimeErrorCode =
   | "commandNotFound"
   | "mcpServerNotFound"
   | "mcpValidationFailed"
-  | "mcpServerNameConflict";
+  | "mcpServerNameConflict"
+  | "cronJobNotFound";
 
 export class RuntimeError extends Error {
   constructor(

@@ -21,6 +21,8 @@ import type { Approver } from "./approvals.js";
 import type { ModelSelection, RuntimeListener, StartThreadParams, StartTurnParams } from "./runtime.js";
 import type { WorkspaceResources } from "../workspace/index.js";
 import type { CommandExecution } from "./command-execution.js";
+import type { CronService } from "../automation/cron.js";
+import type { HeartbeatService } from "../automation/heartbeat.js";
 
 export type { CommandExecution, ModelSelection, RuntimeListener, StartThreadParams, StartTurnParams, StorageStatus };
 
@@ -91,6 +93,8 @@ export interface RuntimeApi {
   // ---- workspaces ----
   /** Skills, custom commands, and the announcements of their changes, per workspace path. */
   readonly workspace: WorkspaceResources;
+  /** Scheduled prompts and the workspace heartbeat: turns the server starts by itself. */
+  readonly automation: { cron: CronService; heartbeat: HeartbeatService };
 
   // ---- approvals ----
   readonly approvals: {

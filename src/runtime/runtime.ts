@@ -39,6 +39,8 @@ import type { RuntimeApi, ToolSummary } from "./api.js";
 import { addUsage } from "../providers/usage.js";
 import type { WorkspaceResources } from "../workspace/index.js";
 import { executeCommand, type CommandExecution } from "./command-execution.js";
+import { CronService } from "../automation/cron.js";
+import { HeartbeatService } from "../automation/heartbeat.js";
 
 export interface RuntimeOptions {
   store: Store;
@@ -54,6 +56,8 @@ export interface RuntimeOptions {
   logger: Logger;
   /** The workspaces' skills and custom commands. */
   workspace: WorkspaceResources;
+  /** Where cron jobs are kept (in memory when absent). */
+  cronFile?: string;
   defaults: {
     /** The backend of threads that name none. */
     backend: BackendSpec;
@@ -113,6 +117,7 @@ export type { RuntimeListener } from "./delivery.js";
 export class Runtime implements RuntimeApi {
   readonly approvals = new ApprovalBroker();
   readonly workspace: WorkspaceResources;
+  readonly automation: { cron: CronService; heartbeat: HeartbeatService };
   /** Running turns by thread id (at most one per thread). */
   private readonly active = new Map<string, ActiveTurn>();
   private readonly store: Store;
@@ -128,6 +133,8 @@ export class Runtime implements RuntimeApi {
     this.store = options.store;
     this.log = options.logger;
     this.workspace = options.workspace;
+    const cron = new CronService(this, options.cronFile, this.log);
+    this.automation = { cron, heartbeat: new HeartbeatService(this, cron, this.log) };
     this.delivery = new EventDelivery(this.store, this.log);
     this.store.onStorageStatus((status) => this.storageChanged(status));
   }
@@ -560,6 +567,8 @@ export class Runtime implements RuntimeApi {
   /** Cancels every running turn (graceful shutdown) and flushes the store. */
   async shutdown(): Promise<void> {
     clearTimeout(this.storageTimer);
+    this.automation.cron.close();
+    this.automation.heartbeat.close();
     for (const active of this.active.values()) active.abort.abort();
     await this.idle();
     await Promise.all([this.options.backends.close(), this.workspace.mcp.close()]);

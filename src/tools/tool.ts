@@ -57,6 +57,8 @@ export interface UserQuestion {
 
 export interface ToolContext {
   workspace: Workspace;
+  /** The thread the tool runs for. */
+  threadId?: string;
   /** The tool call being executed. */
   callId: string;
   /** The thread's file system and command runner, when not the disk and a local shell. */

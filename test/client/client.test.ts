@@ -44,7 +44,7 @@ const isNotification = (e: ClientEvent): e is ServerNotification => e.method !==
 function logOf(events: ClientEvent[], threadId: string): string[] {
   return events
     .filter(isNotification)
-    .flatMap((e) => ("threadId" in e.params && e.params.threadId === threadId ? [`${e.method}#${e.params.seq}`] : []));
+    .flatMap((e) => ("seq" in e.params && e.params.threadId === threadId ? [`${e.method}#${e.params.seq}`] : []));
 }
 
 /** The thread's whole event log as a fresh raw connection gets it: thread/subscribe from seq 0. */

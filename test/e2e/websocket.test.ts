@@ -37,7 +37,7 @@ function record(client: SwitchyardClient): ClientEvent[] {
 /** "method#seq" of the thread's notifications, thread/started aside: it is a broadcast, not part of the subscription. */
 function methods(events: ClientEvent[], threadId: string): string[] {
   return events.flatMap((e) =>
-    e.method !== "gap" && e.method !== "thread/started" && "threadId" in e.params && e.params.threadId === threadId
+    e.method !== "gap" && e.method !== "thread/started" && "seq" in e.params && e.params.threadId === threadId
       ? [`${e.method}#${e.params.seq}`]
       : [],
   );

@@ -73,6 +73,7 @@ export class BuiltinBackend implements AgentBackend {
     const mcpTools = (resources?.mcp.tools(workspace.root) ?? []).filter(offered);
     const tools = [...builtinTools, ...mcpTools];
     const runner = new TurnRunner({
+      threadId: thread.id,
       recorder,
       signal: ctx.signal,
       workspace,

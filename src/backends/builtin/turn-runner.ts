@@ -18,6 +18,7 @@ const MAX_MODEL_CALLS = 100;
 
 /** What the runtime gives the engine for one turn. */
 export interface TurnHost {
+  readonly threadId?: string;
   readonly recorder: TurnRecorder;
   readonly signal: AbortSignal;
   readonly workspace: Workspace;
@@ -293,6 +294,7 @@ export class TurnRunner {
     const environment = host.environment?.();
     const ctx: ToolContext = {
       workspace: host.workspace,
+      ...(host.threadId ? { threadId: host.threadId } : {}),
       callId: call.id,
       ...(environment ? { environment } : {}),
       signal: host.signal,

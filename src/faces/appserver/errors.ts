@@ -15,6 +15,7 @@ export const AppServerErrorCode = {
   TurnNotRunning: -32014,
   ApprovalTimeout: -32020,
   StorageUnavailable: -32030,
+  CronJobNotFound: -32031,
   SkillNotFound: -32040,
   CommandNotFound: -32060,
   McpServerNotFound: -32070,
@@ -36,6 +37,7 @@ const RUNTIME_ERROR_CODES: Record<RuntimeError["code"], number> = {
   mcpServerNotFound: AppServerErrorCode.McpServerNotFound,
   mcpValidationFailed: AppServerErrorCode.McpServerValidationFailed,
   mcpServerNameConflict: AppServerErrorCode.McpServerNameConflict,
+  cronJobNotFound: AppServerErrorCode.CronJobNotFound,
 };
 
 /** The answer to any request but initialize on a connection that has not initialized. */

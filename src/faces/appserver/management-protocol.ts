@@ -87,7 +87,64 @@ export const McpServerStatus = z
   })
   .describe("An MCP server's runtime state.");
 
+const nullableInt = z.number().int().nullable();
+export const CronJobInfo = z
+  .object({
+    id: z.string().describe("8 hex characters."),
+    name: z.string(),
+    threadId: z.string().describe("The thread the prompt runs on."),
+    prompt: z.string(),
+    schedule: z.object({
+      kind: z.enum(["every", "at", "daily", "cron"]),
+      everyMs: nullableInt.optional(),
+      atMs: nullableInt.optional(),
+      initialDelayMs: nullableInt.optional(),
+      dailyHour: nullableInt.optional(),
+      dailyMinute: nullableInt.optional(),
+      tz: z.string().nullable().optional().describe("IANA time zone of daily and cron schedules; UTC when absent."),
+      expr: z.string().nullable().optional().describe("The cron expression of kind cron."),
+    }),
+    enabled: z.boolean(),
+    createdAtMs: z.number().int(),
+    deleteAfterRun: z.boolean(),
+    state: z.object({
+      nextRunAtMs: nullableInt,
+      lastRunAtMs: nullableInt,
+      lastStatus: z.enum(["ok", "error"]).nullable(),
+      lastError: z.string().nullable(),
+      lastThreadId: z.string().nullable(),
+      lastResult: z.string().nullable().describe("The agent's answer of the last run, cut at 500 characters."),
+    }),
+  })
+  .describe("A scheduled prompt: run as a turn on its thread when due.");
+
 export const ManagementRequests = {
+  "cron/list": {
+    description: "Lists the scheduled prompts (the enabled ones unless includeDisabled).",
+    params: z.object({ includeDisabled: z.boolean().optional() }),
+    result: z.object({ jobs: z.array(CronJobInfo) }),
+  },
+  "cron/remove": {
+    description: "Removes a scheduled prompt (-32031 when there is none).",
+    params: z.object({ jobId: z.string().min(1) }),
+    result: z.object({ removed: z.literal(true) }),
+  },
+  "cron/enable": {
+    description: "Pauses or resumes a scheduled prompt; resuming keeps a future slot, and computes a past or missing one afresh.",
+    params: z.object({ jobId: z.string().min(1), enabled: z.boolean() }),
+    result: z.object({ job: CronJobInfo }),
+  },
+  "cron/run": {
+    description: "Runs a scheduled prompt once now (enabled or not); its state changes when the run ends.",
+    params: z.object({ jobId: z.string().min(1) }),
+    result: z.object({ queued: z.literal(true), job: CronJobInfo }),
+  },
+  "heartbeat/trigger": {
+    description:
+      "Runs the workspace heartbeat (the prompt in HEARTBEAT.md) now on its heartbeat thread and answers when it has run: result is null when there is no HEARTBEAT.md.",
+    params: z.object({ workspacePath }),
+    result: z.object({ result: z.string().nullable(), error: z.string().nullable(), threadId: z.string().optional() }),
+  },
   "skills/list": {
     description: "Lists the workspace's skills from every source (workspace, plugins, system, user), the highest-priority one per name.",
     params: z.object({ workspacePath, includeUnavailable: z.boolean().optional().describe("Default true.") }),
@@ -194,6 +251,19 @@ export const ManagementRequests = {
 } as const;
 
 export const ManagementNotifications = {
+  "cron/stateChanged": z
+    .object({ job: CronJobInfo, removed: z.boolean() })
+    .describe("A scheduled prompt was made, changed, ran or was removed (sent to every connection)."),
+  "system/jobResult": z
+    .object({
+      source: z.enum(["cron", "heartbeat"]),
+      jobId: z.string().optional(),
+      threadId: z.string(),
+      turnId: z.string().optional(),
+      result: z.string().nullable(),
+      error: z.string().nullable(),
+    })
+    .describe("A scheduled prompt or the heartbeat ran: the agent's answer (sent to every connection)."),
   "mcp/status/updated": z
     .object({ server: McpServerStatus, workspacePath: z.string() })
     .describe("An MCP server's runtime state changed (sent to every connection)."),

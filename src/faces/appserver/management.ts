@@ -13,6 +13,7 @@ export function managementHandlers(
   follow: (threadId: string) => void,
 ): RequestHandlers<typeof ManagementRequests> {
   const { skills, commands, mcp } = rt.workspace;
+  const { cron, heartbeat } = rt.automation;
   const editable = <T extends object>(server: T) => ({ ...server, origin: { kind: "workspace" as const }, readOnly: false });
   // A DotCraft server serves the workspace it was started in; Switchyard serves any, by path.
   const ws = (workspacePath: string | undefined): string => workspacePath ?? process.cwd();
@@ -28,6 +29,14 @@ export function managementHandlers(
       const result = skills.uninstall(ws(workspacePath), name);
       return { ...result, source: result.source === "workspace" ? "workspace" : "user" };
     },
+    "cron/list": ({ includeDisabled }) => ({ jobs: cron.list(includeDisabled) }),
+    "cron/remove": ({ jobId }) => {
+      cron.remove(jobId);
+      return { removed: true };
+    },
+    "cron/enable": ({ jobId, enabled }) => ({ job: cron.enable(jobId, enabled) }),
+    "cron/run": ({ jobId }) => ({ queued: true, job: cron.run(jobId) }),
+    "heartbeat/trigger": ({ workspacePath }) => heartbeat.trigger(ws(workspacePath)),
     "mcp/list": ({ workspacePath }) => ({ servers: mcp.list(ws(workspacePath)).map(editable) }),
     "mcp/get": ({ workspacePath, name }) => ({ server: editable(mcp.get(ws(workspacePath), name)) }),
     "mcp/upsert": ({ workspacePath, server }) => ({ server: editable(mcp.upsert(ws(workspacePath), server)) }),

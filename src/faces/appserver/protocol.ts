@@ -9,6 +9,7 @@ import type { ProtocolTable } from "../../rpc/protocol-table.js";
 import { BackendSpecSchema } from "../../domain/backend-spec-schema.js";
 import {
   CommandInfo,
+  CronJobInfo,
   ManagementNotifications,
   ManagementRequests,
   McpServerConfig,
@@ -539,6 +540,7 @@ export const appServerProtocol = {
     CommandInfo,
     McpServerConfig,
     McpServerStatus,
+    CronJobInfo,
   },
 } satisfies ProtocolTable;
 

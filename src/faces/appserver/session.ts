@@ -52,6 +52,8 @@ export class AppServerSession implements RpcHandlers {
         if (this.configChanges) this.broadcast("workspace/configChanged", change);
       }),
       runtime.workspace.mcp.onStatus((workspacePath, server) => this.broadcast("mcp/status/updated", { server, workspacePath })),
+      runtime.automation.cron.onChange((job, removed) => this.broadcast("cron/stateChanged", { job, removed })),
+      runtime.automation.cron.onResult((result) => this.broadcast("system/jobResult", result)),
     );
     connection.onClose(() => this.detach.forEach((undo) => undo()));
   }

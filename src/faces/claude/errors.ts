@@ -38,6 +38,7 @@ const RUNTIME_ERROR_CODES: Record<RuntimeError["code"], number> = {
   mcpServerNotFound: ClaudeErrorCode.InvalidParams,
   mcpValidationFailed: ClaudeErrorCode.InvalidParams,
   mcpServerNameConflict: ClaudeErrorCode.InvalidParams,
+  cronJobNotFound: ClaudeErrorCode.InvalidParams,
 };
 
 /** A runtime error as this face's RpcError; any other error unchanged. */
