@@ -1,5 +1,5 @@
 // Lint: typescript-eslint's recommended rules, no import cycles, and the layer order
-//   domain <- providers/store/tools/transport/rpc/config <- backends <- runtime <- faces <- server/cli/client
+//   domain <- providers/store/tools/transport/rpc/config <- workspace <- backends <- runtime/automation <- faces <- server/cli/client
 // (an arrow points from what is imported to what imports it): a lower layer never imports a higher one.
 import js from "@eslint/js";
 import tseslint from "typescript-eslint";
@@ -8,16 +8,47 @@ import { createTypeScriptImportResolver } from "eslint-import-resolver-typescrip
 
 /** Each folder under src/ and the folders it must not import from. */
 const HIGHER = {
-  domain: ["providers", "store", "tools", "transport", "rpc", "config", "backends", "runtime", "faces", "cli", "client", "server.ts"],
-  providers: ["store", "tools", "transport", "rpc", "config", "backends", "runtime", "faces", "cli", "client", "server.ts"],
-  store: ["tools", "transport", "rpc", "config", "backends", "runtime", "faces", "cli", "client", "server.ts"],
-  tools: ["store", "transport", "rpc", "config", "backends", "runtime", "faces", "cli", "client", "server.ts"],
-  transport: ["store", "tools", "rpc", "config", "backends", "runtime", "faces", "cli", "client", "server.ts"],
-  rpc: ["store", "tools", "config", "backends", "runtime", "faces", "cli", "client", "server.ts"],
-  config: ["store", "tools", "transport", "rpc", "runtime", "faces", "cli", "client", "server.ts"],
-  backends: ["store", "runtime", "faces", "cli", "client", "server.ts"],
+  domain: [
+    "providers",
+    "store",
+    "tools",
+    "transport",
+    "rpc",
+    "config",
+    "workspace",
+    "automation",
+    "backends",
+    "runtime",
+    "faces",
+    "cli",
+    "client",
+    "server.ts",
+  ],
+  providers: [
+    "store",
+    "tools",
+    "transport",
+    "rpc",
+    "config",
+    "workspace",
+    "automation",
+    "backends",
+    "runtime",
+    "faces",
+    "cli",
+    "client",
+    "server.ts",
+  ],
+  store: ["tools", "transport", "rpc", "config", "workspace", "automation", "backends", "runtime", "faces", "cli", "client", "server.ts"],
+  tools: ["store", "transport", "rpc", "config", "workspace", "automation", "backends", "runtime", "faces", "cli", "client", "server.ts"],
+  transport: ["store", "tools", "rpc", "config", "workspace", "automation", "backends", "runtime", "faces", "cli", "client", "server.ts"],
+  rpc: ["store", "tools", "config", "workspace", "automation", "backends", "runtime", "faces", "cli", "client", "server.ts"],
+  config: ["store", "tools", "transport", "rpc", "runtime", "faces", "cli", "client", "server.ts", "workspace", "automation"],
+  workspace: ["store", "transport", "rpc", "backends", "automation", "runtime", "faces", "cli", "client", "server.ts"],
+  backends: ["store", "automation", "runtime", "faces", "cli", "client", "server.ts"],
+  automation: ["transport", "rpc", "faces", "cli", "client", "server.ts"],
   runtime: ["transport", "rpc", "faces", "cli", "client", "server.ts"],
-  schema: ["store", "tools", "transport", "backends", "runtime", "faces", "cli", "client", "server.ts"],
+  schema: ["store", "tools", "transport", "workspace", "automation", "backends", "runtime", "faces", "cli", "client", "server.ts"],
   faces: ["cli", "client", "server.ts"],
 };
 

@@ -11,7 +11,8 @@ import type { ServerConfig } from "./server.js";
 import { openStore, type SqliteStore } from "./store/sqlite-store.js";
 import { createDefaultRegistry } from "./tools/registry.js";
 import { loadSkillTool } from "./tools/load-skill.js";
-import { schedulePromptTool } from "./tools/schedule-prompt.js";
+import { schedulePromptTool } from "./automation/schedule-prompt.js";
+import { runSubagentTool } from "./automation/run-subagent.js";
 import { WorkspaceResources } from "./workspace/index.js";
 
 /** The system skills, `skills/` of the package: two levels up from dist/src and from dist/chunks. */
@@ -35,9 +36,16 @@ export function assembleRuntime(config: ServerConfig, log: Logger): AssembledRun
       ? { mcpRestartDelayMs: Number(config.env.SWITCHYARD_MCP_RESTART_DELAY_MS) }
       : {}),
   });
-  // schedule_prompt reaches the runtime's cron service, made with the runtime below.
+  // schedule_prompt and run_subagent reach the runtime, made below with these tools.
   let runtimeRef: Runtime | undefined;
-  const tools = createDefaultRegistry([loadSkillTool(workspace.skills), schedulePromptTool(() => runtimeRef!.automation.cron)]);
+  const tools = createDefaultRegistry([
+    loadSkillTool(workspace.skills),
+    schedulePromptTool(() => runtimeRef!.automation.cron),
+    runSubagentTool(() => ({
+      runtime: runtimeRef!,
+      definition: (workspacePath, profile) => workspace.subagents.definition(workspacePath, profile),
+    })),
+  ]);
   const backends = new Backends(
     {
       tools,

@@ -49,6 +49,8 @@ export interface Thread {
     systemPrompt?: string;
     commandTimeoutMs?: number;
     contextWindow?: number;
+    /** Only these tools (by name) are offered to the model; all when absent. */
+    tools?: string[];
     [key: string]: unknown;
   };
   metadata: Record<string, unknown>;
@@ -472,6 +474,8 @@ export interface ThreadConfiguration {
   systemPrompt?: string;
   commandTimeoutMs?: number;
   contextWindow?: number;
+  /** Only these tools (by name) are offered to the model; all when absent. */
+  tools?: string[];
 }
 
 export type ApprovalPolicy = "default" | "autoApprove" | "interrupt";
@@ -633,6 +637,46 @@ export interface CronJobInfo {
     lastThreadId: string | null;
     /** The agent's answer of the last run, cut at 500 characters. */
     lastResult: string | null;
+  };
+}
+
+/** A subagent profile: built in (general, explorer) or the workspace's. */
+export interface SubAgentProfileEntry {
+  name: string;
+  isBuiltIn: boolean;
+  isTemplate: boolean;
+  hasWorkspaceOverride: boolean;
+  isDefault: boolean;
+  enabled: boolean;
+  /** What a subagent is. */
+  definition: {
+    /** Switchyard's own engine (the only runtime of this version). */
+    runtime: "native";
+    description: string;
+    /** Instructions given with every task. */
+    systemPrompt?: string;
+    model?: string;
+    provider?: string;
+    /** The tools it is offered, by name; all of the parent's when absent. */
+    tools?: string[];
+  };
+  /** What a subagent is. */
+  builtInDefaults?: {
+    /** Switchyard's own engine (the only runtime of this version). */
+    runtime: "native";
+    description: string;
+    /** Instructions given with every task. */
+    systemPrompt?: string;
+    model?: string;
+    provider?: string;
+    /** The tools it is offered, by name; all of the parent's when absent. */
+    tools?: string[];
+  };
+  diagnostic: {
+    enabled: boolean;
+    binaryResolved: boolean;
+    hiddenFromPrompt: boolean;
+    warnings: string[];
   };
 }
 
@@ -928,6 +972,79 @@ export type BackendListParams = {};
 /** Result of the `backend/list` request. */
 export interface BackendListResult {
   data: BackendEntry[];
+}
+
+/** Params of the `subagent/profiles/list` request. Lists the subagent profiles the agent can hand tasks to (run_subagent): the built-in ones and the workspace's. */
+export interface SubagentProfilesListParams {
+  /** The workspace; default: the directory the server was started in (a DotCraft server serves one workspace). */
+  workspacePath?: string;
+}
+
+/** Result of the `subagent/profiles/list` request. */
+export interface SubagentProfilesListResult {
+  defaultName: string;
+  settings: {
+    /** The model of subagents whose profile names none. */
+    model: string | null;
+  };
+  profiles: SubAgentProfileEntry[];
+}
+
+/** Params of the `subagent/profiles/upsert` request. Creates or replaces a workspace profile, or overrides a built-in one (-32084 when invalid). */
+export interface SubagentProfilesUpsertParams {
+  /** The workspace; default: the directory the server was started in (a DotCraft server serves one workspace). */
+  workspacePath?: string;
+  name: string;
+  /** What a subagent is. */
+  definition: {
+    /** Switchyard's own engine (the only runtime of this version). */
+    runtime: "native";
+    description: string;
+    /** Instructions given with every task. */
+    systemPrompt?: string;
+    model?: string;
+    provider?: string;
+    /** The tools it is offered, by name; all of the parent's when absent. */
+    tools?: string[];
+  };
+}
+
+/** Result of the `subagent/profiles/upsert` request. */
+export type SubagentProfilesUpsertResult = SubAgentProfileEntry;
+
+/** Params of the `subagent/profiles/setEnabled` request. Enables or disables a profile for the workspace; the default profile cannot be disabled (-32085). */
+export interface SubagentProfilesSetEnabledParams {
+  /** The workspace; default: the directory the server was started in (a DotCraft server serves one workspace). */
+  workspacePath?: string;
+  name: string;
+  enabled: boolean;
+}
+
+/** Result of the `subagent/profiles/setEnabled` request. */
+export type SubagentProfilesSetEnabledResult = SubAgentProfileEntry;
+
+/** Params of the `subagent/profiles/remove` request. Removes a workspace profile, or the workspace's override of a built-in one (-32083 when there is none). */
+export interface SubagentProfilesRemoveParams {
+  /** The workspace; default: the directory the server was started in (a DotCraft server serves one workspace). */
+  workspacePath?: string;
+  name: string;
+}
+
+/** Result of the `subagent/profiles/remove` request. */
+export interface SubagentProfilesRemoveResult {
+  removed: true;
+}
+
+/** Params of the `subagent/settings/update` request. Sets (or, with null, clears) the workspace's model for subagents whose profile names none. */
+export interface SubagentSettingsUpdateParams {
+  /** The workspace; default: the directory the server was started in (a DotCraft server serves one workspace). */
+  workspacePath?: string;
+  model?: string | null;
+}
+
+/** Result of the `subagent/settings/update` request. */
+export interface SubagentSettingsUpdateResult {
+  model: string | null;
 }
 
 /** Params of the `cron/list` request. Lists the scheduled prompts (the enabled ones unless includeDisabled). */
@@ -1281,6 +1398,8 @@ export interface ThreadConfigUpdatedNotification {
     systemPrompt?: string;
     commandTimeoutMs?: number;
     contextWindow?: number;
+    /** Only these tools (by name) are offered to the model; all when absent. */
+    tools?: string[];
     [key: string]: unknown;
   };
   [key: string]: unknown;
@@ -1574,6 +1693,16 @@ export interface Requests {
   "model/list": { params: ModelListParams; result: ModelListResult };
   /** Lists the backends a thread can run on (configuration.backend) and whether each is available here. */
   "backend/list": { params: BackendListParams; result: BackendListResult };
+  /** Lists the subagent profiles the agent can hand tasks to (run_subagent): the built-in ones and the workspace's. */
+  "subagent/profiles/list": { params: SubagentProfilesListParams; result: SubagentProfilesListResult };
+  /** Creates or replaces a workspace profile, or overrides a built-in one (-32084 when invalid). */
+  "subagent/profiles/upsert": { params: SubagentProfilesUpsertParams; result: SubagentProfilesUpsertResult };
+  /** Enables or disables a profile for the workspace; the default profile cannot be disabled (-32085). */
+  "subagent/profiles/setEnabled": { params: SubagentProfilesSetEnabledParams; result: SubagentProfilesSetEnabledResult };
+  /** Removes a workspace profile, or the workspace's override of a built-in one (-32083 when there is none). */
+  "subagent/profiles/remove": { params: SubagentProfilesRemoveParams; result: SubagentProfilesRemoveResult };
+  /** Sets (or, with null, clears) the workspace's model for subagents whose profile names none. */
+  "subagent/settings/update": { params: SubagentSettingsUpdateParams; result: SubagentSettingsUpdateResult };
   /** Lists the scheduled prompts (the enabled ones unless includeDisabled). */
   "cron/list": { params: CronListParams; result: CronListResult };
   /** Removes a scheduled prompt (-32031 when there is none). */

@@ -15,7 +15,10 @@ export type RuntimeErrorCode =
   | "mcpServerNotFound"
   | "mcpValidationFailed"
   | "mcpServerNameConflict"
-  | "cronJobNotFound";
+  | "cronJobNotFound"
+  | "subagentNotFound"
+  | "subagentValidationFailed"
+  | "subagentProtected";
 
 export class RuntimeError extends Error {
   constructor(

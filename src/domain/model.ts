@@ -42,6 +42,8 @@ export type ThreadConfiguration = {
   commandTimeoutMs?: number;
   /** The model's context window in tokens, overriding the model catalog (compaction uses it). */
   contextWindow?: number;
+  /** Only these tools (by name) are offered to the built-in engine's model; all when absent. */
+  tools?: string[];
 };
 
 export type ThreadRuntimeState = {

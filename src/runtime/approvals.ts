@@ -57,6 +57,17 @@ export function needsAsking(ask: ApprovalAsk, settings: GateSettings): boolean {
 
 export class ApprovalBroker {
   private readonly approvers = new Set<Approver>();
+
+  /**
+   * `lineage` gives a thread and the threads it works for (a subagent's parent, ...): a client
+   * following any of them can answer for it.
+   */
+  constructor(private readonly lineage: (threadId: string) => string[] = (threadId) => [threadId]) {}
+
+  private answering(threadId: string): Approver[] {
+    const threads = this.lineage(threadId);
+    return [...this.approvers].filter((a) => threads.some((id) => a.canAnswer(id)));
+  }
   /** Grants made with acceptForSession, by thread, then scope key. */
   private readonly sessionGrants = new Map<string, Set<string>>();
 
@@ -81,7 +92,7 @@ export class ApprovalBroker {
 
   /** Whether a client can answer questions for the thread now. */
   canQuestion(threadId: string): boolean {
-    return [...this.approvers].some((a) => a.question && a.canAnswer(threadId));
+    return this.answering(threadId).some((a) => a.question);
   }
 
   /**
@@ -89,7 +100,7 @@ export class ApprovalBroker {
    * wins. Undefined when none can, all fail, or the turn ends first.
    */
   async question(threadId: string, question: UserQuestion, turnSignal: AbortSignal): Promise<string | undefined> {
-    const askable = [...this.approvers].filter((a) => a.question && a.canAnswer(threadId));
+    const askable = this.answering(threadId).filter((a) => a.question);
     if (askable.length === 0 || turnSignal.aborted) return undefined;
     const done = new AbortController();
     try {
@@ -113,7 +124,7 @@ export class ApprovalBroker {
    * aborting (interrupt) resolves as "cancel".
    */
   async ask(request: ApprovalRequest, settings: GateSettings, turnSignal: AbortSignal): Promise<ApprovalOutcome> {
-    const askable = [...this.approvers].filter((a) => a.canAnswer(request.threadId));
+    const askable = this.answering(request.threadId);
     const fallback = (source: ApprovalSource): ApprovalOutcome => ({ decision: fallbackDecision(settings.policy), source });
     if (askable.length === 0) return fallback("policy");
     if (turnSignal.aborted) return { decision: "cancel", source: "policy" };

@@ -115,7 +115,7 @@ interface ActiveTurn {
 export type { RuntimeListener } from "./delivery.js";
 
 export class Runtime implements RuntimeApi {
-  readonly approvals = new ApprovalBroker();
+  readonly approvals: ApprovalBroker;
   readonly workspace: WorkspaceResources;
   readonly automation: { cron: CronService; heartbeat: HeartbeatService };
   /** Running turns by thread id (at most one per thread). */
@@ -133,6 +133,7 @@ export class Runtime implements RuntimeApi {
     this.store = options.store;
     this.log = options.logger;
     this.workspace = options.workspace;
+    this.approvals = new ApprovalBroker((threadId) => this.lineage(threadId));
     const cron = new CronService(this, options.cronFile, this.log);
     this.automation = { cron, heartbeat: new HeartbeatService(this, cron, this.log) };
     this.delivery = new EventDelivery(this.store, this.log);
@@ -534,6 +535,18 @@ export class Runtime implements RuntimeApi {
     }
     active.steering.push(input);
     return active.turn;
+  }
+
+  /** The thread and those it works for, through metadata.parentThreadId (subagents). */
+  private lineage(threadId: string): string[] {
+    const threads = [threadId];
+    for (let thread = this.store.getThread(threadId); thread && threads.length < 8;) {
+      const parent = thread.metadata.parentThreadId;
+      if (typeof parent !== "string" || threads.includes(parent)) break;
+      threads.push(parent);
+      thread = this.store.getThread(parent);
+    }
+    return threads;
   }
 
   /** Runs a slash command on a thread: a built-in one, or a custom one as the thread's next input. */

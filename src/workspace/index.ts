@@ -4,7 +4,8 @@ import { ConfigChanges } from "./changes.js";
 import { Commands } from "./commands.js";
 import { Skills, type SkillRoots } from "./skills.js";
 import path from "node:path";
-import { McpManager } from "../mcp/manager.js";
+import { McpManager } from "./mcp/manager.js";
+import { SubagentProfiles } from "./subagents.js";
 
 export interface WorkspaceResourcesOptions {
   /** The system skills shipped with Switchyard. */
@@ -22,6 +23,7 @@ export class WorkspaceResources {
   readonly skills: Skills;
   readonly commands: Commands;
   readonly mcp: McpManager;
+  readonly subagents: SubagentProfiles;
 
   constructor(options: WorkspaceResourcesOptions) {
     this.skills = new Skills(
@@ -34,6 +36,7 @@ export class WorkspaceResources {
       options.env,
     );
     this.commands = new Commands(path.join(options.configDir, "commands"));
+    this.subagents = new SubagentProfiles(this.changes);
     this.mcp = new McpManager({
       env: options.env ?? process.env,
       changes: this.changes,

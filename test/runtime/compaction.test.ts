@@ -332,20 +332,24 @@ const wireTokens = (body: Body): number => Math.ceil((JSON.stringify(body.messag
 const isSummaryRequest = (body: Body): boolean => wireText(body).includes("<conversation>");
 
 describe("compaction end to end", () => {
-  // The window leaves the conversation 5,050 estimated tokens besides what every request carries
-  // (the system prompt, the skills list, the tools), measured first, so that adding a tool does
-  // not change what these tests compact: turns 1-3 fit, the fourth compacts 1-3 (the middle of
-  // the ~300 tokens where that holds).
-  let WINDOW = 0;
+  // What every request carries besides the conversation is kept small and fixed, so that a new
+  // tool or system skill does not change what these tests compact: one tool, no skills.
+  const WINDOW = 4100;
   let fake: FakeModelServer;
   let h: Harness;
   before(async () => {
     fake = await FakeModelServer.start();
     h = await startHarness({ fake });
-    fake.enqueue({ kind: "response", text: "ok" });
-    await turn(h, await h.startThread(), "hi");
-    WINDOW = 5050 + wireTokens(bodyOf(fake.requests.at(-1)!));
   });
+  /** A thread with the test's window, one tool, and its workspace's skills disabled. */
+  async function startThread(harness: Harness): Promise<string> {
+    const { skills } = (await harness.client.call("skills/list", { workspacePath: harness.workspace })) as {
+      skills: Array<{ name: string }>;
+    };
+    for (const { name } of skills)
+      await harness.client.call("skills/setEnabled", { workspacePath: harness.workspace, name, enabled: false });
+    return harness.startThread({ configuration: { contextWindow: WINDOW, tools: ["read_file"] } });
+  }
   after(async () => {
     await h.close();
     await fake.close();
@@ -365,7 +369,7 @@ describe("compaction end to end", () => {
 
   it("summarizes older turns, sends the summary instead of them, and keeps it after a restart", async () => {
     const first = await startHarness({ fake });
-    const threadId = await first.startThread({ configuration: { contextWindow: WINDOW } });
+    const threadId = await startThread(first);
     for (const n of [1, 2, 3]) {
       fake.enqueue({ kind: "response", text: long(`ANSWER-${n}`) });
       assert.equal((await turn(first, threadId, long(`QUESTION-${n}`))).end, "turn/completed");
@@ -399,7 +403,7 @@ describe("compaction end to end", () => {
     assert.equal(notice!.payload.kind, "compaction");
     assert.match(
       String(notice!.payload.message),
-      /^Compacted 5 earlier messages into a summary to stay within the model's context window \(\d+ of \d+ tokens\)\.$/,
+      /^Compacted 5 earlier messages into a summary to stay within the model's context window \(\d+ of 4100 tokens\)\.$/,
     );
     assert.equal(notice!.payload.summary, "SUMMARY-OF-1-TO-3");
     // The summarization call counts towards the turn's usage.
@@ -424,7 +428,7 @@ describe("compaction end to end", () => {
   });
 
   it("fails a message too large for the window without sending anything", async () => {
-    const threadId = await h.startThread({ configuration: { contextWindow: WINDOW } });
+    const threadId = await startThread(h);
     fake.enqueue({ kind: "response", text: "short answer" });
     await turn(h, threadId, "short question");
     const before = fake.requests.length;
@@ -437,7 +441,7 @@ describe("compaction end to end", () => {
   });
 
   it("compacts and retries once when the model server reports a context-length error", async () => {
-    const threadId = await h.startThread({ configuration: { contextWindow: WINDOW } });
+    const threadId = await startThread(h);
     fake.enqueue({ kind: "response", text: "FIRST-ANSWER" });
     await turn(h, threadId, "FIRST-QUESTION");
     const before = fake.requests.length;
@@ -467,7 +471,7 @@ describe("compaction end to end", () => {
   });
 
   it("fails the turn when the retry after compaction is rejected too", async () => {
-    const threadId = await h.startThread({ configuration: { contextWindow: WINDOW } });
+    const threadId = await startThread(h);
     fake.enqueue({ kind: "response", text: "FIRST-ANSWER" });
     await turn(h, threadId, "FIRST-QUESTION");
     const before = fake.requests.length;

@@ -65,6 +65,7 @@ export class BuiltinBackend implements AgentBackend {
     // ask_user only where a client can answer it, load_skill where there are skills (each costs
     // every request its spec).
     const offered = (tool: AnyTool): boolean =>
+      (config.tools === undefined || config.tools.includes(tool.name)) &&
       (thread.mode === "agent" || tool.kind === "readOnly" || tool.kind === "plan") &&
       (tool.name !== askUserTool.name || ctx.ask !== undefined) &&
       (tool.name !== LOAD_SKILL || skills.length > 0);

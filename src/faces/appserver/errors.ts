@@ -21,6 +21,9 @@ export const AppServerErrorCode = {
   McpServerNotFound: -32070,
   McpServerValidationFailed: -32072,
   McpServerNameConflict: -32074,
+  SubAgentProfileNotFound: -32083,
+  SubAgentProfileValidationFailed: -32084,
+  SubAgentProfileProtected: -32085,
 } as const;
 
 const RUNTIME_ERROR_CODES: Record<RuntimeError["code"], number> = {
@@ -38,6 +41,9 @@ const RUNTIME_ERROR_CODES: Record<RuntimeError["code"], number> = {
   mcpValidationFailed: AppServerErrorCode.McpServerValidationFailed,
   mcpServerNameConflict: AppServerErrorCode.McpServerNameConflict,
   cronJobNotFound: AppServerErrorCode.CronJobNotFound,
+  subagentNotFound: AppServerErrorCode.SubAgentProfileNotFound,
+  subagentValidationFailed: AppServerErrorCode.SubAgentProfileValidationFailed,
+  subagentProtected: AppServerErrorCode.SubAgentProfileProtected,
 };
 
 /** The answer to any request but initialize on a connection that has not initialized. */

@@ -19,7 +19,8 @@ const SERVER_CAPABILITIES = {
   heartbeatManagement: true,
   commandManagement: true,
   externalChannelManagement: false,
-  subagentManagement: false,
+  subagentManagement: true,
+  subAgentManagement: true,
   workspaceConfigManagement: false,
 };
 

@@ -118,7 +118,68 @@ export const CronJobInfo = z
   })
   .describe("A scheduled prompt: run as a turn on its thread when due.");
 
+export const SubAgentDefinition = z
+  .object({
+    runtime: z.literal("native").describe("Switchyard's own engine (the only runtime of this version)."),
+    description: z.string(),
+    systemPrompt: z.string().optional().describe("Instructions given with every task."),
+    model: z.string().optional(),
+    provider: z.string().optional(),
+    tools: z.array(z.string()).optional().describe("The tools it is offered, by name; all of the parent's when absent."),
+  })
+  .describe("What a subagent is.");
+
+export const SubAgentProfileEntry = z
+  .object({
+    name: z.string(),
+    isBuiltIn: z.boolean(),
+    isTemplate: z.boolean(),
+    hasWorkspaceOverride: z.boolean(),
+    isDefault: z.boolean(),
+    enabled: z.boolean(),
+    definition: SubAgentDefinition,
+    builtInDefaults: SubAgentDefinition.optional(),
+    diagnostic: z.object({
+      enabled: z.boolean(),
+      binaryResolved: z.boolean(),
+      hiddenFromPrompt: z.boolean(),
+      warnings: z.array(z.string()),
+    }),
+  })
+  .describe("A subagent profile: built in (general, explorer) or the workspace's.");
+
+const profileName = z.string().min(1);
+
 export const ManagementRequests = {
+  "subagent/profiles/list": {
+    description: "Lists the subagent profiles the agent can hand tasks to (run_subagent): the built-in ones and the workspace's.",
+    params: z.object({ workspacePath }),
+    result: z.object({
+      defaultName: z.string(),
+      settings: z.object({ model: z.string().nullable().describe("The model of subagents whose profile names none.") }),
+      profiles: z.array(SubAgentProfileEntry),
+    }),
+  },
+  "subagent/profiles/upsert": {
+    description: "Creates or replaces a workspace profile, or overrides a built-in one (-32084 when invalid).",
+    params: z.object({ workspacePath, name: profileName, definition: SubAgentDefinition }),
+    result: SubAgentProfileEntry,
+  },
+  "subagent/profiles/setEnabled": {
+    description: "Enables or disables a profile for the workspace; the default profile cannot be disabled (-32085).",
+    params: z.object({ workspacePath, name: profileName, enabled: z.boolean() }),
+    result: SubAgentProfileEntry,
+  },
+  "subagent/profiles/remove": {
+    description: "Removes a workspace profile, or the workspace's override of a built-in one (-32083 when there is none).",
+    params: z.object({ workspacePath, name: profileName }),
+    result: z.object({ removed: z.literal(true) }),
+  },
+  "subagent/settings/update": {
+    description: "Sets (or, with null, clears) the workspace's model for subagents whose profile names none.",
+    params: z.object({ workspacePath, model: z.string().nullable().optional() }),
+    result: z.object({ model: z.string().nullable() }),
+  },
   "cron/list": {
     description: "Lists the scheduled prompts (the enabled ones unless includeDisabled).",
     params: z.object({ includeDisabled: z.boolean().optional() }),

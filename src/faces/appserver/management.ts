@@ -12,7 +12,7 @@ export function managementHandlers(
   /** Subscribes the connection to a thread it starts a turn on, as turn/start does. */
   follow: (threadId: string) => void,
 ): RequestHandlers<typeof ManagementRequests> {
-  const { skills, commands, mcp } = rt.workspace;
+  const { skills, commands, mcp, subagents } = rt.workspace;
   const { cron, heartbeat } = rt.automation;
   const editable = <T extends object>(server: T) => ({ ...server, origin: { kind: "workspace" as const }, readOnly: false });
   // A DotCraft server serves the workspace it was started in; Switchyard serves any, by path.
@@ -29,6 +29,14 @@ export function managementHandlers(
       const result = skills.uninstall(ws(workspacePath), name);
       return { ...result, source: result.source === "workspace" ? "workspace" : "user" };
     },
+    "subagent/profiles/list": ({ workspacePath }) => subagents.list(ws(workspacePath)),
+    "subagent/profiles/upsert": ({ workspacePath, name, definition }) => subagents.upsert(ws(workspacePath), name, definition),
+    "subagent/profiles/setEnabled": ({ workspacePath, name, enabled }) => subagents.setEnabled(ws(workspacePath), name, enabled),
+    "subagent/profiles/remove": ({ workspacePath, name }) => {
+      subagents.remove(ws(workspacePath), name);
+      return { removed: true };
+    },
+    "subagent/settings/update": ({ workspacePath, model }) => subagents.updateSettings(ws(workspacePath), { model: model ?? null }),
     "cron/list": ({ includeDisabled }) => ({ jobs: cron.list(includeDisabled) }),
     "cron/remove": ({ jobId }) => {
       cron.remove(jobId);

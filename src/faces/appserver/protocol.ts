@@ -10,6 +10,7 @@ import { BackendSpecSchema } from "../../domain/backend-spec-schema.js";
 import {
   CommandInfo,
   CronJobInfo,
+  SubAgentProfileEntry,
   ManagementNotifications,
   ManagementRequests,
   McpServerConfig,
@@ -56,6 +57,7 @@ export const ThreadConfiguration = z
     systemPrompt: z.string().optional(),
     commandTimeoutMs: z.number().int().positive().optional(),
     contextWindow: z.number().int().positive().optional(),
+    tools: z.array(z.string()).optional().describe("Only these tools (by name) are offered to the model; all when absent."),
   })
   .strict();
 
@@ -541,6 +543,7 @@ export const appServerProtocol = {
     McpServerConfig,
     McpServerStatus,
     CronJobInfo,
+    SubAgentProfileEntry,
   },
 } satisfies ProtocolTable;
 

@@ -39,6 +39,9 @@ const RUNTIME_ERROR_CODES: Record<RuntimeError["code"], number> = {
   mcpValidationFailed: ClaudeErrorCode.InvalidParams,
   mcpServerNameConflict: ClaudeErrorCode.InvalidParams,
   cronJobNotFound: ClaudeErrorCode.InvalidParams,
+  subagentNotFound: ClaudeErrorCode.InvalidParams,
+  subagentValidationFailed: ClaudeErrorCode.InvalidParams,
+  subagentProtected: ClaudeErrorCode.InvalidParams,
 };
 
 /** A runtime error as this face's RpcError; any other error unchanged. */

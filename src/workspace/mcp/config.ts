@@ -1,9 +1,9 @@
 // MCP server configurations: a workspace's are `mcp.servers` in its `.craft/config.json`, in the
 // AppServer document's shape (stdio: command, args, env, envVars, cwd; streamableHttp: url,
 // bearerTokenEnvVar, httpHeaders, envHttpHeaders).
-import { RuntimeError } from "../domain/errors.js";
-import { RESOURCE_NAME } from "../workspace/changes.js";
-import { readSettings, section, updateSettings } from "../workspace/settings.js";
+import { RuntimeError } from "../../domain/errors.js";
+import { RESOURCE_NAME } from "../changes.js";
+import { readSettings, section, updateSettings } from "../settings.js";
 
 export interface McpServerConfig {
   name: string;

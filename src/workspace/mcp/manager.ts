@@ -3,9 +3,9 @@
 // start the first time something asks for them (a turn, a status read) and follow its
 // configuration when it changes through these methods.
 import { z } from "zod";
-import { RuntimeError } from "../domain/errors.js";
-import { defineTool, type AnyTool } from "../tools/tool.js";
-import type { ConfigChanges } from "../workspace/changes.js";
+import { RuntimeError } from "../../domain/errors.js";
+import { defineTool, type AnyTool } from "../../tools/tool.js";
+import type { ConfigChanges } from "../changes.js";
 import { readServers, sameName, validated, writeServers, type McpServerConfig } from "./config.js";
 import { McpConnection, type McpServerStatus } from "./connection.js";
 

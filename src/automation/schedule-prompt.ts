@@ -1,8 +1,8 @@
 // schedule_prompt: the agent schedules a prompt to run later on its own thread (a reminder, a
 // periodic check), as a cron job the user can list, pause and remove (cron/*).
 import { z } from "zod";
-import type { CronJob, CronSchedule } from "../automation/cron.js";
-import { defineTool, type AnyTool } from "./tool.js";
+import type { CronJob, CronSchedule } from "./cron.js";
+import { defineTool, type AnyTool } from "../tools/tool.js";
 
 export interface Scheduler {
   create(params: { name: string; threadId: string; prompt: string; schedule: CronSchedule }): CronJob;
