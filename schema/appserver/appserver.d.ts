@@ -974,6 +974,43 @@ export interface BackendListResult {
   data: BackendEntry[];
 }
 
+/** Params of the `workspace/config/schema` request. The workspace settings workspace/config/update can change, and when a change takes effect. */
+export type WorkspaceConfigSchemaParams = {};
+
+/** Result of the `workspace/config/schema` request. */
+export interface WorkspaceConfigSchemaResult {
+  sections: Array<{
+    section: string;
+    order: number;
+    path: string | null;
+    fields: Array<{
+      key: string;
+      type: string;
+      reload: string;
+    }>;
+  }>;
+}
+
+/** Params of the `workspace/config/update` request. Changes the workspace's defaults for its threads (.craft/config.json): a value sets, null removes; at least one is needed. A thread's own configuration still wins; running turns are not changed. */
+export interface WorkspaceConfigUpdateParams {
+  /** The workspace; default: the directory the server was started in (a DotCraft server serves one workspace). */
+  workspacePath?: string;
+  providerId?: string | null;
+  /** null, "" or "Default" removes it. */
+  model?: string | null;
+  defaultApprovalPolicy?: "default" | "autoApprove" | null;
+}
+
+/** Result of the `workspace/config/update` request. */
+export interface WorkspaceConfigUpdateResult {
+  /** The provider of threads that name none (null: the server's). */
+  providerId: string | null;
+  /** The model of threads that name none (null: the provider's default). */
+  model: string | null;
+  /** The approval policy of threads that set none. */
+  defaultApprovalPolicy: "default" | "autoApprove" | null;
+}
+
 /** Params of the `subagent/profiles/list` request. Lists the subagent profiles the agent can hand tasks to (run_subagent): the built-in ones and the workspace's. */
 export interface SubagentProfilesListParams {
   /** The workspace; default: the directory the server was started in (a DotCraft server serves one workspace). */
@@ -1693,6 +1730,10 @@ export interface Requests {
   "model/list": { params: ModelListParams; result: ModelListResult };
   /** Lists the backends a thread can run on (configuration.backend) and whether each is available here. */
   "backend/list": { params: BackendListParams; result: BackendListResult };
+  /** The workspace settings workspace/config/update can change, and when a change takes effect. */
+  "workspace/config/schema": { params: WorkspaceConfigSchemaParams; result: WorkspaceConfigSchemaResult };
+  /** Changes the workspace's defaults for its threads (.craft/config.json): a value sets, null removes; at least one is needed. A thread's own configuration still wins; running turns are not changed. */
+  "workspace/config/update": { params: WorkspaceConfigUpdateParams; result: WorkspaceConfigUpdateResult };
   /** Lists the subagent profiles the agent can hand tasks to (run_subagent): the built-in ones and the workspace's. */
   "subagent/profiles/list": { params: SubagentProfilesListParams; result: SubagentProfilesListResult };
   /** Creates or replaces a workspace profile, or overrides a built-in one (-32084 when invalid). */

@@ -1,7 +1,7 @@
 // The approval gate every backend's questions go through: the thread's policy first, then a
 // session grant or a workspace rule, and only then the clients (through the ApprovalBroker).
 // Every answer, remembered or asked, is recorded as items and announced to subscribers.
-import type { ApprovalDecision, ApprovalSource, Thread } from "../domain/model.js";
+import type { ApprovalDecision, ApprovalPolicy, ApprovalSource, Thread } from "../domain/model.js";
 import type { NewEvent } from "../domain/events.js";
 import type { TurnRecorder } from "../domain/turn-recorder.js";
 import type { Store } from "../store/store.js";
@@ -24,6 +24,8 @@ export interface ApprovalGateDeps {
   /** Resolves once every event committed so far has reached the listeners. */
   delivered(): Promise<void>;
   defaultTimeoutMs: number;
+  /** The workspace's default policy for threads that set none. */
+  workspacePolicy(workspacePath: string): ApprovalPolicy | undefined;
 }
 
 export async function approve(
@@ -37,7 +39,7 @@ export async function approve(
   const { recorder, turnId } = turn;
   const config = thread.configuration ?? {};
   const settings: GateSettings = {
-    policy: config.approvalPolicy ?? "default",
+    policy: config.approvalPolicy ?? deps.workspacePolicy(thread.workspacePath) ?? "default",
     autoApproveTypes: config.autoApproveTypes ?? [],
     timeoutMs: config.approvalTimeoutMs ?? deps.defaultTimeoutMs,
   };

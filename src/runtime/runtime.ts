@@ -370,8 +370,9 @@ export class Runtime implements RuntimeApi {
     const thread = this.getThread(threadId);
     const backend = this.backendSpecOf(thread).type;
     if (backend !== "builtin") return { backend, ...(thread.configuration?.model ? { model: thread.configuration.model } : {}) };
-    const provider = thread.configuration?.provider ?? (await this.options.models?.defaultProvider?.());
-    const model = thread.configuration?.model ?? this.options.defaults.model;
+    const workspace = this.workspace.defaults.read(thread.workspacePath);
+    const provider = thread.configuration?.provider ?? workspace.provider ?? (await this.options.models?.defaultProvider?.());
+    const model = thread.configuration?.model ?? workspace.model ?? this.options.defaults.model;
     return { backend, ...(provider ? { provider } : {}), ...(model ? { model } : {}) };
   }
 
@@ -696,6 +697,7 @@ export class Runtime implements RuntimeApi {
       emit: (event) => this.emit(event),
       delivered: () => this.delivery.delivered(),
       defaultTimeoutMs: this.options.defaults.approvalTimeoutMs,
+      workspacePolicy: (workspacePath) => this.workspace.defaults.read(workspacePath).defaultApprovalPolicy,
     };
   }
 

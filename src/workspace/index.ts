@@ -6,6 +6,7 @@ import { Skills, type SkillRoots } from "./skills.js";
 import path from "node:path";
 import { McpManager } from "./mcp/manager.js";
 import { SubagentProfiles } from "./subagents.js";
+import { WorkspaceDefaults } from "./defaults.js";
 
 export interface WorkspaceResourcesOptions {
   /** The system skills shipped with Switchyard. */
@@ -24,6 +25,7 @@ export class WorkspaceResources {
   readonly commands: Commands;
   readonly mcp: McpManager;
   readonly subagents: SubagentProfiles;
+  readonly defaults: WorkspaceDefaults;
 
   constructor(options: WorkspaceResourcesOptions) {
     this.skills = new Skills(
@@ -37,6 +39,7 @@ export class WorkspaceResources {
     );
     this.commands = new Commands(path.join(options.configDir, "commands"));
     this.subagents = new SubagentProfiles(this.changes);
+    this.defaults = new WorkspaceDefaults(this.changes);
     this.mcp = new McpManager({
       env: options.env ?? process.env,
       changes: this.changes,

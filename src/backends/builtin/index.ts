@@ -25,7 +25,7 @@ export interface BuiltinBackendOptions {
   models?: { list(): Promise<ListedModel[]> };
   defaults: { provider?: string; model?: string; commandTimeoutMs: number };
   /** The workspaces' skills and custom commands (the catalog in the prompt, skillRef, commandRef). */
-  workspace?: Pick<WorkspaceResources, "skills" | "commands" | "mcp">;
+  workspace?: Pick<WorkspaceResources, "skills" | "commands" | "mcp" | "defaults">;
 }
 
 export class BuiltinBackend implements AgentBackend {
@@ -36,9 +36,10 @@ export class BuiltinBackend implements AgentBackend {
   async runTurn(ctx: TurnContext): Promise<TurnOutcome> {
     const { thread, recorder } = ctx;
     const config = thread.configuration ?? {};
-    const requested = ctx.model ?? config.model ?? this.options.defaults.model;
+    const workspaceDefaults = this.options.workspace?.defaults.read(thread.workspacePath) ?? {};
+    const requested = ctx.model ?? config.model ?? workspaceDefaults.model ?? this.options.defaults.model;
     const provider = await this.options.resolveProvider({
-      provider: ctx.provider ?? config.provider ?? this.options.defaults.provider,
+      provider: ctx.provider ?? config.provider ?? workspaceDefaults.provider ?? this.options.defaults.provider,
       model: requested,
     });
     if ("problem" in provider) {

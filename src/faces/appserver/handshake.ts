@@ -21,7 +21,7 @@ const SERVER_CAPABILITIES = {
   externalChannelManagement: false,
   subagentManagement: true,
   subAgentManagement: true,
-  workspaceConfigManagement: false,
+  workspaceConfigManagement: true,
 };
 
 export function initializeResult(serverVersion: string): {

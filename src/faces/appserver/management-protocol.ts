@@ -150,7 +150,38 @@ export const SubAgentProfileEntry = z
 
 const profileName = z.string().min(1);
 
+const WorkspaceConfig = z.object({
+  providerId: z.string().nullable().describe("The provider of threads that name none (null: the server's)."),
+  model: z.string().nullable().describe("The model of threads that name none (null: the provider's default)."),
+  defaultApprovalPolicy: z.enum(["default", "autoApprove"]).nullable().describe("The approval policy of threads that set none."),
+});
+
 export const ManagementRequests = {
+  "workspace/config/schema": {
+    description: "The workspace settings workspace/config/update can change, and when a change takes effect.",
+    params: z.object({}),
+    result: z.object({
+      sections: z.array(
+        z.object({
+          section: z.string(),
+          order: z.number().int(),
+          path: z.string().nullable(),
+          fields: z.array(z.object({ key: z.string(), type: z.string(), reload: z.string() })),
+        }),
+      ),
+    }),
+  },
+  "workspace/config/update": {
+    description:
+      "Changes the workspace's defaults for its threads (.craft/config.json): a value sets, null removes; at least one is needed. A thread's own configuration still wins; running turns are not changed.",
+    params: z.object({
+      workspacePath,
+      providerId: z.string().nullable().optional(),
+      model: z.string().nullable().optional().describe('null, "" or "Default" removes it.'),
+      defaultApprovalPolicy: z.enum(["default", "autoApprove"]).nullable().optional(),
+    }),
+    result: WorkspaceConfig,
+  },
   "subagent/profiles/list": {
     description: "Lists the subagent profiles the agent can hand tasks to (run_subagent): the built-in ones and the workspace's.",
     params: z.object({ workspacePath }),

@@ -12,7 +12,12 @@ export function managementHandlers(
   /** Subscribes the connection to a thread it starts a turn on, as turn/start does. */
   follow: (threadId: string) => void,
 ): RequestHandlers<typeof ManagementRequests> {
-  const { skills, commands, mcp, subagents } = rt.workspace;
+  const { skills, commands, mcp, subagents, defaults } = rt.workspace;
+  const workspaceConfig = (values: ReturnType<typeof defaults.read>) => ({
+    providerId: values.provider ?? null,
+    model: values.model ?? null,
+    defaultApprovalPolicy: values.defaultApprovalPolicy ?? null,
+  });
   const { cron, heartbeat } = rt.automation;
   const editable = <T extends object>(server: T) => ({ ...server, origin: { kind: "workspace" as const }, readOnly: false });
   // A DotCraft server serves the workspace it was started in; Switchyard serves any, by path.
@@ -29,6 +34,29 @@ export function managementHandlers(
       const result = skills.uninstall(ws(workspacePath), name);
       return { ...result, source: result.source === "workspace" ? "workspace" : "user" };
     },
+    "workspace/config/schema": () => ({
+      sections: [
+        {
+          section: "Core",
+          order: 0,
+          path: null,
+          // Read by every turn: a change applies to the next turn, without a restart.
+          fields: [
+            { key: "ProviderId", type: "string", reload: "immediate" },
+            { key: "Model", type: "string", reload: "immediate" },
+            { key: "DefaultApprovalPolicy", type: "string", reload: "immediate" },
+          ],
+        },
+      ],
+    }),
+    "workspace/config/update": ({ workspacePath, providerId, model, defaultApprovalPolicy }) =>
+      workspaceConfig(
+        defaults.update(ws(workspacePath), {
+          ...(providerId !== undefined ? { provider: providerId } : {}),
+          ...(model !== undefined ? { model } : {}),
+          ...(defaultApprovalPolicy !== undefined ? { defaultApprovalPolicy } : {}),
+        }),
+      ),
     "subagent/profiles/list": ({ workspacePath }) => subagents.list(ws(workspacePath)),
     "subagent/profiles/upsert": ({ workspacePath, name, definition }) => subagents.upsert(ws(workspacePath), name, definition),
     "subagent/profiles/setEnabled": ({ workspacePath, name, enabled }) => subagents.setEnabled(ws(workspacePath), name, enabled),
