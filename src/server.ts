@@ -51,6 +51,8 @@ export interface ServerConfig {
   commandTimeoutMs: number;
   /** The backend of threads that name none (default: the built-in engine). */
   backend?: BackendSpec;
+  /** Exit after this long with no WebSocket client and no running turn (servers the Hub starts). */
+  exitWhenIdleMs?: number;
   /** How long an external agent's process is kept for an idle thread. */
   agentIdleTimeoutMs?: number;
   env: NodeJS.ProcessEnv;
@@ -195,6 +197,24 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
       .finally(stdioClosed);
   }
   stdioChannel?.onClose(stdioClosed);
+  if (config.exitWhenIdleMs && ws) exitWhenIdle(config.exitWhenIdleMs, ws, runtime, requestStop, log);
   log.info({ startupMs: Math.round(performance.now()), version: VERSION }, "ready");
   return { runtime, ...(ws ? { websocketUrl: ws.url } : {}), closed, stop };
+}
+
+/** Stops the server once it has had no WebSocket client and no running turn for `idleMs`. */
+function exitWhenIdle(idleMs: number, ws: RunningWebSocketServer, runtime: Runtime, stop: () => void, log: Logger): void {
+  let idleSince = Date.now();
+  const timer = setInterval(
+    () => {
+      if (ws.connectionCount() > 0 || runtime.hasRunningTurns()) idleSince = Date.now();
+      else if (Date.now() - idleSince >= idleMs) {
+        clearInterval(timer);
+        log.info({ idleMs }, "idle: stopping");
+        stop();
+      }
+    },
+    Math.min(1000, Math.max(50, idleMs / 4)),
+  );
+  timer.unref();
 }

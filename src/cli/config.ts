@@ -33,6 +33,7 @@ export interface AppServerFlags {
   outputBudgetBytes: number;
   stallTimeoutMs: number;
   storageTimeoutMs?: number;
+  exitWhenIdleMs?: number;
   logLevel?: string;
 }
 
@@ -105,6 +106,7 @@ export async function resolveServerConfig(flags: AppServerFlags, env: NodeJS.Pro
     outputBudgetBytes: flags.outputBudgetBytes,
     stallTimeoutMs: flags.stallTimeoutMs,
     ...(flags.storageTimeoutMs ? { storageTimeoutMs: flags.storageTimeoutMs } : {}),
+    ...(flags.exitWhenIdleMs ? { exitWhenIdleMs: flags.exitWhenIdleMs } : {}),
     ...(provider ? { provider: provider.value } : {}),
     ...(model ? { model: model.value } : {}),
     ...(file.config.providers ? { providerSettings: file.config.providers } : {}),

@@ -9,8 +9,8 @@ import { LOG_LEVELS } from "../log.js";
 export interface OptionSpec {
   /** The long flag without its dashes, e.g. "data-dir"; the flags object has it camel-cased. */
   flag: string;
-  /** The value's placeholder in help, e.g. "dir"; every option here takes a value. */
-  value: string;
+  /** The value's placeholder in help, e.g. "dir"; none for a switch (true when given). */
+  value?: string;
   description: string;
   /** Given more than once, the values are collected in a list. */
   repeatable?: boolean;
@@ -105,6 +105,13 @@ export const APP_SERVER_OPTIONS: readonly OptionSpec[] = [
   { flag: "face", value: "face", description: "serve only this face (appserver | claude) instead of choosing at initialize" },
   // The claude-app-server's own word for it.
   { flag: "dialect", value: "face", description: "alias of --face", hidden: true },
+  {
+    flag: "exit-when-idle-ms",
+    value: "n",
+    description: "exit after this long with no WebSocket client and no running turn (how the Hub starts servers)",
+    parse: positiveInt,
+  },
+  { flag: "hub", description: "find or start the Hub, ensure this directory's workspace server, and bridge stdio to it" },
 ];
 
 /** `acp`'s own options. */
@@ -133,7 +140,9 @@ export function parseOptions(tables: ReadonlyArray<readonly OptionSpec[]>, args:
   try {
     parsed = parseArgs({
       args: [...args],
-      options: Object.fromEntries([...specs.values()].map((spec) => [spec.flag, { type: "string", multiple: spec.repeatable ?? false }])),
+      options: Object.fromEntries(
+        [...specs.values()].map((spec) => [spec.flag, { type: spec.value ? "string" : "boolean", multiple: spec.repeatable ?? false }]),
+      ),
       strict: true,
       allowPositionals: false,
     });
@@ -142,9 +151,13 @@ export function parseOptions(tables: ReadonlyArray<readonly OptionSpec[]>, args:
   }
   const flags: Record<string, unknown> = {};
   for (const spec of specs.values()) {
-    const given = parsed.values[spec.flag] as string | string[] | undefined;
+    const given = parsed.values[spec.flag] as string | string[] | boolean | undefined;
     if (given === undefined) {
       if (spec.default !== undefined) flags[camelCase(spec.flag)] = spec.default;
+      continue;
+    }
+    if (typeof given === "boolean") {
+      flags[camelCase(spec.flag)] = given;
       continue;
     }
     const texts = Array.isArray(given) ? given : [given];

@@ -47,7 +47,8 @@ export function addOptions(specs: readonly OptionSpec[]) {
   };
 }
 function toOption(spec: OptionSpec): Option {
-  const option = new Option(`--${spec.flag} <${spec.value}${spec.repeatable ? "..." : ""}>`, spec.description);
+  const value = spec.value ? ` <${spec.value}${spec.repeatable ? "..." : ""}>` : "";
+  const option = new Option(`--${spec.flag}${value}`, spec.description);
   if (spec.choices) option.choices(spec.choices);
   if (spec.parse) option.argParser(argument(spec.parse));
   if (spec.default !== undefined) option.default(spec.default);
@@ -197,6 +198,16 @@ yeaft
   .action(async (name: string, flags: { dataDir?: string }) => {
     const { addUser } = await import("./yeaft-users.js");
     process.exitCode = await addUser(name, path.join(resolveDataDir(flags, process.env), "yeaft"));
+  });
+
+program
+  .command("hub")
+  .description("Run the Hub: finds or starts each workspace's app server for clients (loopback HTTP, found through hub.lock).")
+  .option("--data-dir <dir>", "Switchyard's data directory, where hub.lock is written (env SWITCHYARD_HOME)")
+  .option("--idle-timeout-ms <n>", "stop a workspace server after this long with no client (default 600000)", argument(positiveInt))
+  .action(async (flags: { dataDir?: string; idleTimeoutMs?: number }) => {
+    const { runHub } = await import("../hub/run.js");
+    await runHub({ dataDir: resolveDataDir(flags, process.env), idleTimeoutMs: flags.idleTimeoutMs ?? 600_000 });
   });
 
 program

@@ -2,11 +2,19 @@
 // shutdown request): shared by every command that serves.
 import { createLogger, LOG_LEVELS, type LogLevel } from "../log.js";
 import { startServer, type ServerConfig } from "../server.js";
-import { resolveAcpConfig, resolveServerConfig, type AcpFlags, type AppServerFlags } from "./config.js";
+import { resolveAcpConfig, resolveDataDir, resolveServerConfig, type AcpFlags, type AppServerFlags } from "./config.js";
 
-/** `switchyard app-server`. */
-export const serveAppServer = (flags: AppServerFlags & { dialect?: string }): Promise<void> =>
-  serve(flags, () => resolveServerConfig({ ...flags, face: flags.face ?? flags.dialect }, process.env));
+/** `switchyard app-server` (with --hub: a bridge to the workspace's server, which the Hub runs). */
+export async function serveAppServer(flags: AppServerFlags & { dialect?: string; hub?: boolean }): Promise<void> {
+  if (!flags.hub) return serve(flags, () => resolveServerConfig({ ...flags, face: flags.face ?? flags.dialect }, process.env));
+  const { bridgeThroughHub } = await import("../hub/bridge.js");
+  await bridgeThroughHub({
+    dataDir: resolveDataDir(flags, process.env),
+    cliPath: process.argv[1]!,
+    env: process.env,
+    workspacePath: process.cwd(),
+  });
+}
 
 /** `switchyard acp`. */
 export const serveAcp = (flags: AcpFlags): Promise<void> => serve(flags, () => resolveAcpConfig(flags, process.env));

@@ -38,6 +38,8 @@ export interface WebSocketServerOptions {
 export interface RunningWebSocketServer {
   /** ws://host:port/ws with the real port. */
   url: string;
+  /** Peers connected now. */
+  connectionCount(): number;
   close(): Promise<void>;
 }
 
@@ -151,6 +153,7 @@ export async function startWebSocketServer(
   let closing: Promise<void> | undefined;
   return {
     url: `ws://${urlHost}:${port}/ws`,
+    connectionCount: () => wss.clients.size,
     close() {
       closing ??= (async () => {
         if (pinger) clearInterval(pinger);
