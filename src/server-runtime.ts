@@ -71,6 +71,7 @@ export function assembleRuntime(config: ServerConfig, log: Logger): AssembledRun
     logger: log,
     workspace,
     cronFile: path.join(config.dataDir, "cron", "jobs.json"),
+    env: config.env,
     defaults: {
       backend: config.backend ?? { type: "builtin" },
       ...(providers.defaults.model ? { model: providers.defaults.model } : {}),
@@ -81,6 +82,7 @@ export function assembleRuntime(config: ServerConfig, log: Logger): AssembledRun
   runtimeRef = runtime;
   const recovered = runtime.recover();
   runtime.automation.heartbeat.startFromSettings(process.cwd());
+  runtime.automation.channels.start(process.cwd(), workspace.changes);
   if (recovered > 0) log.warn({ turns: recovered }, "marked turns interrupted by the previous shutdown as failed");
 
   // What the first turn needs (the default provider's SDK and client) loads once the first

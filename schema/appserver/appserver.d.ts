@@ -680,6 +680,44 @@ export interface SubAgentProfileEntry {
   };
 }
 
+/** An external channel: an adapter started by others (subprocess, websocket, managedWebsocket) or Switchyard's own HTTP webhook channel. */
+export interface ExternalChannelConfig {
+  /** The key; compared without case. */
+  name: string;
+  enabled: boolean;
+  transport: "subprocess" | "websocket" | "managedWebsocket" | "webhook";
+  command?: string;
+  builtinModule?: string;
+  args?: string[];
+  workingDirectory?: string | null;
+  env?: Record<string, string>;
+  /** webhook: the loopback port its messages come in on. */
+  port?: number;
+  /** webhook: where the agent's replies are POSTed. */
+  outboundUrl?: string;
+  /** webhook: the variable holding the bearer token of incoming messages. */
+  secretEnvVar?: string | null;
+}
+
+/** ExternalChannelConfig as a client sends it (unknown fields are ignored). An external channel: an adapter started by others (subprocess, websocket, managedWebsocket) or Switchyard's own HTTP webhook channel. */
+export interface ExternalChannelConfigInput {
+  /** The key; compared without case. */
+  name: string;
+  enabled: boolean;
+  transport: "subprocess" | "websocket" | "managedWebsocket" | "webhook";
+  command?: string;
+  builtinModule?: string;
+  args?: string[];
+  workingDirectory?: string | null;
+  env?: Record<string, string>;
+  /** webhook: the loopback port its messages come in on. */
+  port?: number;
+  /** webhook: where the agent's replies are POSTed. */
+  outboundUrl?: string;
+  /** webhook: the variable holding the bearer token of incoming messages. */
+  secretEnvVar?: string | null;
+}
+
 // ---- requests (client -> server) ----
 
 /** Params of the `initialize` request. Handshake, the first request: the client's identity and capabilities in, the server's out. */
@@ -972,6 +1010,53 @@ export type BackendListParams = {};
 /** Result of the `backend/list` request. */
 export interface BackendListResult {
   data: BackendEntry[];
+}
+
+/** Params of the `externalChannel/list` request. Lists the workspace's external channels (.craft/config.json externalChannels). */
+export interface ExternalChannelListParams {
+  /** The workspace; default: the directory the server was started in (a DotCraft server serves one workspace). */
+  workspacePath?: string;
+}
+
+/** Result of the `externalChannel/list` request. */
+export interface ExternalChannelListResult {
+  channels: ExternalChannelConfig[];
+}
+
+/** Params of the `externalChannel/get` request. One external channel by name (-32080 when there is none). */
+export interface ExternalChannelGetParams {
+  /** The workspace; default: the directory the server was started in (a DotCraft server serves one workspace). */
+  workspacePath?: string;
+  name: string;
+}
+
+/** Result of the `externalChannel/get` request. */
+export interface ExternalChannelGetResult {
+  channel: ExternalChannelConfig;
+}
+
+/** Params of the `externalChannel/upsert` request. Creates or replaces an external channel (-32081 when invalid for its transport, -32082 when its name clashes with another or a reserved one); a webhook channel of the server's workspace starts or restarts. */
+export interface ExternalChannelUpsertParams {
+  /** The workspace; default: the directory the server was started in (a DotCraft server serves one workspace). */
+  workspacePath?: string;
+  channel: ExternalChannelConfigInput;
+}
+
+/** Result of the `externalChannel/upsert` request. */
+export interface ExternalChannelUpsertResult {
+  channel: ExternalChannelConfig;
+}
+
+/** Params of the `externalChannel/remove` request. Removes an external channel (-32080 when there is none); a running webhook channel stops. */
+export interface ExternalChannelRemoveParams {
+  /** The workspace; default: the directory the server was started in (a DotCraft server serves one workspace). */
+  workspacePath?: string;
+  name: string;
+}
+
+/** Result of the `externalChannel/remove` request. */
+export interface ExternalChannelRemoveResult {
+  removed: true;
 }
 
 /** Params of the `workspace/config/schema` request. The workspace settings workspace/config/update can change, and when a change takes effect. */
@@ -1730,6 +1815,14 @@ export interface Requests {
   "model/list": { params: ModelListParams; result: ModelListResult };
   /** Lists the backends a thread can run on (configuration.backend) and whether each is available here. */
   "backend/list": { params: BackendListParams; result: BackendListResult };
+  /** Lists the workspace's external channels (.craft/config.json externalChannels). */
+  "externalChannel/list": { params: ExternalChannelListParams; result: ExternalChannelListResult };
+  /** One external channel by name (-32080 when there is none). */
+  "externalChannel/get": { params: ExternalChannelGetParams; result: ExternalChannelGetResult };
+  /** Creates or replaces an external channel (-32081 when invalid for its transport, -32082 when its name clashes with another or a reserved one); a webhook channel of the server's workspace starts or restarts. */
+  "externalChannel/upsert": { params: ExternalChannelUpsertParams; result: ExternalChannelUpsertResult };
+  /** Removes an external channel (-32080 when there is none); a running webhook channel stops. */
+  "externalChannel/remove": { params: ExternalChannelRemoveParams; result: ExternalChannelRemoveResult };
   /** The workspace settings workspace/config/update can change, and when a change takes effect. */
   "workspace/config/schema": { params: WorkspaceConfigSchemaParams; result: WorkspaceConfigSchemaResult };
   /** Changes the workspace's defaults for its threads (.craft/config.json): a value sets, null removes; at least one is needed. A thread's own configuration still wins; running turns are not changed. */

@@ -18,7 +18,10 @@ export type RuntimeErrorCode =
   | "cronJobNotFound"
   | "subagentNotFound"
   | "subagentValidationFailed"
-  | "subagentProtected";
+  | "subagentProtected"
+  | "channelNotFound"
+  | "channelValidationFailed"
+  | "channelNameConflict";
 
 export class RuntimeError extends Error {
   constructor(

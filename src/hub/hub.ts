@@ -5,11 +5,12 @@
 // `.craft/appserver.lock`; it stops by itself after being idle, and a lock whose process is gone
 // is stale and replaced.
 import { spawn } from "node:child_process";
-import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import fs from "node:fs";
 import http from "node:http";
 import net from "node:net";
 import path from "node:path";
+import { bearerToken, sameSecret } from "../bearer.js";
 import { writeFileDurably } from "../durable-file.js";
 import type { Logger } from "../log.js";
 import { pidAlive } from "../pid.js";
@@ -76,7 +77,8 @@ export async function startHub(options: HubOptions): Promise<{ lock: HubLock; cl
   async function handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     // Browsers are not clients of the Hub: a page could otherwise drive it with a stolen token.
     if (req.headers.origin) return send(res, 403, { error: "Browser requests are not accepted." });
-    if (!bearerMatches(req.headers.authorization, token)) return send(res, 401, { error: "Missing or invalid token." });
+    const given = bearerToken(req.headers.authorization);
+    if (!given || !sameSecret(given, token)) return send(res, 401, { error: "Missing or invalid token." });
     const url = new URL(req.url ?? "/", "http://hub");
     if (req.method === "GET" && url.pathname === "/v1/status") {
       return send(res, 200, { ...lock, token: undefined, appServers: liveServers([...known]) });
@@ -210,13 +212,6 @@ async function waitReady(port: number): Promise<void> {
     await new Promise((resolve) => setTimeout(resolve, delay));
   }
   throw new Error(`The workspace server did not become ready in ${STARTUP_TIMEOUT_MS} ms.`);
-}
-
-function bearerMatches(header: string | undefined, token: string): boolean {
-  const given = /^Bearer\s+(\S+)\s*$/i.exec(header ?? "")?.[1];
-  if (!given) return false;
-  const digest = (v: string): Buffer => createHash("sha256").update(v).digest();
-  return timingSafeEqual(digest(given), digest(token));
 }
 
 function send(res: http.ServerResponse, status: number, body: unknown): void {

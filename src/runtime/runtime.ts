@@ -41,6 +41,7 @@ import type { WorkspaceResources } from "../workspace/index.js";
 import { executeCommand, type CommandExecution } from "./command-execution.js";
 import { CronService } from "../automation/cron.js";
 import { HeartbeatService } from "../automation/heartbeat.js";
+import { WebhookChannels } from "../automation/webhook-channel.js";
 
 export interface RuntimeOptions {
   store: Store;
@@ -58,6 +59,8 @@ export interface RuntimeOptions {
   workspace: WorkspaceResources;
   /** Where cron jobs are kept (in memory when absent). */
   cronFile?: string;
+  /** The server's environment (secrets of webhook channels); process.env when absent. */
+  env?: NodeJS.ProcessEnv;
   defaults: {
     /** The backend of threads that name none. */
     backend: BackendSpec;
@@ -117,7 +120,7 @@ export type { RuntimeListener } from "./delivery.js";
 export class Runtime implements RuntimeApi {
   readonly approvals: ApprovalBroker;
   readonly workspace: WorkspaceResources;
-  readonly automation: { cron: CronService; heartbeat: HeartbeatService };
+  readonly automation: { cron: CronService; heartbeat: HeartbeatService; channels: WebhookChannels };
   /** Running turns by thread id (at most one per thread). */
   private readonly active = new Map<string, ActiveTurn>();
   private readonly store: Store;
@@ -135,7 +138,11 @@ export class Runtime implements RuntimeApi {
     this.workspace = options.workspace;
     this.approvals = new ApprovalBroker((threadId) => this.lineage(threadId));
     const cron = new CronService(this, options.cronFile, this.log);
-    this.automation = { cron, heartbeat: new HeartbeatService(this, cron, this.log) };
+    this.automation = {
+      cron,
+      heartbeat: new HeartbeatService(this, cron, this.log),
+      channels: new WebhookChannels(this, options.workspace.channels, options.env ?? process.env, this.log),
+    };
     this.delivery = new EventDelivery(this.store, this.log);
     this.store.onStorageStatus((status) => this.storageChanged(status));
   }
@@ -583,6 +590,7 @@ export class Runtime implements RuntimeApi {
     clearTimeout(this.storageTimer);
     this.automation.cron.close();
     this.automation.heartbeat.close();
+    await this.automation.channels.close();
     for (const active of this.active.values()) active.abort.abort();
     await this.idle();
     await Promise.all([this.options.backends.close(), this.workspace.mcp.close()]);

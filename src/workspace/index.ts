@@ -7,6 +7,7 @@ import path from "node:path";
 import { McpManager } from "./mcp/manager.js";
 import { SubagentProfiles } from "./subagents.js";
 import { WorkspaceDefaults } from "./defaults.js";
+import { ExternalChannels } from "./channels.js";
 
 export interface WorkspaceResourcesOptions {
   /** The system skills shipped with Switchyard. */
@@ -26,6 +27,7 @@ export class WorkspaceResources {
   readonly mcp: McpManager;
   readonly subagents: SubagentProfiles;
   readonly defaults: WorkspaceDefaults;
+  readonly channels: ExternalChannels;
 
   constructor(options: WorkspaceResourcesOptions) {
     this.skills = new Skills(
@@ -40,6 +42,7 @@ export class WorkspaceResources {
     this.commands = new Commands(path.join(options.configDir, "commands"));
     this.subagents = new SubagentProfiles(this.changes);
     this.defaults = new WorkspaceDefaults(this.changes);
+    this.channels = new ExternalChannels(this.changes);
     this.mcp = new McpManager({
       env: options.env ?? process.env,
       changes: this.changes,

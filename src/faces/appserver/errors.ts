@@ -21,6 +21,9 @@ export const AppServerErrorCode = {
   McpServerNotFound: -32070,
   McpServerValidationFailed: -32072,
   McpServerNameConflict: -32074,
+  ExternalChannelNotFound: -32080,
+  ExternalChannelValidationFailed: -32081,
+  ExternalChannelNameConflict: -32082,
   SubAgentProfileNotFound: -32083,
   SubAgentProfileValidationFailed: -32084,
   SubAgentProfileProtected: -32085,
@@ -44,6 +47,9 @@ const RUNTIME_ERROR_CODES: Record<RuntimeError["code"], number> = {
   subagentNotFound: AppServerErrorCode.SubAgentProfileNotFound,
   subagentValidationFailed: AppServerErrorCode.SubAgentProfileValidationFailed,
   subagentProtected: AppServerErrorCode.SubAgentProfileProtected,
+  channelNotFound: AppServerErrorCode.ExternalChannelNotFound,
+  channelValidationFailed: AppServerErrorCode.ExternalChannelValidationFailed,
+  channelNameConflict: AppServerErrorCode.ExternalChannelNameConflict,
 };
 
 /** The answer to any request but initialize on a connection that has not initialized. */

@@ -18,7 +18,7 @@ const SERVER_CAPABILITIES = {
   cronManagement: true,
   heartbeatManagement: true,
   commandManagement: true,
-  externalChannelManagement: false,
+  externalChannelManagement: true,
   subagentManagement: true,
   subAgentManagement: true,
   workspaceConfigManagement: true,

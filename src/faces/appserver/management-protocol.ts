@@ -156,7 +156,46 @@ const WorkspaceConfig = z.object({
   defaultApprovalPolicy: z.enum(["default", "autoApprove"]).nullable().describe("The approval policy of threads that set none."),
 });
 
+export const ExternalChannelConfig = z
+  .object({
+    name: z.string().min(1).describe("The key; compared without case."),
+    enabled: z.boolean(),
+    transport: z.enum(["subprocess", "websocket", "managedWebsocket", "webhook"]),
+    command: z.string().optional(),
+    builtinModule: z.string().optional(),
+    args: z.array(z.string()).optional(),
+    workingDirectory: z.string().nullable().optional(),
+    env: z.record(z.string(), z.string()).optional(),
+    port: z.number().int().optional().describe("webhook: the loopback port its messages come in on."),
+    outboundUrl: z.string().optional().describe("webhook: where the agent's replies are POSTed."),
+    secretEnvVar: z.string().nullable().optional().describe("webhook: the variable holding the bearer token of incoming messages."),
+  })
+  .describe(
+    "An external channel: an adapter started by others (subprocess, websocket, managedWebsocket) or Switchyard's own HTTP webhook channel.",
+  );
+
 export const ManagementRequests = {
+  "externalChannel/list": {
+    description: "Lists the workspace's external channels (.craft/config.json externalChannels).",
+    params: z.object({ workspacePath }),
+    result: z.object({ channels: z.array(ExternalChannelConfig) }),
+  },
+  "externalChannel/get": {
+    description: "One external channel by name (-32080 when there is none).",
+    params: z.object({ workspacePath, name: z.string().min(1) }),
+    result: z.object({ channel: ExternalChannelConfig }),
+  },
+  "externalChannel/upsert": {
+    description:
+      "Creates or replaces an external channel (-32081 when invalid for its transport, -32082 when its name clashes with another or a reserved one); a webhook channel of the server's workspace starts or restarts.",
+    params: z.object({ workspacePath, channel: ExternalChannelConfig }),
+    result: z.object({ channel: ExternalChannelConfig }),
+  },
+  "externalChannel/remove": {
+    description: "Removes an external channel (-32080 when there is none); a running webhook channel stops.",
+    params: z.object({ workspacePath, name: z.string().min(1) }),
+    result: z.object({ removed: z.literal(true) }),
+  },
   "workspace/config/schema": {
     description: "The workspace settings workspace/config/update can change, and when a change takes effect.",
     params: z.object({}),

@@ -12,7 +12,7 @@ export function managementHandlers(
   /** Subscribes the connection to a thread it starts a turn on, as turn/start does. */
   follow: (threadId: string) => void,
 ): RequestHandlers<typeof ManagementRequests> {
-  const { skills, commands, mcp, subagents, defaults } = rt.workspace;
+  const { skills, commands, mcp, subagents, defaults, channels } = rt.workspace;
   const workspaceConfig = (values: ReturnType<typeof defaults.read>) => ({
     providerId: values.provider ?? null,
     model: values.model ?? null,
@@ -33,6 +33,13 @@ export function managementHandlers(
     "skills/uninstall": ({ workspacePath, name }) => {
       const result = skills.uninstall(ws(workspacePath), name);
       return { ...result, source: result.source === "workspace" ? "workspace" : "user" };
+    },
+    "externalChannel/list": ({ workspacePath }) => ({ channels: channels.list(ws(workspacePath)) }),
+    "externalChannel/get": ({ workspacePath, name }) => ({ channel: channels.get(ws(workspacePath), name) }),
+    "externalChannel/upsert": ({ workspacePath, channel }) => ({ channel: channels.upsert(ws(workspacePath), channel) }),
+    "externalChannel/remove": ({ workspacePath, name }) => {
+      channels.remove(ws(workspacePath), name);
+      return { removed: true };
     },
     "workspace/config/schema": () => ({
       sections: [

@@ -10,6 +10,7 @@ import { BackendSpecSchema } from "../../domain/backend-spec-schema.js";
 import {
   CommandInfo,
   CronJobInfo,
+  ExternalChannelConfig,
   SubAgentProfileEntry,
   ManagementNotifications,
   ManagementRequests,
@@ -544,6 +545,7 @@ export const appServerProtocol = {
     McpServerStatus,
     CronJobInfo,
     SubAgentProfileEntry,
+    ExternalChannelConfig,
   },
 } satisfies ProtocolTable;
 

@@ -42,6 +42,9 @@ const RUNTIME_ERROR_CODES: Record<RuntimeError["code"], number> = {
   subagentNotFound: ClaudeErrorCode.InvalidParams,
   subagentValidationFailed: ClaudeErrorCode.InvalidParams,
   subagentProtected: ClaudeErrorCode.InvalidParams,
+  channelNotFound: ClaudeErrorCode.InvalidParams,
+  channelValidationFailed: ClaudeErrorCode.InvalidParams,
+  channelNameConflict: ClaudeErrorCode.InvalidParams,
 };
 
 /** A runtime error as this face's RpcError; any other error unchanged. */
