@@ -208,6 +208,30 @@ export type Item =
       id: string;
       threadId: string;
       turnId: string;
+      type: "pluginFunctionCall";
+      status: "started" | "streaming" | "completed";
+      /** ISO 8601 timestamp. */
+      createdAt: string;
+      /** ISO 8601 timestamp. */
+      completedAt?: string;
+      payload: {
+        callId: string;
+        toolName: string;
+        pluginId: string;
+        functionName: string;
+        argumentsText: string;
+        arguments?: unknown;
+        /** Once it ran. */
+        output?: string;
+        success?: boolean;
+        [key: string]: unknown;
+      };
+      [key: string]: unknown;
+    }
+  | {
+      id: string;
+      threadId: string;
+      turnId: string;
       type: "commandExecution";
       status: "started" | "streaming" | "completed";
       /** ISO 8601 timestamp. */
@@ -718,6 +742,32 @@ export interface ExternalChannelConfigInput {
   secretEnvVar?: string | null;
 }
 
+/** A plugin: functions the model can call (pluginFunctionCall items) and skills. */
+export interface PluginInfo {
+  id: string;
+  displayName: string;
+  description: string;
+  enabled: boolean;
+  installed: boolean;
+  /** A built-in catalog plugin not installed in the workspace. */
+  installable: boolean;
+  /** Installed from the built-in catalog (its folder carries a .builtin marker). */
+  removable: boolean;
+  source: "workspace" | "user" | "builtin";
+  version?: string;
+  interface?: Record<string, unknown>;
+  functions: Array<{
+    name: string;
+    description: string;
+  }>;
+  skills: Array<{
+    name: string;
+    enabled: boolean;
+  }>;
+  apps: unknown[];
+  mcpServers: unknown[];
+}
+
 // ---- requests (client -> server) ----
 
 /** Params of the `initialize` request. Handshake, the first request: the client's identity and capabilities in, the server's out. */
@@ -1010,6 +1060,69 @@ export type BackendListParams = {};
 /** Result of the `backend/list` request. */
 export interface BackendListResult {
   data: BackendEntry[];
+}
+
+/** Params of the `plugin/list` request. Lists the installed plugins (workspace, user) and the built-in catalog's installable ones. */
+export interface PluginListParams {
+  /** The workspace; default: the directory the server was started in (a DotCraft server serves one workspace). */
+  workspacePath?: string;
+  /** Default true. */
+  includeDisabled?: boolean;
+}
+
+/** Result of the `plugin/list` request. */
+export interface PluginListResult {
+  plugins: PluginInfo[];
+  diagnostics: unknown[];
+}
+
+/** Params of the `plugin/view` request. One plugin by id (-32041 when there is none). */
+export interface PluginViewParams {
+  /** The workspace; default: the directory the server was started in (a DotCraft server serves one workspace). */
+  workspacePath?: string;
+  id: string;
+}
+
+/** Result of the `plugin/view` request. */
+export interface PluginViewResult {
+  plugin: PluginInfo;
+}
+
+/** Params of the `plugin/install` request. Copies a built-in catalog plugin into .craft/plugins/<id> (with a .builtin marker) and enables it. */
+export interface PluginInstallParams {
+  /** The workspace; default: the directory the server was started in (a DotCraft server serves one workspace). */
+  workspacePath?: string;
+  id: string;
+}
+
+/** Result of the `plugin/install` request. */
+export interface PluginInstallResult {
+  plugin: PluginInfo;
+}
+
+/** Params of the `plugin/remove` request. Deletes a plugin installed from the built-in catalog; a user-made plugin folder is refused (-32602). */
+export interface PluginRemoveParams {
+  /** The workspace; default: the directory the server was started in (a DotCraft server serves one workspace). */
+  workspacePath?: string;
+  id: string;
+}
+
+/** Result of the `plugin/remove` request. */
+export interface PluginRemoveResult {
+  plugin: PluginInfo;
+}
+
+/** Params of the `plugin/setEnabled` request. Enables or disables an installed plugin for the workspace (its functions and skills). */
+export interface PluginSetEnabledParams {
+  /** The workspace; default: the directory the server was started in (a DotCraft server serves one workspace). */
+  workspacePath?: string;
+  id: string;
+  enabled: boolean;
+}
+
+/** Result of the `plugin/setEnabled` request. */
+export interface PluginSetEnabledResult {
+  plugin: PluginInfo;
 }
 
 /** Params of the `externalChannel/list` request. Lists the workspace's external channels (.craft/config.json externalChannels). */
@@ -1815,6 +1928,16 @@ export interface Requests {
   "model/list": { params: ModelListParams; result: ModelListResult };
   /** Lists the backends a thread can run on (configuration.backend) and whether each is available here. */
   "backend/list": { params: BackendListParams; result: BackendListResult };
+  /** Lists the installed plugins (workspace, user) and the built-in catalog's installable ones. */
+  "plugin/list": { params: PluginListParams; result: PluginListResult };
+  /** One plugin by id (-32041 when there is none). */
+  "plugin/view": { params: PluginViewParams; result: PluginViewResult };
+  /** Copies a built-in catalog plugin into .craft/plugins/<id> (with a .builtin marker) and enables it. */
+  "plugin/install": { params: PluginInstallParams; result: PluginInstallResult };
+  /** Deletes a plugin installed from the built-in catalog; a user-made plugin folder is refused (-32602). */
+  "plugin/remove": { params: PluginRemoveParams; result: PluginRemoveResult };
+  /** Enables or disables an installed plugin for the workspace (its functions and skills). */
+  "plugin/setEnabled": { params: PluginSetEnabledParams; result: PluginSetEnabledResult };
   /** Lists the workspace's external channels (.craft/config.json externalChannels). */
   "externalChannel/list": { params: ExternalChannelListParams; result: ExternalChannelListResult };
   /** One external channel by name (-32080 when there is none). */

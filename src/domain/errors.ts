@@ -21,7 +21,8 @@ export type RuntimeErrorCode =
   | "subagentProtected"
   | "channelNotFound"
   | "channelValidationFailed"
-  | "channelNameConflict";
+  | "channelNameConflict"
+  | "pluginNotFound";
 
 export class RuntimeError extends Error {
   constructor(

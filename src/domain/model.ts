@@ -146,6 +146,17 @@ export type ItemPayloads = {
   /** mcpServer: the MCP server whose tool it is. */
   toolCall: { callId: string; toolName: string; argumentsText: string; arguments?: unknown; mcpServer?: string };
   toolResult: { callId: string; toolName: string; success: boolean; output: string };
+  /** A plugin's function called: the call and, once it ran, its result, in one item (no toolCall/toolResult). */
+  pluginFunctionCall: {
+    callId: string;
+    toolName: string;
+    pluginId: string;
+    functionName: string;
+    argumentsText: string;
+    arguments?: unknown;
+    output?: string;
+    success?: boolean;
+  };
   commandExecution: {
     callId: string;
     command: string;

@@ -94,6 +94,8 @@ export interface Tool<S extends z.ZodType = z.ZodType> {
   parameters?: Record<string, unknown>;
   /** The MCP server a tool belongs to; its items name it. */
   mcpServer?: string;
+  /** The plugin a tool is a function of: its calls are pluginFunctionCall items. */
+  plugin?: { id: string; functionName: string };
   /** Returns what to ask the user before running, or null when no approval is needed. */
   approval?(input: z.infer<S>, ctx: { workspace: Workspace }): ApprovalAsk | null;
   execute(input: z.infer<S>, ctx: ToolContext): Promise<ToolResult>;

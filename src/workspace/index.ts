@@ -2,12 +2,13 @@
 // announcements of their changes. One instance per server, asked per workspace path.
 import { ConfigChanges } from "./changes.js";
 import { Commands } from "./commands.js";
-import { Skills, type SkillRoots } from "./skills.js";
+import { Skills } from "./skills.js";
 import path from "node:path";
 import { McpManager } from "./mcp/manager.js";
 import { SubagentProfiles } from "./subagents.js";
 import { WorkspaceDefaults } from "./defaults.js";
 import { ExternalChannels } from "./channels.js";
+import { Plugins } from "./plugins.js";
 
 export interface WorkspaceResourcesOptions {
   /** The system skills shipped with Switchyard. */
@@ -15,13 +16,13 @@ export interface WorkspaceResourcesOptions {
   /** Switchyard's config dir (the data directory): the user's `skills/` and `commands/`. */
   configDir: string;
   env?: NodeJS.ProcessEnv;
-  plugins?: SkillRoots["plugins"];
   /** First restart delay of a failed MCP server (default 1 s). */
   mcpRestartDelayMs?: number;
 }
 
 export class WorkspaceResources {
   readonly changes = new ConfigChanges();
+  readonly plugins: Plugins;
   readonly skills: Skills;
   readonly commands: Commands;
   readonly mcp: McpManager;
@@ -30,11 +31,17 @@ export class WorkspaceResources {
   readonly channels: ExternalChannels;
 
   constructor(options: WorkspaceResourcesOptions) {
+    const env = options.env ?? process.env;
+    // The built-in plugin catalog: DotCraft's variable, and Switchyard's.
+    const catalogRoots = [env.SWITCHYARD_BUILTIN_PLUGIN_ROOTS, env.DOTCRAFT_BUILTIN_PLUGIN_ROOTS]
+      .flatMap((roots) => (roots ? roots.split(path.delimiter) : []))
+      .filter(Boolean);
+    this.plugins = new Plugins(path.join(options.configDir, "plugins"), catalogRoots, this.changes);
     this.skills = new Skills(
       {
         builtin: options.builtinSkillsDir,
         user: path.join(options.configDir, "skills"),
-        ...(options.plugins ? { plugins: options.plugins } : {}),
+        plugins: (workspacePath) => this.plugins.skillRoots(workspacePath),
       },
       this.changes,
       options.env,
@@ -44,7 +51,7 @@ export class WorkspaceResources {
     this.defaults = new WorkspaceDefaults(this.changes);
     this.channels = new ExternalChannels(this.changes);
     this.mcp = new McpManager({
-      env: options.env ?? process.env,
+      env,
       changes: this.changes,
       ...(options.mcpRestartDelayMs ? { restartDelayMs: options.mcpRestartDelayMs } : {}),
     });

@@ -53,9 +53,22 @@ export function rebuildHistory(
   let assistant: AssistantMessage | undefined;
   // Tool calls whose result never arrived (an interrupted turn) get a synthetic result, since
   // the model APIs reject a tool call without one.
-  let unanswered = new Map<string, ToolCallRequest & { itemId: string }>();
+  // A plugin function's item carries its result too: it is given once the calls are all in.
+  let unanswered = new Map<string, ToolCallRequest & { itemId: string; result?: { output: string; success: boolean } }>();
 
+  /** The results known from the call items (plugin functions), after the assistant's calls. */
+  const answerKnown = (): void => {
+    for (const [callId, call] of unanswered) {
+      if (!call.result) continue;
+      unanswered.delete(callId);
+      add(
+        { role: "tool", toolCallId: callId, toolName: call.name, content: call.result.output, isError: !call.result.success },
+        call.itemId,
+      );
+    }
+  };
   const closeAssistant = (): void => {
+    answerKnown();
     for (const call of unanswered.values()) {
       add(
         { role: "tool", toolCallId: call.id, toolName: call.name, content: "The tool call was interrupted.", isError: true },
@@ -94,8 +107,21 @@ export function rebuildHistory(
         break;
       }
       case "agentMessage":
+        // Text after answered plugin calls is the model's next message.
+        if (unanswered.size > 0 && [...unanswered.values()].every((c) => c.result)) closeAssistant();
         openAssistant(item.id).content += item.payload.text;
         break;
+      case "pluginFunctionCall": {
+        const { callId, toolName, argumentsText, output, success } = item.payload;
+        const call = { id: callId, name: toolName, argumentsText: argumentsText || "{}" };
+        (openAssistant(item.id).toolCalls ??= []).push(call);
+        unanswered.set(callId, {
+          ...call,
+          itemId: item.id,
+          ...(output !== undefined ? { result: { output, success: success ?? false } } : {}),
+        });
+        break;
+      }
       case "toolCall": {
         const call = { id: item.payload.callId, name: item.payload.toolName, argumentsText: item.payload.argumentsText || "{}" };
         const target = openAssistant(item.id);
@@ -104,6 +130,7 @@ export function rebuildHistory(
         break;
       }
       case "toolResult":
+        answerKnown();
         // Also drops results whose call a compaction summarized (the call is not in `unanswered`).
         if (!unanswered.delete(item.payload.callId)) break;
         add(

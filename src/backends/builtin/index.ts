@@ -25,7 +25,7 @@ export interface BuiltinBackendOptions {
   models?: { list(): Promise<ListedModel[]> };
   defaults: { provider?: string; model?: string; commandTimeoutMs: number };
   /** The workspaces' skills and custom commands (the catalog in the prompt, skillRef, commandRef). */
-  workspace?: Pick<WorkspaceResources, "skills" | "commands" | "mcp" | "defaults">;
+  workspace?: Pick<WorkspaceResources, "skills" | "commands" | "mcp" | "defaults" | "plugins">;
 }
 
 export class BuiltinBackend implements AgentBackend {
@@ -71,9 +71,14 @@ export class BuiltinBackend implements AgentBackend {
       (tool.name !== askUserTool.name || ctx.ask !== undefined) &&
       (tool.name !== LOAD_SKILL || skills.length > 0);
     const builtinTools = this.options.tools.list(offered);
-    // The workspace's MCP servers' tools (those ready now; a server still starting joins at the next turn).
-    const mcpTools = (resources?.mcp.tools(workspace.root) ?? []).filter(offered);
-    const tools = [...builtinTools, ...mcpTools];
+    const commandTimeoutMs = config.commandTimeoutMs ?? this.options.defaults.commandTimeoutMs;
+    // The workspace's MCP servers' tools (those ready now; a server still starting joins at the
+    // next turn) and its plugins' functions: their specs are their own schemas.
+    const extraTools = [
+      ...(resources?.mcp.tools(workspace.root) ?? []),
+      ...(resources?.plugins.tools(workspace.root, commandTimeoutMs) ?? []),
+    ].filter(offered);
+    const tools = [...builtinTools, ...extraTools];
     const runner = new TurnRunner({
       threadId: thread.id,
       recorder,
@@ -93,9 +98,9 @@ export class BuiltinBackend implements AgentBackend {
       tools,
       toolSpecs: [
         ...this.options.tools.specs((tool) => builtinTools.includes(tool)),
-        ...mcpTools.map((tool) => ({ name: tool.name, description: tool.description, parameters: tool.parameters ?? {} })),
+        ...extraTools.map((tool) => ({ name: tool.name, description: tool.description, parameters: tool.parameters ?? {} })),
       ],
-      commandTimeoutMs: config.commandTimeoutMs ?? this.options.defaults.commandTimeoutMs,
+      commandTimeoutMs,
       history: history.messages,
       historyItemIds: history.itemIds,
       contextWindow: config.contextWindow ?? lookupModel(provider.name, model)?.contextWindow,

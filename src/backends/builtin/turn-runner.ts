@@ -54,7 +54,7 @@ export interface TurnHost {
 interface ModelStep {
   text: string;
   reasoning?: { text: string; signature?: string };
-  toolCalls: Array<ToolCallRequest & { item: ItemOf<"toolCall"> }>;
+  toolCalls: Array<ToolCallRequest & { item: ItemOf<"toolCall"> | ItemOf<"pluginFunctionCall"> }>;
   /** The last item the response was recorded as, if any. */
   lastItemId?: string;
 }
@@ -194,13 +194,21 @@ export class TurnRunner {
           reasoning.payload.signature = event.signature;
           break;
         case "toolCallStart": {
-          const mcpServer = this.host.tools.find((t) => t.name === event.name)?.mcpServer;
-          const item = recorder.start("toolCall", {
-            callId: event.id,
-            toolName: event.name,
-            argumentsText: "",
-            ...(mcpServer ? { mcpServer } : {}),
-          });
+          const tool = this.host.tools.find((t) => t.name === event.name);
+          const item = tool?.plugin
+            ? recorder.start("pluginFunctionCall", {
+                callId: event.id,
+                toolName: event.name,
+                pluginId: tool.plugin.id,
+                functionName: tool.plugin.functionName,
+                argumentsText: "",
+              })
+            : recorder.start("toolCall", {
+                callId: event.id,
+                toolName: event.name,
+                argumentsText: "",
+                ...(tool?.mcpServer ? { mcpServer: tool.mcpServer } : {}),
+              });
           lastItemId = item.id;
           calls.set(event.index, { id: event.id, name: event.name, argumentsText: "", item });
           break;
@@ -230,7 +238,12 @@ export class TurnRunner {
     }
     if (reasoning) recorder.complete(reasoning);
     if (message) recorder.complete(message);
-    for (const call of calls.values()) recorder.complete(call.item, { arguments: parseJson(call.argumentsText).value });
+    for (const call of calls.values()) {
+      const parsed = parseJson(call.argumentsText).value;
+      // A plugin function's item stays open until the function has run (it carries the result).
+      if (call.item.type === "pluginFunctionCall") call.item.payload.arguments = parsed;
+      else recorder.complete(call.item, { arguments: parsed });
+    }
     return {
       text: message?.payload.text ?? "",
       ...(reasoning
@@ -243,9 +256,13 @@ export class TurnRunner {
     };
   }
 
-  private async runTool(call: ToolCallRequest): Promise<{ result: ToolResult; itemId: string } | "cancel"> {
+  private async runTool(call: ModelStep["toolCalls"][number]): Promise<{ result: ToolResult; itemId: string } | "cancel"> {
     const { recorder } = this.host;
     const result = await this.executeTool(call);
+    if (call.item.type === "pluginFunctionCall") {
+      recorder.complete(call.item, result === "cancel" ? {} : { output: result.output, success: !result.isError });
+      return result === "cancel" ? result : { result, itemId: call.item.id };
+    }
     if (result === "cancel") return result;
     const item = recorder.record("toolResult", { callId: call.id, toolName: call.name, success: !result.isError, output: result.output });
     return { result, itemId: item.id };

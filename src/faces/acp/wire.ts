@@ -345,6 +345,18 @@ export class SessionUpdateMapper {
         this.rich.set(callId, contents);
         return [this.call(callId, { content: contents })];
       }
+      case "pluginFunctionCall": {
+        // One item for the call and its result: a tool call, then its end once it has run.
+        const { callId, toolName, arguments: args, output, success } = item.payload;
+        const call = this.call(callId, {
+          title: toolTitle(toolName, args),
+          kind: "execute",
+          rawInput: args ?? item.payload.argumentsText,
+          status: "pending",
+        });
+        if (output === undefined) return [call];
+        return [call, this.call(callId, { status: success ? "completed" : "failed", content: [textContent(output)] })];
+      }
       case "toolResult": {
         const { callId, success, output } = item.payload;
         const status = success ? "completed" : "failed";

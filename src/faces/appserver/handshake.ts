@@ -12,7 +12,7 @@ const SERVER_CAPABILITIES = {
   modelCatalogManagement: true,
   skillsManagement: true,
   skillVariants: true,
-  pluginManagement: false,
+  pluginManagement: true,
   mcpManagement: true,
   mcpStatus: true,
   cronManagement: true,

@@ -174,7 +174,53 @@ export const ExternalChannelConfig = z
     "An external channel: an adapter started by others (subprocess, websocket, managedWebsocket) or Switchyard's own HTTP webhook channel.",
   );
 
+export const PluginInfo = z
+  .object({
+    id: z.string(),
+    displayName: z.string(),
+    description: z.string(),
+    enabled: z.boolean(),
+    installed: z.boolean(),
+    installable: z.boolean().describe("A built-in catalog plugin not installed in the workspace."),
+    removable: z.boolean().describe("Installed from the built-in catalog (its folder carries a .builtin marker)."),
+    source: z.enum(["workspace", "user", "builtin"]),
+    version: z.string().optional(),
+    interface: z.record(z.string(), z.unknown()).optional(),
+    functions: z.array(z.object({ name: z.string(), description: z.string() })),
+    skills: z.array(z.object({ name: z.string(), enabled: z.boolean() })),
+    apps: z.array(z.unknown()),
+    mcpServers: z.array(z.unknown()),
+  })
+  .describe("A plugin: functions the model can call (pluginFunctionCall items) and skills.");
+const PluginResult = z.object({ plugin: PluginInfo });
+const pluginId = z.string().min(1);
+
 export const ManagementRequests = {
+  "plugin/list": {
+    description: "Lists the installed plugins (workspace, user) and the built-in catalog's installable ones.",
+    params: z.object({ workspacePath, includeDisabled: z.boolean().optional().describe("Default true.") }),
+    result: z.object({ plugins: z.array(PluginInfo), diagnostics: z.array(z.unknown()) }),
+  },
+  "plugin/view": {
+    description: "One plugin by id (-32041 when there is none).",
+    params: z.object({ workspacePath, id: pluginId }),
+    result: PluginResult,
+  },
+  "plugin/install": {
+    description: "Copies a built-in catalog plugin into .craft/plugins/<id> (with a .builtin marker) and enables it.",
+    params: z.object({ workspacePath, id: pluginId }),
+    result: PluginResult,
+  },
+  "plugin/remove": {
+    description: "Deletes a plugin installed from the built-in catalog; a user-made plugin folder is refused (-32602).",
+    params: z.object({ workspacePath, id: pluginId }),
+    result: PluginResult,
+  },
+  "plugin/setEnabled": {
+    description: "Enables or disables an installed plugin for the workspace (its functions and skills).",
+    params: z.object({ workspacePath, id: pluginId, enabled: z.boolean() }),
+    result: PluginResult,
+  },
   "externalChannel/list": {
     description: "Lists the workspace's external channels (.craft/config.json externalChannels).",
     params: z.object({ workspacePath }),

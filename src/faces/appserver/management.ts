@@ -12,7 +12,7 @@ export function managementHandlers(
   /** Subscribes the connection to a thread it starts a turn on, as turn/start does. */
   follow: (threadId: string) => void,
 ): RequestHandlers<typeof ManagementRequests> {
-  const { skills, commands, mcp, subagents, defaults, channels } = rt.workspace;
+  const { skills, commands, mcp, subagents, defaults, channels, plugins } = rt.workspace;
   const workspaceConfig = (values: ReturnType<typeof defaults.read>) => ({
     providerId: values.provider ?? null,
     model: values.model ?? null,
@@ -34,6 +34,14 @@ export function managementHandlers(
       const result = skills.uninstall(ws(workspacePath), name);
       return { ...result, source: result.source === "workspace" ? "workspace" : "user" };
     },
+    "plugin/list": ({ workspacePath, includeDisabled }) => ({
+      plugins: plugins.list(ws(workspacePath), includeDisabled === undefined ? {} : { includeDisabled }),
+      diagnostics: [],
+    }),
+    "plugin/view": ({ workspacePath, id }) => ({ plugin: plugins.view(ws(workspacePath), id) }),
+    "plugin/install": ({ workspacePath, id }) => ({ plugin: plugins.install(ws(workspacePath), id) }),
+    "plugin/remove": ({ workspacePath, id }) => ({ plugin: plugins.remove(ws(workspacePath), id) }),
+    "plugin/setEnabled": ({ workspacePath, id, enabled }) => ({ plugin: plugins.setEnabled(ws(workspacePath), id, enabled) }),
     "externalChannel/list": ({ workspacePath }) => ({ channels: channels.list(ws(workspacePath)) }),
     "externalChannel/get": ({ workspacePath, name }) => ({ channel: channels.get(ws(workspacePath), name) }),
     "externalChannel/upsert": ({ workspacePath, channel }) => ({ channel: channels.upsert(ws(workspacePath), channel) }),

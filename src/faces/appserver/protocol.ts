@@ -11,6 +11,7 @@ import {
   CommandInfo,
   CronJobInfo,
   ExternalChannelConfig,
+  PluginInfo,
   SubAgentProfileEntry,
   ManagementNotifications,
   ManagementRequests,
@@ -176,6 +177,16 @@ const payloads = {
     mcpServer: z.string().optional().describe("The MCP server whose tool it is."),
   }),
   toolResult: z.object({ callId: z.string(), toolName: z.string(), success: z.boolean(), output: z.string() }),
+  pluginFunctionCall: z.object({
+    callId: z.string(),
+    toolName: z.string(),
+    pluginId: z.string(),
+    functionName: z.string(),
+    argumentsText: z.string(),
+    arguments: z.unknown().optional(),
+    output: z.string().optional().describe("Once it ran."),
+    success: z.boolean().optional(),
+  }),
   commandExecution: z.object({
     callId: z.string(),
     command: z.string(),
@@ -226,6 +237,7 @@ export const Item = z.discriminatedUnion("type", [
   itemOf("reasoningContent", payloads.reasoningContent),
   itemOf("toolCall", payloads.toolCall),
   itemOf("toolResult", payloads.toolResult),
+  itemOf("pluginFunctionCall", payloads.pluginFunctionCall),
   itemOf("commandExecution", payloads.commandExecution),
   itemOf("toolExecution", payloads.toolExecution),
   itemOf("fileChange", payloads.fileChange),
@@ -546,6 +558,7 @@ export const appServerProtocol = {
     CronJobInfo,
     SubAgentProfileEntry,
     ExternalChannelConfig,
+    PluginInfo,
   },
 } satisfies ProtocolTable;
 

@@ -45,6 +45,7 @@ const RUNTIME_ERROR_CODES: Record<RuntimeError["code"], number> = {
   channelNotFound: ClaudeErrorCode.InvalidParams,
   channelValidationFailed: ClaudeErrorCode.InvalidParams,
   channelNameConflict: ClaudeErrorCode.InvalidParams,
+  pluginNotFound: ClaudeErrorCode.InvalidParams,
 };
 
 /** A runtime error as this face's RpcError; any other error unchanged. */
