@@ -82,6 +82,7 @@ export function assembleRuntime(config: ServerConfig, log: Logger): AssembledRun
   runtimeRef = runtime;
   const recovered = runtime.recover();
   runtime.automation.heartbeat.startFromSettings(process.cwd());
+  runtime.automation.cron.syncFromSettings(process.cwd());
   runtime.automation.channels.start(process.cwd(), workspace.changes);
   if (recovered > 0) log.warn({ turns: recovered }, "marked turns interrupted by the previous shutdown as failed");
 

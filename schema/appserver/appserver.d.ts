@@ -653,6 +653,8 @@ export interface CronJobInfo {
   enabled: boolean;
   createdAtMs: number;
   deleteAfterRun: boolean;
+  /** Who made it: the agent, or the workspace's .craft/config.json (cron.jobs). */
+  source?: "agent" | "config";
   state: {
     nextRunAtMs: number | null;
     lastRunAtMs: number | null;

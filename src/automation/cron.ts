@@ -1,12 +1,15 @@
 // Scheduled prompts: a job runs its prompt as a normal turn on its thread when due, whether or
 // not a client is attached (subscribers see the turn as any other). Jobs are made by the agent
-// (the schedule_prompt tool) and kept in the data directory (`cron/jobs.json`), so they survive
-// restarts; a run missed while the server was down happens once, soon after it starts.
+// (the schedule_prompt tool) or by the server workspace's configuration (`cron.jobs` in its
+// `.craft/config.json`, run on a "Scheduled prompts" thread), and kept in the data directory
+// (`cron/jobs.json`), so they survive restarts; a run missed while the server was down happens
+// once, soon after it starts.
 // Schedules: every N ms, once at a time, daily at a local time, or a cron expression (croner).
 import fs from "node:fs";
 import { randomBytes } from "node:crypto";
 import { Cron } from "croner";
 import { writeFileDurably } from "../durable-file.js";
+import { readSettings } from "../workspace/settings.js";
 import { RuntimeError } from "../domain/errors.js";
 import type { Logger } from "../log.js";
 import type { RuntimeApi } from "../runtime/api.js";
@@ -35,6 +38,8 @@ export interface CronJob {
   enabled: boolean;
   createdAtMs: number;
   deleteAfterRun: boolean;
+  /** Who made it: the agent (schedule_prompt) or the workspace's configuration. */
+  source?: "agent" | "config";
   state: {
     nextRunAtMs: number | null;
     lastRunAtMs: number | null;
@@ -60,7 +65,7 @@ const RESULT_CHARS = 500;
 const MAX_TIMER_MS = 2 ** 31 - 1;
 const MIN_EVERY_MS = 1000;
 
-type Runtime = Pick<RuntimeApi, "subscribe" | "startTurn" | "getThread">;
+type Runtime = Pick<RuntimeApi, "subscribe" | "startTurn" | "getThread" | "findThread" | "listThreads" | "startThread">;
 
 export class CronService {
   private readonly jobs = new Map<string, CronJob>();
@@ -100,7 +105,58 @@ export class CronService {
     return [...this.jobs.values()].filter((job) => includeDisabled || job.enabled);
   }
 
-  create(params: { name: string; threadId: string; prompt: string; schedule: CronSchedule; deleteAfterRun?: boolean }): CronJob {
+  /**
+   * Makes the jobs of a workspace's configuration (`cron.jobs: [{name, prompt, schedule,
+   * enabled?}]`) match it: new ones made, changed ones updated, removed ones removed. A job
+   * whose schedule cannot run is skipped with a warning.
+   */
+  syncFromSettings(workspacePath: string): void {
+    let entries: unknown;
+    try {
+      entries = (readSettings(workspacePath).cron as { jobs?: unknown } | undefined)?.jobs;
+    } catch (error) {
+      this.log.warn({ err: error }, "cron settings unreadable");
+      return;
+    }
+    const wanted = (Array.isArray(entries) ? entries : []) as Array<{
+      name?: unknown;
+      prompt?: unknown;
+      schedule?: CronSchedule;
+      enabled?: unknown;
+    }>;
+    const existing = [...this.jobs.values()].filter(
+      (job) => job.source === "config" && this.runtime.findThread(job.threadId)?.workspacePath === workspacePath,
+    );
+    for (const job of existing) if (!wanted.some((w) => w.name === job.name)) this.remove(job.id);
+    for (const entry of wanted) {
+      if (typeof entry.name !== "string" || typeof entry.prompt !== "string" || !entry.schedule) continue;
+      const job = existing.find((j) => j.name === entry.name);
+      const same = job && job.prompt === entry.prompt && JSON.stringify(job.schedule) === JSON.stringify(entry.schedule);
+      if (same && job.enabled === (entry.enabled !== false)) continue;
+      try {
+        if (job) this.remove(job.id);
+        const made = this.create({
+          name: entry.name,
+          threadId: this.configThread(workspacePath),
+          prompt: entry.prompt,
+          schedule: entry.schedule,
+          source: "config",
+        });
+        if (entry.enabled === false) this.enable(made.id, false);
+      } catch (error) {
+        this.log.warn({ err: error, job: entry.name }, "configured cron job skipped");
+      }
+    }
+  }
+
+  create(params: {
+    name: string;
+    threadId: string;
+    prompt: string;
+    schedule: CronSchedule;
+    deleteAfterRun?: boolean;
+    source?: CronJob["source"];
+  }): CronJob {
     this.runtime.getThread(params.threadId);
     const schedule = checkedSchedule(params.schedule);
     const now = Date.now();
@@ -113,6 +169,7 @@ export class CronService {
       enabled: true,
       createdAtMs: now,
       deleteAfterRun: params.deleteAfterRun ?? schedule.kind === "at",
+      source: params.source ?? "agent",
       state: { nextRunAtMs: null, lastRunAtMs: null, lastStatus: null, lastError: null, lastThreadId: null, lastResult: null },
     };
     job.state.nextRunAtMs = nextRun(job, now);
@@ -150,6 +207,12 @@ export class CronService {
   close(): void {
     for (const timer of this.timers.values()) clearTimeout(timer);
     this.timers.clear();
+  }
+
+  /** The workspace's thread of configured jobs, made on first use. */
+  private configThread(workspacePath: string): string {
+    const [existing] = this.runtime.listThreads({ originChannel: "cron", workspacePath, hideArchived: true }, { limit: 1 }).threads;
+    return existing?.id ?? this.runtime.startThread({ workspacePath, originChannel: "cron", displayName: "Scheduled prompts" }).id;
   }
 
   private get(id: string): CronJob {

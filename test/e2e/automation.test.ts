@@ -110,6 +110,31 @@ describe("scheduled prompts and the heartbeat", () => {
     assert.equal(thread.originChannel, "heartbeat");
   });
 
+  it("the server's workspace configuration makes jobs, once, on its scheduled-prompts thread", async () => {
+    const dataDir = fs.mkdtempSync(path.join(path.dirname(h.server.dataDir), "switchyard-cron-"));
+    fs.mkdirSync(path.join(dataDir, ".craft"));
+    const jobs = [{ name: "configured", prompt: "CONFIG-PROMPT", schedule: { kind: "every", everyMs: 3_600_000 } }];
+    fs.writeFileSync(path.join(dataDir, ".craft", "config.json"), JSON.stringify({ cron: { jobs } }));
+    const configured = async (harness: Harness) =>
+      ((await harness.client.call("cron/list", { includeDisabled: true })).jobs as Array<Job & { source: string }>).filter(
+        (j) => j.source === "config",
+      );
+    let server = await startHarness({ fake, dataDir });
+    try {
+      const [job] = await configured(server);
+      assert.equal(job?.name, "configured");
+      const thread = (await server.client.call("thread/read", { threadId: job!.threadId, includeTurns: false })).thread as {
+        originChannel: string;
+      };
+      assert.equal(thread.originChannel, "cron");
+      await server.close();
+      server = await startHarness({ fake, dataDir });
+      assert.equal((await configured(server)).length, 1, "not made again after a restart");
+    } finally {
+      await server.close();
+    }
+  });
+
   it("the server's workspace heartbeat runs by itself when its settings turn it on", async () => {
     // The harness starts servers in their data directory: that is the server's workspace.
     const dataDir = fs.mkdtempSync(path.join(path.dirname(h.server.dataDir), "switchyard-heartbeat-"));

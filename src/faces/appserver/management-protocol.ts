@@ -107,6 +107,7 @@ export const CronJobInfo = z
     enabled: z.boolean(),
     createdAtMs: z.number().int(),
     deleteAfterRun: z.boolean(),
+    source: z.enum(["agent", "config"]).optional().describe("Who made it: the agent, or the workspace's .craft/config.json (cron.jobs)."),
     state: z.object({
       nextRunAtMs: nullableInt,
       lastRunAtMs: nullableInt,

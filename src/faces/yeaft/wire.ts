@@ -30,6 +30,14 @@ export function outputOf(event: RuntimeEvent): Data[] {
           ]),
         ];
       }
+      if (item.type === "pluginFunctionCall") {
+        // The call and its result in one item: a tool_use, then its tool_result.
+        const { callId, toolName, arguments: input, argumentsText, output, success } = item.payload;
+        return [
+          assistant([{ type: "tool_use", id: callId, name: toolName, input: input ?? argumentsText }]),
+          ...(output === undefined ? [] : [user([{ type: "tool_result", tool_use_id: callId, content: output, is_error: !success }])]),
+        ];
+      }
       if (item.type === "toolResult") {
         return [
           user([{ type: "tool_result", tool_use_id: item.payload.callId, content: item.payload.output, is_error: !item.payload.success }]),
