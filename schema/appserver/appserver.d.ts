@@ -51,6 +51,12 @@ export interface Thread {
     contextWindow?: number;
     /** Only these tools (by name) are offered to the model; all when absent. */
     tools?: string[];
+    /** Tools this client provides: offered to the model; each call is sent to the clients following the thread as item/tool/call. */
+    dynamicTools?: Array<{
+      name: string;
+      description?: string;
+      inputSchema?: Record<string, unknown>;
+    }>;
     [key: string]: unknown;
   };
   metadata: Record<string, unknown>;
@@ -222,6 +228,28 @@ export type Item =
         argumentsText: string;
         arguments?: unknown;
         /** Once it ran. */
+        output?: string;
+        success?: boolean;
+        [key: string]: unknown;
+      };
+      [key: string]: unknown;
+    }
+  | {
+      id: string;
+      threadId: string;
+      turnId: string;
+      type: "dynamicToolCall";
+      status: "started" | "streaming" | "completed";
+      /** ISO 8601 timestamp. */
+      createdAt: string;
+      /** ISO 8601 timestamp. */
+      completedAt?: string;
+      payload: {
+        callId: string;
+        toolName: string;
+        argumentsText: string;
+        arguments?: unknown;
+        /** Once the client answered. */
         output?: string;
         success?: boolean;
         [key: string]: unknown;
@@ -500,6 +528,12 @@ export interface ThreadConfiguration {
   contextWindow?: number;
   /** Only these tools (by name) are offered to the model; all when absent. */
   tools?: string[];
+  /** Tools this client provides: offered to the model; each call is sent to the clients following the thread as item/tool/call. */
+  dynamicTools?: Array<{
+    name: string;
+    description?: string;
+    inputSchema?: Record<string, unknown>;
+  }>;
 }
 
 export type ApprovalPolicy = "default" | "autoApprove" | "interrupt";
@@ -1637,6 +1671,12 @@ export interface ThreadConfigUpdatedNotification {
     contextWindow?: number;
     /** Only these tools (by name) are offered to the model; all when absent. */
     tools?: string[];
+    /** Tools this client provides: offered to the model; each call is sent to the clients following the thread as item/tool/call. */
+    dynamicTools?: Array<{
+      name: string;
+      description?: string;
+      inputSchema?: Record<string, unknown>;
+    }>;
     [key: string]: unknown;
   };
   [key: string]: unknown;
@@ -1861,6 +1901,26 @@ export interface WorkspaceConfigChangedNotification {
 
 // ---- server requests (server -> client) ----
 
+/** Params of the `item/tool/call` server request. Runs a tool this client provides (configuration.dynamicTools) for the model; the first client's answer is the result, recorded in a dynamicToolCall item. */
+export interface ItemToolCallParams {
+  threadId: string;
+  turnId: string;
+  callId: string;
+  tool: string;
+  arguments: unknown;
+}
+
+/** Result of the `item/tool/call` server request: the client's answer. */
+export interface ItemToolCallResult {
+  success: boolean;
+  output?: string;
+  contentItems?: Array<{
+    type: string;
+    text?: string;
+    [key: string]: unknown;
+  }>;
+}
+
 /** Params of the `item/approval/request` server request. Asks the client to approve a shell command or a file write; the first answer wins. */
 export interface ItemApprovalRequestParams {
   requestId: string;
@@ -2064,6 +2124,8 @@ export interface Notifications {
 
 /** Server -> client requests: each method's params and the client's answer. */
 export interface ServerRequests {
+  /** Runs a tool this client provides (configuration.dynamicTools) for the model; the first client's answer is the result, recorded in a dynamicToolCall item. */
+  "item/tool/call": { params: ItemToolCallParams; result: ItemToolCallResult };
   /** Asks the client to approve a shell command or a file write; the first answer wins. */
   "item/approval/request": { params: ItemApprovalRequestParams; result: ItemApprovalRequestResult };
 }

@@ -16,7 +16,7 @@ import type {
   TurnError,
 } from "../domain/model.js";
 import type { TurnRecorder } from "../domain/turn-recorder.js";
-import type { ApprovalAsk, ToolEnvironment, UserQuestion } from "../tools/tool.js";
+import type { ApprovalAsk, ClientToolCall, ClientToolResult, ToolEnvironment, UserQuestion } from "../tools/tool.js";
 import type { ThinkingMode } from "../providers/provider.js";
 
 export type TurnOutcome = { status: "completed" } | { status: "cancelled"; reason: string } | { status: "failed"; error: TurnError };
@@ -53,6 +53,8 @@ export interface TurnContext {
    * no client could answer questions when the turn started.
    */
   ask?(question: UserQuestion): Promise<string | undefined>;
+  /** Calls a tool a client provides (configuration.dynamicTools) through the clients following the thread. */
+  callClientTool?(call: ClientToolCall): Promise<ClientToolResult | undefined>;
   /** Inputs sent with turn/steer since the last call. */
   takeSteering(): InputPart[][];
   /** Adds one model call's usage (priced when the price is known) to the turn's total. */

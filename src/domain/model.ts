@@ -44,7 +44,15 @@ export type ThreadConfiguration = {
   contextWindow?: number;
   /** Only these tools (by name) are offered to the built-in engine's model; all when absent. */
   tools?: string[];
+  /** Tools a client provides: offered to the model, called through the clients following the thread. */
+  dynamicTools?: DynamicToolSpec[];
 };
+
+export interface DynamicToolSpec {
+  name: string;
+  description?: string;
+  inputSchema?: Record<string, unknown>;
+}
 
 export type ThreadRuntimeState = {
   running: boolean;
@@ -146,6 +154,15 @@ export type ItemPayloads = {
   /** mcpServer: the MCP server whose tool it is. */
   toolCall: { callId: string; toolName: string; argumentsText: string; arguments?: unknown; mcpServer?: string };
   toolResult: { callId: string; toolName: string; success: boolean; output: string };
+  /** A tool a client provides (configuration.dynamicTools), called through it: call and result in one item. */
+  dynamicToolCall: {
+    callId: string;
+    toolName: string;
+    argumentsText: string;
+    arguments?: unknown;
+    output?: string;
+    success?: boolean;
+  };
   /** A plugin's function called: the call and, once it ran, its result, in one item (no toolCall/toolResult). */
   pluginFunctionCall: {
     callId: string;

@@ -2,7 +2,7 @@
 // grant, a persisted rule, a client (through an Approver a face registers), or the thread's
 // policy when no client can answer in time.
 import { newId } from "../ids.js";
-import type { ApprovalAsk, UserQuestion } from "../tools/tool.js";
+import type { ApprovalAsk, ClientToolCall, ClientToolResult, UserQuestion } from "../tools/tool.js";
 import { setBoundedTimeout } from "../timers.js";
 import type { ApprovalDecision, ApprovalPolicy, ApprovalSource, ApprovalType } from "../domain/model.js";
 
@@ -27,6 +27,8 @@ export interface Approver {
   ask(request: ApprovalRequest, signal: AbortSignal): Promise<ApprovalDecision>;
   /** Puts a tool's question (ask_user) to the person; for clients that can show one. */
   question?(threadId: string, question: UserQuestion, signal: AbortSignal): Promise<string>;
+  /** Runs a tool the client provides (configuration.dynamicTools). */
+  callTool?(request: ClientToolCall & { threadId: string; turnId: string }, signal: AbortSignal): Promise<ClientToolResult>;
 }
 
 export interface ApprovalOutcome {
@@ -110,6 +112,34 @@ export class ApprovalBroker {
         for (const approver of askable) {
           approver.question!(threadId, question, done.signal).then(resolve, () => {
             if (++failures === askable.length) resolve(undefined);
+          });
+        }
+      });
+    } finally {
+      done.abort();
+    }
+  }
+
+  /**
+   * Sends a call of a client's tool to the clients following the thread that can run tools; the
+   * first answer wins. Undefined when none can; a failure result when all of them fail.
+   */
+  async callTool(
+    request: ClientToolCall & { threadId: string; turnId: string },
+    turnSignal: AbortSignal,
+  ): Promise<ClientToolResult | undefined> {
+    const callers = this.answering(request.threadId).filter((a) => a.callTool);
+    if (callers.length === 0 || turnSignal.aborted) return undefined;
+    const done = new AbortController();
+    try {
+      return await new Promise<ClientToolResult | undefined>((resolve) => {
+        const errors: string[] = [];
+        turnSignal.addEventListener("abort", () => resolve(undefined), { signal: done.signal });
+        for (const caller of callers) {
+          caller.callTool!(request, done.signal).then(resolve, (error: unknown) => {
+            errors.push(error instanceof Error ? error.message : String(error));
+            if (errors.length === callers.length)
+              resolve({ output: `The client could not run ${request.tool}: ${errors.join("; ")}`, success: false });
           });
         }
       });

@@ -652,6 +652,7 @@ export class Runtime implements RuntimeApi {
       ...(this.approvals.canQuestion(thread.id)
         ? { ask: (question: UserQuestion) => this.approvals.question(thread.id, question, active.abort.signal) }
         : {}),
+      callClientTool: (call) => this.approvals.callTool({ ...call, threadId: thread.id, turnId: active.turn.id }, active.abort.signal),
       takeSteering: () => active.steering.splice(0),
       reportUsage: (usage) => this.addUsage(thread.id, active, usage),
       reportPlan: (plan) => {

@@ -73,6 +73,20 @@ export interface ToolContext {
   commandTimeoutMs: number;
   /** Asks the person following the thread; undefined when no client can answer questions. */
   ask?(question: UserQuestion): Promise<string | undefined>;
+  /** Calls a tool a client provides, through the clients following the thread; undefined: none can. */
+  callClientTool?(call: ClientToolCall): Promise<ClientToolResult | undefined>;
+}
+
+/** A call of a tool a client provides. */
+export interface ClientToolCall {
+  callId: string;
+  tool: string;
+  arguments: unknown;
+}
+
+export interface ClientToolResult {
+  output: string;
+  success: boolean;
 }
 
 export interface ToolResult {
@@ -96,6 +110,8 @@ export interface Tool<S extends z.ZodType = z.ZodType> {
   mcpServer?: string;
   /** The plugin a tool is a function of: its calls are pluginFunctionCall items. */
   plugin?: { id: string; functionName: string };
+  /** A tool a client provides: its calls are dynamicToolCall items. */
+  dynamic?: boolean;
   /** Returns what to ask the user before running, or null when no approval is needed. */
   approval?(input: z.infer<S>, ctx: { workspace: Workspace }): ApprovalAsk | null;
   execute(input: z.infer<S>, ctx: ToolContext): Promise<ToolResult>;

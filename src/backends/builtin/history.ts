@@ -111,6 +111,7 @@ export function rebuildHistory(
         if (unanswered.size > 0 && [...unanswered.values()].every((c) => c.result)) closeAssistant();
         openAssistant(item.id).content += item.payload.text;
         break;
+      case "dynamicToolCall":
       case "pluginFunctionCall": {
         const { callId, toolName, argumentsText, output, success } = item.payload;
         const call = { id: callId, name: toolName, argumentsText: argumentsText || "{}" };

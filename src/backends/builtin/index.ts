@@ -8,6 +8,7 @@ import { Workspace } from "../../tools/workspace.js";
 import { askUserTool } from "../../tools/ask-user.js";
 import { LOAD_SKILL } from "../../tools/load-skill.js";
 import type { AnyTool } from "../../tools/tool.js";
+import { clientTool } from "../../tools/client-tool.js";
 import type { WorkspaceResources } from "../../workspace/index.js";
 import type { AgentBackend, TurnContext, TurnOutcome } from "../backend.js";
 import { historyFromClientMessages, rebuildHistory, type RebuiltHistory } from "./history.js";
@@ -75,6 +76,7 @@ export class BuiltinBackend implements AgentBackend {
     // The workspace's MCP servers' tools (those ready now; a server still starting joins at the
     // next turn) and its plugins' functions: their specs are their own schemas.
     const extraTools = [
+      ...(config.dynamicTools ?? []).map(clientTool),
       ...(resources?.mcp.tools(workspace.root) ?? []),
       ...(resources?.plugins.tools(workspace.root, commandTimeoutMs) ?? []),
     ].filter(offered);
@@ -107,6 +109,7 @@ export class BuiltinBackend implements AgentBackend {
       userMessage: (input) => userMessage(input, { ...attach, onProblem: "fail" }),
       approve: (ask, callId) => ctx.approve(ask, callId),
       ...(ctx.ask ? { ask: ctx.ask } : {}),
+      ...(ctx.callClientTool ? { callClientTool: ctx.callClientTool } : {}),
       environment: () => ctx.environment(),
       takeSteering: () => ctx.takeSteering(),
       onUsage: (usage) => ctx.reportUsage(callUsage(usage, lookupModel(provider.name, model))),

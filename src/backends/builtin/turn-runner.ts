@@ -6,7 +6,16 @@ import { ProviderError } from "../../providers/provider.js";
 import type { ApprovalDecision, InputPart, ItemOf, PlanStep, TurnError } from "../../domain/model.js";
 import type { TurnOutcome } from "../backend.js";
 import type { TurnRecorder } from "../../domain/turn-recorder.js";
-import type { ApprovalAsk, AnyTool, ToolContext, ToolEnvironment, ToolResult, UserQuestion } from "../../tools/tool.js";
+import type {
+  ApprovalAsk,
+  AnyTool,
+  ClientToolCall,
+  ClientToolResult,
+  ToolContext,
+  ToolEnvironment,
+  ToolResult,
+  UserQuestion,
+} from "../../tools/tool.js";
 import type { Workspace } from "../../tools/workspace.js";
 import { TurnChanges, fileDiff } from "../../tools/diff.js";
 import { ContextManager, type Conversation } from "./compaction.js";
@@ -17,6 +26,9 @@ import { InputError } from "./user-input.js";
 const MAX_MODEL_CALLS = 100;
 
 /** What the runtime gives the engine for one turn. */
+/** The item a model's tool call is recorded as: a toolCall, or one item with its result too. */
+type CallItem = ItemOf<"toolCall"> | ItemOf<"pluginFunctionCall"> | ItemOf<"dynamicToolCall">;
+
 export interface TurnHost {
   readonly threadId?: string;
   readonly recorder: TurnRecorder;
@@ -40,6 +52,8 @@ export interface TurnHost {
   approve(ask: ApprovalAsk, callId: string): Promise<ApprovalDecision>;
   /** Puts a tool's question to the person following the thread (undefined: no one can answer). */
   ask?(question: UserQuestion): Promise<string | undefined>;
+  /** Calls a tool a client provides (undefined: no client can). */
+  callClientTool?(call: ClientToolCall): Promise<ClientToolResult | undefined>;
   /** The thread's tool environment, if a client attached one (looked up at each tool call). */
   environment?(): ToolEnvironment | undefined;
   /** The model message for a user's input (attachments read); throws InputError when it cannot be sent. */
@@ -54,7 +68,7 @@ export interface TurnHost {
 interface ModelStep {
   text: string;
   reasoning?: { text: string; signature?: string };
-  toolCalls: Array<ToolCallRequest & { item: ItemOf<"toolCall"> | ItemOf<"pluginFunctionCall"> }>;
+  toolCalls: Array<ToolCallRequest & { item: CallItem }>;
   /** The last item the response was recorded as, if any. */
   lastItemId?: string;
 }
@@ -195,20 +209,22 @@ export class TurnRunner {
           break;
         case "toolCallStart": {
           const tool = this.host.tools.find((t) => t.name === event.name);
-          const item = tool?.plugin
-            ? recorder.start("pluginFunctionCall", {
-                callId: event.id,
-                toolName: event.name,
-                pluginId: tool.plugin.id,
-                functionName: tool.plugin.functionName,
-                argumentsText: "",
-              })
-            : recorder.start("toolCall", {
-                callId: event.id,
-                toolName: event.name,
-                argumentsText: "",
-                ...(tool?.mcpServer ? { mcpServer: tool.mcpServer } : {}),
-              });
+          const item: CallItem = tool?.dynamic
+            ? recorder.start("dynamicToolCall", { callId: event.id, toolName: event.name, argumentsText: "" })
+            : tool?.plugin
+              ? recorder.start("pluginFunctionCall", {
+                  callId: event.id,
+                  toolName: event.name,
+                  pluginId: tool.plugin.id,
+                  functionName: tool.plugin.functionName,
+                  argumentsText: "",
+                })
+              : recorder.start("toolCall", {
+                  callId: event.id,
+                  toolName: event.name,
+                  argumentsText: "",
+                  ...(tool?.mcpServer ? { mcpServer: tool.mcpServer } : {}),
+                });
           lastItemId = item.id;
           calls.set(event.index, { id: event.id, name: event.name, argumentsText: "", item });
           break;
@@ -240,8 +256,8 @@ export class TurnRunner {
     if (message) recorder.complete(message);
     for (const call of calls.values()) {
       const parsed = parseJson(call.argumentsText).value;
-      // A plugin function's item stays open until the function has run (it carries the result).
-      if (call.item.type === "pluginFunctionCall") call.item.payload.arguments = parsed;
+      // A one-item call stays open until the tool has run (it carries the result).
+      if (call.item.type !== "toolCall") call.item.payload.arguments = parsed;
       else recorder.complete(call.item, { arguments: parsed });
     }
     return {
@@ -259,7 +275,7 @@ export class TurnRunner {
   private async runTool(call: ModelStep["toolCalls"][number]): Promise<{ result: ToolResult; itemId: string } | "cancel"> {
     const { recorder } = this.host;
     const result = await this.executeTool(call);
-    if (call.item.type === "pluginFunctionCall") {
+    if (call.item.type !== "toolCall") {
       recorder.complete(call.item, result === "cancel" ? {} : { output: result.output, success: !result.isError });
       return result === "cancel" ? result : { result, itemId: call.item.id };
     }
@@ -324,6 +340,7 @@ export class TurnRunner {
       recordFileChange: (change) => this.recordFileChange(call.id, change),
       updatePlan: (plan) => host.onPlan(plan),
       ...(host.ask ? { ask: host.ask } : {}),
+      ...(host.callClientTool ? { callClientTool: host.callClientTool } : {}),
     };
     let result: ToolResult;
     try {

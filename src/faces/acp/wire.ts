@@ -345,6 +345,7 @@ export class SessionUpdateMapper {
         this.rich.set(callId, contents);
         return [this.call(callId, { content: contents })];
       }
+      case "dynamicToolCall":
       case "pluginFunctionCall": {
         // One item for the call and its result: a tool call, then its end once it has run.
         const { callId, toolName, arguments: args, output, success } = item.payload;

@@ -60,6 +60,18 @@ export const ThreadConfiguration = z
     commandTimeoutMs: z.number().int().positive().optional(),
     contextWindow: z.number().int().positive().optional(),
     tools: z.array(z.string()).optional().describe("Only these tools (by name) are offered to the model; all when absent."),
+    dynamicTools: z
+      .array(
+        z.object({
+          name: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, "letters, digits, _ and -, at most 64"),
+          description: z.string().optional(),
+          inputSchema: z.record(z.string(), z.unknown()).optional(),
+        }),
+      )
+      .optional()
+      .describe(
+        "Tools this client provides: offered to the model; each call is sent to the clients following the thread as item/tool/call.",
+      ),
   })
   .strict();
 
@@ -177,6 +189,14 @@ const payloads = {
     mcpServer: z.string().optional().describe("The MCP server whose tool it is."),
   }),
   toolResult: z.object({ callId: z.string(), toolName: z.string(), success: z.boolean(), output: z.string() }),
+  dynamicToolCall: z.object({
+    callId: z.string(),
+    toolName: z.string(),
+    argumentsText: z.string(),
+    arguments: z.unknown().optional(),
+    output: z.string().optional().describe("Once the client answered."),
+    success: z.boolean().optional(),
+  }),
   pluginFunctionCall: z.object({
     callId: z.string(),
     toolName: z.string(),
@@ -238,6 +258,7 @@ export const Item = z.discriminatedUnion("type", [
   itemOf("toolCall", payloads.toolCall),
   itemOf("toolResult", payloads.toolResult),
   itemOf("pluginFunctionCall", payloads.pluginFunctionCall),
+  itemOf("dynamicToolCall", payloads.dynamicToolCall),
   itemOf("commandExecution", payloads.commandExecution),
   itemOf("toolExecution", payloads.toolExecution),
   itemOf("fileChange", payloads.fileChange),
@@ -510,8 +531,21 @@ export const AppServerNotifications = {
   ...ManagementNotifications,
 } as const;
 
+/** A client's answer to item/tool/call: its output as text, or Codex-style content items. */
+export const ClientToolAnswer = z.object({
+  success: z.boolean(),
+  output: z.string().optional(),
+  contentItems: z.array(z.object({ type: z.string(), text: z.string().optional() }).passthrough()).optional(),
+});
+
 /** Server -> client requests. */
 export const AppServerServerRequests = {
+  "item/tool/call": {
+    description:
+      "Runs a tool this client provides (configuration.dynamicTools) for the model; the first client's answer is the result, recorded in a dynamicToolCall item.",
+    params: z.object({ threadId: z.string(), turnId: z.string(), callId: z.string(), tool: z.string(), arguments: z.unknown() }),
+    result: ClientToolAnswer,
+  },
   "item/approval/request": {
     description: "Asks the client to approve a shell command or a file write; the first answer wins.",
     params: ApprovalQuestion.extend({

@@ -9,9 +9,10 @@ import { dispatchInitialized } from "./errors.js";
 import { initializeResult } from "./handshake.js";
 import { rawJsonAs, rawResult } from "../../rpc/raw-json.js";
 import type { ApprovalRequest } from "../../runtime/approvals.js";
+import type { ClientToolCall } from "../../tools/tool.js";
 import type { RuntimeEvent } from "../../domain/events.js";
 import type { RuntimeApi } from "../../runtime/api.js";
-import { ApprovalAnswer } from "./protocol.js";
+import { ApprovalAnswer, ClientToolAnswer } from "./protocol.js";
 import { AppServerRequests } from "./protocol.js";
 import { managementHandlers } from "./management.js";
 import { ItemFilter, storageNotification, toNotification, wireThread, type EventContext, type WireItem, type WireThread } from "./wire.js";
@@ -273,6 +274,13 @@ export class AppServerSession implements RpcHandlers {
         const parsed = ApprovalAnswer.safeParse(answer);
         // An answer we cannot read is treated as a refusal: the safe choice.
         return parsed.success ? parsed.data.decision : "decline";
+      },
+      callTool: async (request: ClientToolCall & { threadId: string; turnId: string }, signal: AbortSignal) => {
+        const answer = await this.connection.request("item/tool/call", request, { signal, timeoutMs: Infinity /* the turn bounds it */ });
+        const parsed = ClientToolAnswer.safeParse(answer);
+        if (!parsed.success) return { output: "The client's answer to item/tool/call could not be read.", success: false };
+        const { output, contentItems, success } = parsed.data;
+        return { output: output ?? (contentItems ?? []).map((item) => item.text ?? "").join("\n"), success };
       },
     };
   }

@@ -30,7 +30,7 @@ export function outputOf(event: RuntimeEvent): Data[] {
           ]),
         ];
       }
-      if (item.type === "pluginFunctionCall") {
+      if (item.type === "pluginFunctionCall" || item.type === "dynamicToolCall") {
         // The call and its result in one item: a tool_use, then its tool_result.
         const { callId, toolName, arguments: input, argumentsText, output, success } = item.payload;
         return [
