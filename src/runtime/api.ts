@@ -23,7 +23,7 @@ import type { WorkspaceResources } from "../workspace/index.js";
 import type { CommandExecution } from "./command-execution.js";
 import type { CronService } from "../automation/cron.js";
 import type { HeartbeatService } from "../automation/heartbeat.js";
-import type { WebhookChannels } from "../automation/webhook-channel.js";
+import type { ChannelRunner } from "../automation/channels.js";
 
 export type { CommandExecution, ModelSelection, RuntimeListener, StartThreadParams, StartTurnParams, StorageStatus };
 
@@ -95,7 +95,7 @@ export interface RuntimeApi {
   /** Skills, custom commands, and the announcements of their changes, per workspace path. */
   readonly workspace: WorkspaceResources;
   /** Scheduled prompts and the workspace heartbeat: turns the server starts by itself. */
-  readonly automation: { cron: CronService; heartbeat: HeartbeatService; channels: WebhookChannels };
+  readonly automation: { cron: CronService; heartbeat: HeartbeatService; channels: ChannelRunner };
 
   // ---- approvals ----
   readonly approvals: {

@@ -41,7 +41,7 @@ import type { WorkspaceResources } from "../workspace/index.js";
 import { executeCommand, type CommandExecution } from "./command-execution.js";
 import { CronService } from "../automation/cron.js";
 import { HeartbeatService } from "../automation/heartbeat.js";
-import { WebhookChannels } from "../automation/webhook-channel.js";
+import { ChannelRunner } from "../automation/channels.js";
 
 export interface RuntimeOptions {
   store: Store;
@@ -120,7 +120,7 @@ export type { RuntimeListener } from "./delivery.js";
 export class Runtime implements RuntimeApi {
   readonly approvals: ApprovalBroker;
   readonly workspace: WorkspaceResources;
-  readonly automation: { cron: CronService; heartbeat: HeartbeatService; channels: WebhookChannels };
+  readonly automation: { cron: CronService; heartbeat: HeartbeatService; channels: ChannelRunner };
   /** Running turns by thread id (at most one per thread). */
   private readonly active = new Map<string, ActiveTurn>();
   private readonly store: Store;
@@ -141,7 +141,7 @@ export class Runtime implements RuntimeApi {
     this.automation = {
       cron,
       heartbeat: new HeartbeatService(this, cron, this.log),
-      channels: new WebhookChannels(this, options.workspace.channels, options.env ?? process.env, this.log),
+      channels: new ChannelRunner(this, options.workspace.channels, options.env ?? process.env, this.log),
     };
     this.delivery = new EventDelivery(this.store, this.log);
     this.store.onStorageStatus((status) => this.storageChanged(status));

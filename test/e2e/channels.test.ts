@@ -96,7 +96,7 @@ describe("external channels", () => {
       ["hello", "hi there", "are you there?"],
     );
 
-    const stopped = h.server.waitForLog((line) => line.msg === "webhook channel stopped" && line.channel === "hook");
+    const stopped = h.server.waitForLog((line) => line.msg === "channel stopped" && line.channel === "hook");
     await request("externalChannel/remove", { name: "hook" });
     await stopped;
     await assert.rejects(send("anyone?"));
