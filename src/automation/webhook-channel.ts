@@ -6,6 +6,7 @@
 //   out: POST <outboundUrl>  {channel, chatId, threadId, turnId, text, error}
 import http from "node:http";
 import { bearerToken, sameSecret } from "../bearer.js";
+import { readBody, sendJson as reply } from "../http-json.js";
 import type { ChannelAdapter, ChannelContext } from "./channels.js";
 
 export const webhookAdapter: ChannelAdapter = {
@@ -43,7 +44,7 @@ async function receive(
   if (secret !== undefined && !(given && sameSecret(given, secret))) return reply(res, 401, { error: "Missing or invalid token." });
   let message: { chatId?: unknown; text?: unknown; userId?: unknown };
   try {
-    message = JSON.parse(await readBody(req)) as typeof message;
+    message = JSON.parse(await readBody(req, 1024 * 1024)) as typeof message;
   } catch {
     return reply(res, 400, { error: "The body must be JSON: {chatId, text, userId?}." });
   }
@@ -65,17 +66,4 @@ async function receive(
       error: outcome.error,
     }),
   }).catch((error: unknown) => channel.log.warn({ err: error }, "webhook reply not delivered"));
-}
-
-function reply(res: http.ServerResponse, status: number, body: unknown): void {
-  res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(body));
-}
-
-async function readBody(req: http.IncomingMessage): Promise<string> {
-  let text = "";
-  for await (const chunk of req) {
-    text += String(chunk);
-    if (text.length > 1024 * 1024) throw new Error("The message is too large.");
-  }
-  return text;
 }

@@ -12,6 +12,7 @@ import net from "node:net";
 import path from "node:path";
 import { bearerToken, sameSecret } from "../bearer.js";
 import { writeFileDurably } from "../durable-file.js";
+import { readBody, sendJson as send } from "../http-json.js";
 import type { Logger } from "../log.js";
 import { pidAlive } from "../pid.js";
 import { VERSION } from "../version.js";
@@ -86,7 +87,7 @@ export async function startHub(options: HubOptions): Promise<{ lock: HubLock; cl
     if (req.method === "POST" && url.pathname === "/v1/appservers/ensure") {
       let body: { workspacePath?: unknown; startIfMissing?: unknown };
       try {
-        body = JSON.parse(await readBody(req)) as typeof body;
+        body = JSON.parse(await readBody(req, 64 * 1024)) as typeof body;
       } catch {
         return send(res, 400, { error: "The body must be JSON: {workspacePath, startIfMissing?}." });
       }
@@ -212,19 +213,6 @@ async function waitReady(port: number): Promise<void> {
     await new Promise((resolve) => setTimeout(resolve, delay));
   }
   throw new Error(`The workspace server did not become ready in ${STARTUP_TIMEOUT_MS} ms.`);
-}
-
-function send(res: http.ServerResponse, status: number, body: unknown): void {
-  res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(body));
-}
-
-async function readBody(req: http.IncomingMessage): Promise<string> {
-  let text = "";
-  for await (const chunk of req) {
-    text += String(chunk);
-    if (text.length > 64 * 1024) throw new Error("The body is too large.");
-  }
-  return text;
 }
 
 function isDirectory(p: string): boolean {
