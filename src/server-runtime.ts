@@ -95,6 +95,12 @@ export function assembleRuntime(config: ServerConfig, log: Logger): AssembledRun
     preparing = true;
     setImmediate(() => {
       tools.specs();
+      // The skill catalog goes into the first prompt: reading it once here compiles the YAML parser.
+      try {
+        workspace.skills.catalog(process.cwd());
+      } catch (error) {
+        log.debug({ err: error }, "could not read the skill catalog");
+      }
       // Node's fetch (the SDKs' HTTP client) loads its implementation on first use.
       void new Request("http://localhost/");
       providers.prepare().catch((error: unknown) => log.debug({ err: error }, "could not prepare the default provider"));
