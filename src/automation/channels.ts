@@ -7,7 +7,7 @@ import type { Logger } from "../log.js";
 import type { RuntimeApi } from "../runtime/api.js";
 import type { ExternalChannelConfig, ExternalChannels } from "../workspace/channels.js";
 import type { ConfigChanges } from "../workspace/changes.js";
-import { runPrompt, type PromptOutcome } from "./run-prompt.js";
+import { channelThread, runPrompt, type PromptOutcome } from "./run-prompt.js";
 import { webhookAdapter } from "./webhook-channel.js";
 
 export interface ChatMessage {
@@ -89,19 +89,13 @@ export class ChannelRunner {
   }
 
   private receive(workspacePath: string, channel: string, message: ChatMessage): { threadId: string; reply: Promise<PromptOutcome> } {
-    const [existing] = this.runtime.listThreads(
-      { originChannel: channel, channelContext: message.chatId, workspacePath, hideArchived: true },
-      { limit: 1 },
-    ).threads;
-    const threadId =
-      existing?.id ??
-      this.runtime.startThread({
-        workspacePath,
-        originChannel: channel,
-        channelContext: message.chatId,
-        ...(message.userId ? { userId: message.userId } : {}),
-        displayName: `${channel} ${message.chatId}`,
-      }).id;
+    const threadId = channelThread(this.runtime, {
+      workspacePath,
+      originChannel: channel,
+      channelContext: message.chatId,
+      ...(message.userId ? { userId: message.userId } : {}),
+      displayName: `${channel} ${message.chatId}`,
+    });
     return { threadId, reply: runPrompt(this.runtime, threadId, message.text) };
   }
 }

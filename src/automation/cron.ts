@@ -13,7 +13,7 @@ import { readSettings } from "../workspace/settings.js";
 import { RuntimeError } from "../domain/errors.js";
 import type { Logger } from "../log.js";
 import type { RuntimeApi } from "../runtime/api.js";
-import { runPrompt, type PromptOutcome } from "./run-prompt.js";
+import { channelThread, failedOutcome, runPrompt, type PromptOutcome } from "./run-prompt.js";
 
 export interface CronSchedule {
   kind: "every" | "at" | "daily" | "cron";
@@ -137,7 +137,7 @@ export class CronService {
         if (job) this.remove(job.id);
         const made = this.create({
           name: entry.name,
-          threadId: this.configThread(workspacePath),
+          threadId: channelThread(this.runtime, { workspacePath, originChannel: "cron", displayName: "Scheduled prompts" }),
           prompt: entry.prompt,
           schedule: entry.schedule,
           source: "config",
@@ -209,12 +209,6 @@ export class CronService {
     this.timers.clear();
   }
 
-  /** The workspace's thread of configured jobs, made on first use. */
-  private configThread(workspacePath: string): string {
-    const [existing] = this.runtime.listThreads({ originChannel: "cron", workspacePath, hideArchived: true }, { limit: 1 }).threads;
-    return existing?.id ?? this.runtime.startThread({ workspacePath, originChannel: "cron", displayName: "Scheduled prompts" }).id;
-  }
-
   private get(id: string): CronJob {
     const job = this.jobs.get(id);
     if (!job) throw new RuntimeError("cronJobNotFound", `No cron job ${id}`, { jobId: id });
@@ -238,7 +232,7 @@ export class CronService {
     try {
       outcome = await runPrompt(this.runtime, job.threadId, job.prompt);
     } catch (error) {
-      outcome = { turnId: "", status: "error", text: null, error: error instanceof Error ? error.message : String(error) };
+      outcome = failedOutcome(error);
     } finally {
       this.running.delete(job.id);
     }

@@ -7,7 +7,7 @@ import type { Logger } from "../log.js";
 import type { RuntimeApi } from "../runtime/api.js";
 import { readSettings } from "../workspace/settings.js";
 import type { CronService } from "./cron.js";
-import { runPrompt } from "./run-prompt.js";
+import { channelThread, failedOutcome, runPrompt } from "./run-prompt.js";
 
 export const HEARTBEAT_FILE = "HEARTBEAT.md";
 const CHANNEL = "heartbeat";
@@ -32,13 +32,8 @@ export class HeartbeatService {
       return { result: null, error: null };
     }
     if (!prompt) return { result: null, error: null };
-    const threadId = this.thread(workspacePath);
-    const outcome = await runPrompt(this.runtime, threadId, prompt).catch((error: unknown) => ({
-      turnId: "",
-      status: "error" as const,
-      text: null,
-      error: error instanceof Error ? error.message : String(error),
-    }));
+    const threadId = channelThread(this.runtime, { workspacePath, originChannel: CHANNEL, displayName: "Heartbeat" });
+    const outcome = await runPrompt(this.runtime, threadId, prompt).catch(failedOutcome);
     this.cron.announceResult({
       source: "heartbeat",
       threadId,
@@ -72,10 +67,5 @@ export class HeartbeatService {
   close(): void {
     for (const timer of this.timers.values()) clearInterval(timer);
     this.timers.clear();
-  }
-
-  private thread(workspacePath: string): string {
-    const [existing] = this.runtime.listThreads({ originChannel: CHANNEL, workspacePath, hideArchived: true }, { limit: 1 }).threads;
-    return existing?.id ?? this.runtime.startThread({ workspacePath, originChannel: CHANNEL, displayName: "Heartbeat" }).id;
   }
 }

@@ -14,6 +14,27 @@ export interface PromptOutcome {
 
 type Runtime = Pick<RuntimeApi, "subscribe" | "startTurn">;
 
+/** The outcome of a prompt that could not be run at all (its thread archived, deleted...). */
+export function failedOutcome(error: unknown): PromptOutcome {
+  return { turnId: "", status: "error", text: null, error: error instanceof Error ? error.message : String(error) };
+}
+
+/**
+ * The thread the server keeps for a channel of a workspace (and a chat of it): the one made
+ * first, else a new one.
+ */
+export function channelThread(
+  runtime: Pick<RuntimeApi, "listThreads" | "startThread">,
+  params: { workspacePath: string; originChannel: string; channelContext?: string; userId?: string; displayName: string },
+): string {
+  const { workspacePath, originChannel, channelContext } = params;
+  const [existing] = runtime.listThreads(
+    { originChannel, workspacePath, ...(channelContext !== undefined ? { channelContext } : {}), hideArchived: true },
+    { limit: 1 },
+  ).threads;
+  return existing?.id ?? runtime.startThread(params).id;
+}
+
 export async function runPrompt(runtime: Runtime, threadId: string, prompt: string): Promise<PromptOutcome> {
   for (;;) {
     const ends = watchTurnEnds(runtime, threadId);

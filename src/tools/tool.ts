@@ -121,6 +121,15 @@ export interface Tool<S extends z.ZodType = z.ZodType> {
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type AnyTool = Tool<any>;
 
+/**
+ * The name of a tool of something else (an MCP server, a plugin): `<kind>__<owner>__<name>`, in
+ * what the model APIs accept ([A-Za-z0-9_-], at most 64 characters).
+ */
+export function namespacedToolName(kind: string, owner: string, name: string): string {
+  const clean = (s: string): string => s.replace(/[^A-Za-z0-9_-]/g, "_");
+  return `${kind}__${clean(owner)}__${clean(name)}`.slice(0, 64);
+}
+
 export function defineTool<S extends z.ZodType>(tool: Tool<S>): AnyTool {
   return tool as AnyTool;
 }

@@ -2,11 +2,11 @@
 // Every request is checked before anything else happens (Origin, then Host, then token), which
 // protects a loopback server from browsers (cross-site requests, DNS rebinding) and, with a
 // token, from other local users.
-import { createHash, timingSafeEqual } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import { isIPv4, type AddressInfo } from "node:net";
 import type { Duplex } from "node:stream";
 import { WebSocket, WebSocketServer } from "ws";
+import { bearerToken, sameSecret } from "../bearer.js";
 import { silentLogger, type Logger } from "../log.js";
 import type { MessageChannel } from "./channel.js";
 import { createWebSocketChannel } from "./websocket-channel.js";
@@ -186,14 +186,14 @@ class RequestGuard {
   private readonly origins: Set<string>;
   private readonly hosts: Set<string>;
   private readonly anyHost: boolean;
-  private readonly tokenDigest: Buffer | undefined;
-
-  constructor(opts: WebSocketServerOptions, token: string | undefined) {
+  constructor(
+    opts: WebSocketServerOptions,
+    private readonly token: string | undefined,
+  ) {
     this.origins = new Set((opts.allowedOrigins ?? []).map((o) => o.trim().toLowerCase().replace(/\/+$/, "")));
     this.hosts = new Set([...(opts.allowedHosts ?? []), opts.host].map((h) => normalizeHostname(hostnameOf(h))));
     // Bound to every interface with a token: clients may use any name for us; the token protects.
     this.anyHost = isWildcardHost(opts.host) && token !== undefined;
-    this.tokenDigest = token === undefined ? undefined : digest(token);
   }
 
   check(req: IncomingMessage, url: URL, requireToken: boolean): Rejection | undefined {
@@ -211,28 +211,23 @@ class RequestGuard {
         return { status: 403, reason: `Host not allowed: ${hostHeader}` };
       }
     }
-    if (requireToken && this.tokenDigest && !this.tokenMatches(req, url)) {
+    if (requireToken && this.token !== undefined && !this.tokenMatches(req, url, this.token)) {
       return { status: 401, reason: "Missing or invalid token" };
     }
     return undefined;
   }
 
-  private tokenMatches(req: IncomingMessage, url: URL): boolean {
+  private tokenMatches(req: IncomingMessage, url: URL, token: string): boolean {
     const candidates: string[] = [];
     // `key` is the claude-app-server's name for its pairing key.
     for (const name of ["token", "key"]) {
       const fromQuery = url.searchParams.get(name);
       if (fromQuery !== null) candidates.push(fromQuery);
     }
-    const bearer = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? "");
-    if (bearer?.[1]) candidates.push(bearer[1]);
-    // Comparing fixed-length digests keeps the comparison constant-time regardless of length.
-    return candidates.some((c) => timingSafeEqual(digest(c), this.tokenDigest!));
+    const bearer = bearerToken(req.headers.authorization);
+    if (bearer) candidates.push(bearer);
+    return candidates.some((candidate) => sameSecret(candidate, token));
   }
-}
-
-function digest(value: string): Buffer {
-  return createHash("sha256").update(value, "utf8").digest();
 }
 
 /** The hostname part of a Host header value ("[::1]:8080" -> "[::1]", "a.b:80" -> "a.b"). */

@@ -26,3 +26,6 @@ export class ConfigChanges {
 
 /** Names of skills, commands and servers: also directory and file names, so nothing that climbs. */
 export const RESOURCE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+
+/** Names that are keys of a configuration list (MCP servers, channels) compare without case. */
+export const sameName = (a: string, b: string): boolean => a.toLowerCase() === b.toLowerCase();

@@ -3,7 +3,7 @@
 // managedWebsocket adapters, which are started by others), plus Switchyard's own `webhook`
 // channel, which the server runs itself (see automation/webhook-channel.ts).
 import { RuntimeError } from "../domain/errors.js";
-import { RESOURCE_NAME, type ConfigChanges } from "./changes.js";
+import { RESOURCE_NAME, sameName, type ConfigChanges } from "./changes.js";
 import { readSettings, updateSettings } from "./settings.js";
 
 export interface ExternalChannelConfig {
@@ -44,8 +44,6 @@ export function channelProblems(config: ExternalChannelConfig): string[] {
   } else for (const key of WEBHOOK_FIELDS) if (has(key)) problems.push(`${key} is only for the webhook transport`);
   return problems;
 }
-
-const sameName = (a: string, b: string): boolean => a.toLowerCase() === b.toLowerCase();
 
 export class ExternalChannels {
   constructor(private readonly changes: ConfigChanges) {}

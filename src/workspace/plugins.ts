@@ -9,7 +9,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { z } from "zod";
 import { RuntimeError } from "../domain/errors.js";
-import { defineTool, type AnyTool } from "../tools/tool.js";
+import { defineTool, namespacedToolName, type AnyTool } from "../tools/tool.js";
 import { RESOURCE_NAME, type ConfigChanges } from "./changes.js";
 import { craftDir, nameList, readSettings, setInList, updateSettings } from "./settings.js";
 
@@ -213,9 +213,8 @@ function info(plugin: Found, installed: boolean, disabled: Set<string>): PluginI
 
 function pluginTool(plugin: Found, fn: PluginFunction, timeoutMs: number): AnyTool {
   const id = plugin.manifest.id;
-  const clean = (s: string): string => s.replace(/[^A-Za-z0-9_-]/g, "_");
   return defineTool({
-    name: `plugin__${clean(id)}__${clean(fn.name)}`.slice(0, 64),
+    name: namespacedToolName("plugin", id, fn.name),
     description: `${fn.description ?? fn.name} (function ${fn.name} of plugin ${id})`,
     kind: "write",
     input: z.record(z.string(), z.unknown()),

@@ -128,9 +128,13 @@ export class Skills {
 
   /** What the agent reads for an enabled skill; undefined when there is none by that name. */
   contentFor(workspacePath: string, name: string): string | undefined {
-    const skill = this.list(workspacePath).find((s) => s.name === name);
-    if (!skill?.enabled) return undefined;
-    return this.view(workspacePath, name).content;
+    if (nameList(readSettings(workspacePath), "skills", "disabled").includes(name)) return undefined;
+    try {
+      return this.view(workspacePath, name).content;
+    } catch (error) {
+      if (error instanceof RuntimeError && error.code === "skillNotFound") return undefined;
+      throw error;
+    }
   }
 
   private find(workspacePath: string, name: string): Found {

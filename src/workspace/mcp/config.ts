@@ -66,6 +66,3 @@ export function writeServers(workspacePath: string, servers: McpServerConfig[]):
     section(settings, "mcp").servers = servers;
   });
 }
-
-/** Names are keys compared without case. */
-export const sameName = (a: string, b: string): boolean => a.toLowerCase() === b.toLowerCase();

@@ -4,9 +4,9 @@
 // configuration when it changes through these methods.
 import { z } from "zod";
 import { RuntimeError } from "../../domain/errors.js";
-import { defineTool, type AnyTool } from "../../tools/tool.js";
-import type { ConfigChanges } from "../changes.js";
-import { readServers, sameName, validated, writeServers, type McpServerConfig } from "./config.js";
+import { defineTool, namespacedToolName, type AnyTool } from "../../tools/tool.js";
+import { sameName, type ConfigChanges } from "../changes.js";
+import { readServers, validated, writeServers, type McpServerConfig } from "./config.js";
 import { McpConnection, type McpServerStatus } from "./connection.js";
 
 export interface McpManagerOptions {
@@ -171,16 +171,10 @@ function stripWireOnly(config: McpServerConfig & { origin?: unknown; readOnly?: 
   return rest;
 }
 
-/** Tool names the model APIs accept: [A-Za-z0-9_-], at most 64 characters. */
-export function mcpToolName(server: string, tool: string): string {
-  const clean = (s: string): string => s.replace(/[^A-Za-z0-9_-]/g, "_");
-  return `mcp__${clean(server)}__${clean(tool)}`.slice(0, 64);
-}
-
 function mcpTool(connection: McpConnection, name: string, description: string | undefined, inputSchema: Record<string, unknown>): AnyTool {
   const server = connection.config.name;
   return defineTool({
-    name: mcpToolName(server, name),
+    name: namespacedToolName("mcp", server, name),
     description: `${description ?? name} (tool ${name} of MCP server ${server})`,
     // Not read-only: an MCP tool may change anything, so plan mode leaves it out.
     kind: "write",
