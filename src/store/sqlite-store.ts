@@ -405,6 +405,9 @@ export class SqliteStore implements Store {
       // the last transactions, which is the usual trade for not fsyncing every commit.
       db.pragma("synchronous = NORMAL");
       db.pragma("busy_timeout = 5000");
+      // better-sqlite3 builds SQLite with a 16 MiB page cache; the operating system caches the
+      // file anyway, and 4 MiB keeps a long turn's appends from growing the heap by 12 MiB more.
+      db.pragma("cache_size = -4096");
       // Off on purpose: projections guard themselves, and a constraint must never reject the log.
       db.pragma("foreign_keys = OFF");
       // No ANALYZE / PRAGMA optimize: stats taken while tables are tiny would mislead the planner
