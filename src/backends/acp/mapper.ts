@@ -10,7 +10,7 @@ import { fileDiff } from "../../tools/diff.js";
 import type { ApprovalAsk } from "../../tools/tool.js";
 
 export interface AcpMapperSink {
-  readonly recorder: Pick<TurnRecorder, "start" | "delta" | "complete" | "record">;
+  readonly recorder: Pick<TurnRecorder, "start" | "delta" | "appendText" | "complete" | "record">;
   reportPlan(plan: { explanation?: string; steps: PlanStep[] }): void;
   reportDiff(diff: string): void;
 }
@@ -136,13 +136,11 @@ export class AcpTurnMapper {
     if (which === "message") {
       if (this.thought) this.closeThought();
       this.message ??= recorder.start("agentMessage", { text: "" });
-      this.message.payload.text += text;
-      recorder.delta(this.message, "agentMessage", text);
+      recorder.appendText(this.message, "agentMessage", text);
     } else {
       if (this.message) this.closeMessage();
       this.thought ??= recorder.start("reasoningContent", { text: "" });
-      this.thought.payload.text += text;
-      recorder.delta(this.thought, "reasoning", text);
+      recorder.appendText(this.thought, "reasoning", text);
     }
   }
 

@@ -195,13 +195,11 @@ export class TurnRunner {
       switch (event.type) {
         case "textDelta":
           if (!message) lastItemId = (message = recorder.start("agentMessage", { text: "" })).id;
-          message.payload.text += event.delta;
-          recorder.delta(message, "agentMessage", event.delta);
+          recorder.appendText(message, "agentMessage", event.delta);
           break;
         case "reasoningDelta":
           if (!reasoning) lastItemId = (reasoning = recorder.start("reasoningContent", { text: "" })).id;
-          reasoning.payload.text += event.delta;
-          recorder.delta(reasoning, "reasoning", event.delta);
+          recorder.appendText(reasoning, "reasoning", event.delta);
           break;
         case "reasoningSignature":
           if (!reasoning) lastItemId = (reasoning = recorder.start("reasoningContent", { text: "" })).id;

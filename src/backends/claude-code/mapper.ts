@@ -94,11 +94,9 @@ export class TurnMapper {
         if (!open || open.done || !isObject(e.delta)) break;
         const delta = e.delta as Record<string, unknown>;
         if (open.kind === "text" && typeof delta.text === "string") {
-          open.item.payload.text += delta.text;
-          recorder.delta(open.item, "agentMessage", delta.text);
+          recorder.appendText(open.item, "agentMessage", delta.text);
         } else if (open.kind === "thinking" && typeof delta.thinking === "string") {
-          open.item.payload.text += delta.thinking;
-          recorder.delta(open.item, "reasoning", delta.thinking);
+          recorder.appendText(open.item, "reasoning", delta.thinking);
         } else if (open.kind === "thinking" && typeof delta.signature === "string") {
           open.item.payload.signature = delta.signature;
         } else if (open.kind === "tool" && typeof delta.partial_json === "string" && delta.partial_json) {

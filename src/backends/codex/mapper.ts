@@ -20,7 +20,7 @@ import {
 } from "./wire.js";
 
 export interface MapperSink {
-  readonly recorder: Pick<TurnRecorder, "start" | "delta" | "complete" | "record">;
+  readonly recorder: Pick<TurnRecorder, "start" | "delta" | "appendText" | "complete" | "record">;
   reportUsage(usage: TokenUsage): void;
   reportPlan(plan: { explanation?: string; steps: PlanStep[] }): void;
   reportDiff(diff: string): void;
@@ -86,8 +86,7 @@ export class CodexTurnMapper {
       case "item/plan/delta":
         this.withDelta(params, (open, delta) => {
           if (open?.kind !== "message") return;
-          open.item.payload.text += delta;
-          this.sink.recorder.delta(open.item, "agentMessage", delta);
+          this.sink.recorder.appendText(open.item, "agentMessage", delta);
         });
         return undefined;
       case "item/reasoning/summaryTextDelta":
@@ -165,8 +164,7 @@ export class CodexTurnMapper {
     // Codex announces a reasoning item for every model call, often with nothing in it: it is
     // recorded only once it has text.
     entry.item ??= this.sink.recorder.start("reasoningContent", { text: "" });
-    entry.item.payload.text += delta;
-    this.sink.recorder.delta(entry.item, "reasoning", delta);
+    this.sink.recorder.appendText(entry.item, "reasoning", delta);
   }
 
   private started(item: ThreadItem): void {
