@@ -1,0 +1,56 @@
+// The SSE body handed to the SDKs is cut after each event, and nothing else changes.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { cutAtEvents, eventChunkedFetch } from "../../src/providers/event-chunked-fetch.js";
+
+const bytes = (s: string): Uint8Array => new TextEncoder().encode(s);
+const text = (chunks: Uint8Array[]): string[] => chunks.map((c) => new TextDecoder().decode(c));
+
+async function readAll(stream: ReadableStream<Uint8Array>): Promise<Uint8Array[]> {
+  const out: Uint8Array[] = [];
+  for await (const chunk of stream as unknown as AsyncIterable<Uint8Array>) out.push(chunk);
+  return out;
+}
+
+function streamOf(chunks: string[]): ReadableStream<Uint8Array> {
+  return new ReadableStream({
+    start(controller) {
+      for (const chunk of chunks) controller.enqueue(bytes(chunk));
+      controller.close();
+    },
+  });
+}
+
+test("each event becomes its own chunk, across network chunks and with CRLF blank lines", async () => {
+  const network = ["data: 1\n\ndata: 2\n\ndata: 3", "a\n\nevent: x\r\ndata: 4\r\n\r\n", "data: 5\n"];
+  const out = text(await readAll(cutAtEvents(streamOf(network))));
+  assert.deepEqual(out, ["data: 1\n\n", "data: 2\n\n", "data: 3", "a\n\n", "event: x\r\ndata: 4\r\n\r\n", "data: 5\n"]);
+  assert.equal(out.join(""), network.join(""));
+});
+
+test("only event streams are re-chunked; status and headers pass through", async () => {
+  const server = http.createServer((req, res) => {
+    if (req.url === "/sse") {
+      res.writeHead(200, { "content-type": "text/event-stream", "x-request-id": "r1" });
+      res.end("data: a\n\ndata: b\n\n");
+    } else {
+      res.writeHead(404, { "content-type": "application/json" });
+      res.end('{"error":"no"}');
+    }
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  try {
+    const sse = await eventChunkedFetch(`${base}/sse`);
+    assert.equal(sse.status, 200);
+    assert.equal(sse.headers.get("x-request-id"), "r1");
+    assert.deepEqual(text(await readAll(sse.body!)), ["data: a\n\n", "data: b\n\n"]);
+    const missing = await eventChunkedFetch(`${base}/other`);
+    assert.equal(missing.status, 404);
+    assert.deepEqual(await missing.json(), { error: "no" });
+  } finally {
+    server.close();
+  }
+});
