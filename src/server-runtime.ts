@@ -14,6 +14,7 @@ import { loadSkillTool } from "./tools/load-skill.js";
 import { schedulePromptTool } from "./automation/schedule-prompt.js";
 import { runSubagentTool } from "./automation/run-subagent.js";
 import { WorkspaceResources } from "./workspace/index.js";
+import { startHeapGovernor } from "./heap-governor.js";
 
 /** The system skills, `skills/` of the package: two levels up from dist/src and from dist/chunks. */
 const BUILTIN_SKILLS_DIR = fileURLToPath(new URL("../../skills", import.meta.url));
@@ -63,6 +64,7 @@ export function assembleRuntime(config: ServerConfig, log: Logger): AssembledRun
     config.backend,
   );
   backends.reapOrphans();
+  startHeapGovernor();
   const runtime = new Runtime({
     store,
     backends,
