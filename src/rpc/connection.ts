@@ -41,9 +41,12 @@ export interface ConnectionOptions {
   /**
    * "required" (default): an incoming request or notification without `"jsonrpc": "2.0"` is
    * invalid. "optional": one without the member is accepted (a present one must still be
-   * "2.0"), for peers that leave it out, like Codex's app-server. What we send always has it.
+   * "2.0"), for peers that leave it out, like Codex's app-server; what we send has it.
+   * "asPeer": the peer's first request decides. Without the member, the peer is one that leaves
+   * it out (Codex's clients): from then on it is optional, and what we send leaves it out too;
+   * with it, the connection is "required".
    */
-  jsonrpcMember?: "required" | "optional";
+  jsonrpcMember?: "required" | "optional" | "asPeer";
   /**
    * Unsent output (bytes) past which the connection counts as behind: faces then stop sending
    * it live events and catch it up from the event log once it has drained. Default 1 MiB.
@@ -52,6 +55,9 @@ export interface ConnectionOptions {
 }
 
 export const DEFAULT_OUTPUT_BUDGET_BYTES = 1024 * 1024;
+
+/** How every message we serialize begins. */
+const JSONRPC_PREFIX = '{"jsonrpc":"2.0",';
 
 export interface RequestOptions {
   timeoutMs?: number;
@@ -100,7 +106,10 @@ export class RpcConnection {
   private readonly log: Logger;
   private readonly maxInFlight: number;
   private readonly defaultTimeoutMs: number;
-  private readonly jsonrpcOptional: boolean;
+  private jsonrpcOptional: boolean;
+  /** Undecided until the first request of an "asPeer" connection. */
+  private peerStyle: "undecided" | "decided";
+  private omitJsonrpc = false;
   private readonly abort = new AbortController();
   private readonly pending = new Map<number, PendingRequest>();
   private readonly closeListeners: Array<() => void> = [];
@@ -119,6 +128,7 @@ export class RpcConnection {
     this.maxInFlight = options.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT;
     this.defaultTimeoutMs = options.defaultRequestTimeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.jsonrpcOptional = options.jsonrpcMember === "optional";
+    this.peerStyle = options.jsonrpcMember === "asPeer" ? "undecided" : "decided";
     this.outputBudgetBytes = options.outputBudgetBytes ?? DEFAULT_OUTPUT_BUDGET_BYTES;
     this.log = (options.logger ?? silentLogger).child({ conn: this.id, transport: channel.info.transport });
     channel.onMessage((text) => this.handleText(text));
@@ -129,6 +139,11 @@ export class RpcConnection {
   /** Replaces the engine's own error codes from now on (a face calls this when it is chosen). */
   useErrorCodes(codes: Partial<EngineErrorCodes>): void {
     this.codes = { ...this.codes, ...codes };
+  }
+
+  /** Whether the peer leaves "jsonrpc" out of its messages (and so do we), as Codex's clients do. */
+  get omitsJsonrpc(): boolean {
+    return this.omitJsonrpc;
   }
 
   get closed(): boolean {
@@ -153,7 +168,7 @@ export class RpcConnection {
   notify(method: string, params?: unknown): void {
     if (this.isClosed) return;
     const message = params === undefined ? { jsonrpc: "2.0", method } : { jsonrpc: "2.0", method, params };
-    this.channel.send(JSON.stringify(message));
+    this.write(JSON.stringify(message));
   }
 
   request<T = unknown>(method: string, params?: unknown, opts: RequestOptions = {}): Promise<T> {
@@ -195,7 +210,7 @@ export class RpcConnection {
         timer = setTimeout(() => entry.reject(new RequestTimeoutError(method, timeoutMs)), timeoutMs);
       }
       signal?.addEventListener("abort", onAbort, { once: true });
-      this.channel.send(text);
+      this.write(text);
     });
   }
 
@@ -217,7 +232,7 @@ export class RpcConnection {
     try {
       message = JSON.parse(text);
     } catch {
-      this.channel.send(errorReply(null, { code: ErrorCode.ParseError, message: "Parse error" }));
+      this.write(errorReply(null, { code: ErrorCode.ParseError, message: "Parse error" }));
       return;
     }
 
@@ -226,14 +241,14 @@ export class RpcConnection {
       return;
     }
     if (message.length === 0) {
-      this.channel.send(errorReply(null, { code: ErrorCode.InvalidRequest, message: "Invalid Request: empty batch" }));
+      this.write(errorReply(null, { code: ErrorCode.InvalidRequest, message: "Invalid Request: empty batch" }));
       return;
     }
     // Every element is dispatched now (so handlers start in arrival order); the replies go out
     // together as one array once all are done, and not at all if there are none.
     const replies = message.map((m) => this.handleOne(m)).filter((r): r is string | Promise<string> => r !== undefined);
     if (replies.length === 0) return;
-    void Promise.all(replies).then((parts) => this.sendText(`[${parts.join(",")}]`));
+    void Promise.all(replies).then((parts) => this.sendText(`[${parts.map((part) => this.styled(part)).join(",")}]`, false));
   }
 
   private handleOne(message: unknown): Reply {
@@ -245,6 +260,10 @@ export class RpcConnection {
     if (!("method" in message) && ("result" in message || "error" in message)) {
       this.routeResponse(message);
       return undefined;
+    }
+    if (this.peerStyle === "undecided" && typeof message.method === "string") {
+      this.peerStyle = "decided";
+      this.jsonrpcOptional = this.omitJsonrpc = !("jsonrpc" in message);
     }
     const versionOk = message.jsonrpc === "2.0" || (this.jsonrpcOptional && !("jsonrpc" in message));
     if (!versionOk) return this.invalid(replyId, '"jsonrpc" must be "2.0"');
@@ -319,7 +338,7 @@ export class RpcConnection {
 
   private handleOversized(size: number, limit: number): void {
     this.log.info({ size, limit }, "oversized message discarded");
-    this.channel.send(
+    this.write(
       errorReply(null, {
         code: ErrorCode.InvalidRequest,
         message: `Message too large: ${size} bytes exceeds the ${limit}-byte limit`,
@@ -351,8 +370,17 @@ export class RpcConnection {
     else void reply.then((text) => this.sendText(text));
   }
 
-  private sendText(text: string): void {
-    if (!this.isClosed) this.channel.send(text);
+  /** Sends one message we serialized (always with "jsonrpc" first), in the peer's style. */
+  private write(text: string): void {
+    this.channel.send(this.styled(text));
+  }
+
+  private styled(text: string): string {
+    return this.omitJsonrpc && text.startsWith(JSONRPC_PREFIX) ? `{${text.slice(JSONRPC_PREFIX.length)}` : text;
+  }
+
+  private sendText(text: string, style = true): void {
+    if (!this.isClosed) this.channel.send(style ? this.styled(text) : text);
   }
 
   private shutdown(): void {

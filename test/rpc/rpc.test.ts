@@ -129,6 +129,29 @@ describe("RpcConnection: requests and errors", () => {
     assert.equal(await pending, "done");
   });
 
+  it('jsonrpcMember "asPeer": a first request without the member makes the connection speak without it', async () => {
+    const { server, peer } = setup({ jsonrpcMember: "asPeer" });
+    assert.deepEqual(await peer.call({ id: 1, method: "add", params: { a: 1, b: 1 } }), { id: 1, result: 2 });
+    assert.equal(server.omitsJsonrpc, true);
+    // Errors, notifications and our requests leave it out too; a present member is still accepted.
+    assert.deepEqual(await peer.call({ id: 2, method: "nope" }), { id: 2, error: { code: -32601, message: "Method not found: nope" } });
+    server.notify("note", { n: 1 });
+    assert.deepEqual(await peer.next(), { method: "note", params: { n: 1 } });
+    const pending = server.request<string>("codex/thing");
+    const asked = (await peer.next()) as Record<string, unknown>;
+    assert.equal("jsonrpc" in asked, false);
+    peer.send({ id: asked.id, result: "done" });
+    assert.equal(await pending, "done");
+    assert.deepEqual(await peer.call({ jsonrpc: "2.0", id: 3, method: "ping" }), { id: 3, result: "pong" });
+  });
+
+  it('jsonrpcMember "asPeer": a first request with the member makes it required', async () => {
+    const { server, peer } = setup({ jsonrpcMember: "asPeer" });
+    assert.deepEqual(await peer.call(req(1, "ping")), { jsonrpc: "2.0", id: 1, result: "pong" });
+    assert.equal(server.omitsJsonrpc, false);
+    const refused = (await peer.call({ id: 2, method: "ping" })) as { error: { code: number } };
+    assert.equal(refused.error.code, ErrorCode.InvalidRequest);
+  });
   it("answers an unknown method with -32601", async () => {
     const { peer } = setup();
     assert.deepEqual(await peer.call(req(1, "nope")), {
