@@ -1,7 +1,7 @@
 // Installs what the tests drive besides the repo's own code, unless it is there already:
 //  - the real external agents (test/agents/package.json, pinned versions);
-//  - Chromium from the system's packages, for the web client's browser tests (Playwright drives
-//    the system browser; browser downloads are not used).
+//  - Chromium and tmux from the system's packages, for the web client's browser tests (Playwright
+//    drives the system browser; browser downloads are not used) and the Codex terminal UI test.
 // Tests that need a missing one skip with a message, so an install failure is reported, not fatal.
 import { existsSync, readFileSync } from "node:fs";
 import { spawnSync } from "node:child_process";
@@ -30,18 +30,26 @@ if (process.env.SWITCHYARD_SKIP_AGENT_INSTALL) {
   }
 }
 
-if (onPath("chromium") || process.env.SWITCHYARD_SKIP_BROWSER_INSTALL) {
-  console.log("test browser: chromium present (or install skipped)");
+// System packages, by the command each provides: Chromium for the web client's browser tests,
+// tmux to drive the Codex terminal UI.
+const systemPackages = [
+  { command: "chromium", why: "the browser tests" },
+  { command: "tmux", why: "the Codex terminal UI test" },
+];
+const missing = process.env.SWITCHYARD_SKIP_BROWSER_INSTALL ? [] : systemPackages.filter(({ command }) => !onPath(command));
+if (missing.length === 0) {
+  console.log("test system packages: present (or install skipped)");
 } else if (process.platform === "linux" && onPath("apt-get") && process.getuid?.() === 0) {
-  console.log("test browser: installing chromium from the system's packages");
+  const names = missing.map(({ command }) => command);
+  console.log(`test system packages: installing ${names.join(", ")} from the system's packages`);
   const env = { ...process.env, DEBIAN_FRONTEND: "noninteractive" };
   const apt = (args) => spawnSync("apt-get", args, { stdio: "inherit", env }).status === 0;
-  if (
-    !apt(["install", "-y", "--no-install-recommends", "chromium"]) &&
-    !(apt(["update"]) && apt(["install", "-y", "--no-install-recommends", "chromium"]))
-  ) {
-    console.warn("test browser: chromium could not be installed; the browser tests will be skipped");
+  const install = ["install", "-y", "--no-install-recommends", ...names];
+  if (!apt(install) && !(apt(["update"]) && apt(install))) {
+    console.warn(`test system packages: could not install ${names.join(", ")}; ${missing.map((m) => m.why).join(" and ")} will be skipped`);
   }
 } else {
-  console.warn("test browser: no chromium on PATH and no apt-get as root to install it; the browser tests will be skipped");
+  for (const { command, why } of missing) {
+    console.warn(`test system packages: no ${command} on PATH and no apt-get as root to install it; ${why} will be skipped`);
+  }
 }

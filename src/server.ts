@@ -106,6 +106,8 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
       {
         logger: log,
         maxInFlight: config.maxInFlight,
+        // Codex's clients leave "jsonrpc" out; their first request tells (and chooses the codex face).
+        jsonrpcMember: face === undefined || face.peersOmitJsonrpc ? "asPeer" : "required",
         ...(config.outputBudgetBytes ? { outputBudgetBytes: config.outputBudgetBytes } : {}),
       },
     );

@@ -102,7 +102,7 @@ export const APP_SERVER_OPTIONS: readonly OptionSpec[] = [
   { flag: "listen", value: "url", description: "stdio:// and/or ws://HOST:PORT (repeatable)", repeatable: true, default: ["stdio://"] },
   { flag: "transport", value: "kind", description: "claude-app-server style: stdio or ws (with --port)", choices: ["stdio", "ws"] },
   { flag: "port", value: "n", description: "WebSocket port for --transport ws", parse: positiveInt },
-  { flag: "face", value: "face", description: "serve only this face (appserver | claude) instead of choosing at initialize" },
+  { flag: "face", value: "face", description: "serve only this face (appserver | claude | codex) instead of choosing at initialize" },
   // The claude-app-server's own word for it.
   { flag: "dialect", value: "face", description: "alias of --face", hidden: true },
   {

@@ -33,7 +33,8 @@ export class FaceRouter implements RpcHandlers {
     if (!this.handlers) {
       const { faces, log, connection, serverVersion } = this.options;
       if (method !== "initialize") throw this.options.notInitialized();
-      const face = faces.find((f) => f.claims?.(params)) ?? faces[0]!;
+      const peer = { omitsJsonrpc: connection.omitsJsonrpc };
+      const face = faces.find((f) => f.claims?.(params, peer)) ?? faces[0]!;
       log.debug({ face: face.name, connection: connection.id }, "face chosen");
       const opened = (this.handlers = this.open(face));
       const early = opened instanceof Promise ? face.answerEarly?.(params, serverVersion) : undefined;

@@ -40,10 +40,13 @@ export interface Face {
   /** One word, used by `--face`, the schema directory and the reference page. */
   readonly name: string;
   /**
-   * For faces chosen per connection on the shared listeners: whether the params of the
-   * connection's first `initialize` are written in this face's protocol.
+   * For faces chosen per connection on the shared listeners: whether the connection's first
+   * `initialize` is written in this face's protocol: its params, and whether the peer leaves
+   * "jsonrpc" out of its messages (Codex's clients do).
    */
-  readonly claims?: (initializeParams: unknown) => boolean;
+  readonly claims?: (initializeParams: unknown, peer: { omitsJsonrpc: boolean }) => boolean;
+  /** Whether the face's clients may leave "jsonrpc" out of their messages (Codex's do). */
+  readonly peersOmitJsonrpc?: boolean;
   /**
    * The answer to a connection's initialize when the face can give it before the runtime is up
    * (a stdio client is answered while the rest of the server loads); undefined leaves it to

@@ -6,11 +6,12 @@ import { agentCraftFace } from "./agentcraft/index.js";
 import { notInitialized } from "./appserver/errors.js";
 import { appServerFace } from "./appserver/index.js";
 import { claudeFace } from "./claude/index.js";
+import { codexFace } from "./codex/index.js";
 import { yeaftFace } from "./yeaft/index.js";
 import type { Face } from "./face.js";
 
 /** The first face is the default of a connection whose initialize no face claims. */
-export const FACES: readonly Face[] = [appServerFace, claudeFace, acpFace, agentCraftFace, agentCompanyFace, yeaftFace];
+export const FACES: readonly Face[] = [appServerFace, claudeFace, codexFace, acpFace, agentCraftFace, agentCompanyFace, yeaftFace];
 
 /** What a connection gets for a request before its first initialize: the default face's answer. */
 export const refuseBeforeInitialize = notInitialized;

@@ -21,6 +21,8 @@ export interface ProtocolTable {
   title?: string;
   /** Where the table is declared, for the "generated from" notes. */
   source?: string;
+  /** Markdown the reference page shows before the tables, e.g. what the face does not serve. */
+  notes?: string;
   /** Client -> server requests. */
   requests: Record<string, RequestSpec>;
   /** Server -> client notifications; describe each schema with `.describe()` (one line). */

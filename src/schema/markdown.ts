@@ -37,6 +37,7 @@ export function referencePage(model: ProtocolModel, options: MarkdownOptions = {
     "carry more fields than listed.",
     "",
   );
+  if (protocol.notes) lines.push(protocol.notes.trim(), "");
 
   lines.push("## Requests (client → server)", "");
   lines.push(

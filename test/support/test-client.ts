@@ -34,6 +34,8 @@ export class TestClient {
   private nextId = 1;
   private closedResolve!: () => void;
   readonly closed = new Promise<void>((resolve) => (this.closedResolve = resolve));
+  /** Leave "jsonrpc" out of what this client sends, as Codex's clients do. */
+  omitJsonrpc = false;
 
   private constructor(
     private readonly write: (text: string) => void,
@@ -104,7 +106,7 @@ export class TestClient {
     const handler = this.handlers.get(request.method!);
     if (!handler) return; // unanswered on purpose: tests of disconnects and timeouts rely on it
     const result = await handler(request.params);
-    this.write(JSON.stringify({ jsonrpc: "2.0", id: request.id, result }));
+    this.send({ id: request.id, result });
   }
 
   /** Answers server -> client requests of this method. */
@@ -117,7 +119,7 @@ export class TestClient {
   }
 
   send(message: Record<string, unknown>): void {
-    this.write(JSON.stringify({ jsonrpc: "2.0", ...message }));
+    this.write(JSON.stringify(this.omitJsonrpc ? message : { jsonrpc: "2.0", ...message }));
   }
 
   /** Sends a request and resolves with the whole response message (result or error). */
