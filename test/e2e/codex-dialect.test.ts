@@ -67,7 +67,7 @@ describe("the Codex app-server dialect", { skip: codexMissing }, () => {
   let threadId: string;
   it("runs a session the way Codex's clients do", async () => {
     const init = await call("initialize", { clientInfo: { name: "codex_test", title: null, version: "0.169.0" }, capabilities: null });
-    assert.match(String(init.userAgent), /^switchyard\//);
+    assert.match(String(init.userAgent), /^switchyard_codex\/0\.169\.0 .* switchyard\//);
     codex.notify("initialized");
     assert.deepEqual(await call("account/read", { refreshToken: false }), {
       account: { type: "apiKey" },

@@ -27,6 +27,9 @@ import {
   toInput,
 } from "./wire.js";
 
+/** The Codex release whose app-server protocol this face follows (test/agents pins it). */
+const CODEX_PROTOCOL_VERSION = "0.169.0";
+
 /** What Codex names the provider of a thread whose provider the server chooses. */
 const SERVER_PROVIDER = "switchyard";
 
@@ -108,7 +111,8 @@ export class CodexSession implements RpcHandlers {
         this.initialized = true;
         this.log.info({ client: clientInfo.name, transport: this.connection.info.transport }, "codex client initialized");
         return {
-          userAgent: `switchyard/${this.serverVersion} (${os.type()} ${os.release()}; ${os.arch()})`,
+          // Clients read the first version in it as the protocol version they talk to.
+          userAgent: `switchyard_codex/${CODEX_PROTOCOL_VERSION} (${os.type()} ${os.release()}; ${os.arch()}) switchyard/${this.serverVersion}`,
           codexHome: process.env.CODEX_HOME ?? path.join(os.homedir(), ".codex"),
           platformFamily: process.platform === "win32" ? "windows" : "unix",
           platformOs: process.platform === "darwin" ? "macos" : process.platform === "win32" ? "windows" : process.platform,
