@@ -642,6 +642,17 @@ export interface TurnCompletedNotification {
   turn: Turn;
 }
 
+/** Params of the `turn/plan/updated` notification. The agent's plan for the turn, whole, each time it changes. */
+export interface TurnPlanUpdatedNotification {
+  threadId: string;
+  turnId: string;
+  explanation: string | null;
+  plan: Array<{
+    step: string;
+    status: "pending" | "inProgress" | "completed";
+  }>;
+}
+
 /** Params of the `item/started` notification. An item began. */
 export interface ItemStartedNotification {
   item: ThreadItem;
@@ -810,6 +821,8 @@ export interface Notifications {
   "turn/started": TurnStartedNotification;
   /** A turn ended, whatever the outcome (see turn.status). */
   "turn/completed": TurnCompletedNotification;
+  /** The agent's plan for the turn, whole, each time it changes. */
+  "turn/plan/updated": TurnPlanUpdatedNotification;
   /** An item began. */
   "item/started": ItemStartedNotification;
   /** An item is final. */

@@ -135,10 +135,48 @@ describe("the Codex app-server dialect", { skip: codexMissing }, () => {
     checkReceived();
   });
 
+  it("streams the plan, and asks before a file change with item/fileChange/requestApproval", async () => {
+    codex.received.splice(0);
+    codex.handle("item/fileChange/requestApproval", () => ({ decision: "accept" }));
+    fake.enqueue(
+      {
+        kind: "response",
+        toolCalls: [
+          {
+            id: "call_plan",
+            name: "update_plan",
+            arguments: {
+              plan: [
+                { step: "Write the notes", status: "in_progress" },
+                { step: "Check them", status: "pending" },
+              ],
+            },
+          },
+        ],
+      },
+      { kind: "response", toolCalls: [{ id: "call_write", name: "write_file", arguments: { path: "NOTES.md", content: "notes\n" } }] },
+      { kind: "response", text: "Written." },
+    );
+    const ended = codex.waitFor((m) => m.method === "turn/completed", 30_000);
+    await call("turn/start", { threadId, input: [{ type: "text", text: "write notes", text_elements: [] }] });
+    await ended;
+    const plan = codex.received.find((m) => m.method === "turn/plan/updated");
+    assert.deepEqual(plan?.params?.plan, [
+      { step: "Write the notes", status: "inProgress" },
+      { step: "Check them", status: "pending" },
+    ]);
+    assert.equal(codex.received.filter((m) => m.method === "item/fileChange/requestApproval").length, 1);
+    const change = codex.received.find((m) => m.method === "item/completed" && (m.params!.item as { type: string }).type === "fileChange");
+    const changes = (change!.params!.item as { changes: Array<{ path: string; kind: { type: string }; diff: string }> }).changes;
+    assert.equal(changes[0]!.kind.type, "add");
+    assert.match(changes[0]!.diff, /\+notes/);
+    checkReceived();
+  });
+
   it("reads, lists, renames, forks, archives and resumes threads", async () => {
     const read = await call("thread/read", { threadId, includeTurns: true });
     const turns = (read.thread as { turns: Array<{ items: Array<{ type: string }> }> }).turns;
-    assert.equal(turns.length, 2);
+    assert.equal(turns.length, 3);
     assert.deepEqual(
       turns[0]!.items.map((i) => i.type),
       ["userMessage", "reasoning", "agentMessage"],
@@ -161,7 +199,7 @@ describe("the Codex app-server dialect", { skip: codexMissing }, () => {
     );
     await call("thread/unarchive", { threadId: fork.id });
     const resumed = await call("thread/resume", { threadId, model: null, cwd: null, approvalPolicy: null, excludeTurns: false });
-    assert.equal((resumed.thread as { turns: unknown[] }).turns.length, 2);
+    assert.equal((resumed.thread as { turns: unknown[] }).turns.length, 3);
     checkReceived();
   });
 

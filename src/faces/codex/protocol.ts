@@ -368,6 +368,13 @@ export const CodexNotifications = {
   "thread/unarchived": z.object({ threadId: z.string() }).describe("A thread was unarchived."),
   "turn/started": z.object({ threadId: z.string(), turn: Turn }).describe("A turn began."),
   "turn/completed": z.object({ threadId: z.string(), turn: Turn }).describe("A turn ended, whatever the outcome (see turn.status)."),
+  "turn/plan/updated": z
+    .object({
+      ...inTurn,
+      explanation: nullable(z.string()),
+      plan: z.array(z.object({ step: z.string(), status: z.enum(["pending", "inProgress", "completed"]) })),
+    })
+    .describe("The agent's plan for the turn, whole, each time it changes."),
   "item/started": z.object({ item: ThreadItem, ...inTurn, startedAtMs: z.number() }).describe("An item began."),
   "item/completed": z.object({ item: ThreadItem, ...inTurn, completedAtMs: z.number() }).describe("An item is final."),
   "item/agentMessage/delta": deltaParams.describe("A piece of the agent's message."),

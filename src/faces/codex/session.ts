@@ -308,6 +308,11 @@ export class CodexSession implements RpcHandlers {
         return [{ method: "thread/name/updated", params: { threadId, threadName: event.data.displayName } }];
       case "turn.started":
         return [{ method: "turn/started", params: { threadId, turn: codexTurn(event.data.turn, false) } }];
+      case "turn.planUpdated": {
+        const { explanation, steps } = event.data.plan;
+        const plan = steps.map(({ step, status }) => ({ step, status: status === "in_progress" ? ("inProgress" as const) : status }));
+        return [{ method: "turn/plan/updated", params: { threadId, turnId: event.data.turnId, explanation: explanation ?? null, plan } }];
+      }
       case "item.started":
       case "item.completed": {
         const { item } = event.data;
