@@ -6,7 +6,8 @@
 // between append and commit, lines waiting for the pipe, the SDK's parse buffers), so a
 // 200,000-delta turn would grow the process by 50–80 MB of garbage, which the system never gets
 // back. The governor runs a full collection itself once the heap has grown a fixed budget past
-// what the previous one left: a few collections of 10–20 ms over such a turn.
+// what the previous one left: a few collections of 10–20 ms over such a turn. And once start-up
+// is done, the young generation stops growing (keepYoungGenerationSize).
 import v8 from "node:v8";
 import vm from "node:vm";
 
@@ -23,17 +24,28 @@ export const DEFAULT_HEAP_BUDGET_BYTES = 8 * 1024 * 1024;
 
 /** Starts the governor; returns a function that stops it. */
 export function startHeapGovernor(opts: HeapGovernorOptions = {}): () => void {
-  const collect = collector();
+  let collect: CollectGarbage | undefined;
   const budget = opts.budgetBytes ?? DEFAULT_HEAP_BUDGET_BYTES;
   let live = usedHeap();
   const timer = setInterval(() => {
     // A large live heap gets proportionally more room, so collections stay rare where they cost most.
     if (usedHeap() < live + Math.max(budget, live / 2)) return;
-    collect();
+    // Reached on the first long turn, not at start-up: making the function costs a V8 context.
+    (collect ??= collector())();
     live = usedHeap();
   }, opts.checkIntervalMs ?? 250);
   timer.unref();
   return () => clearInterval(timer);
+}
+
+/**
+ * From now on the young generation keeps its current size instead of doubling under a long
+ * turn's allocation (V8 reads this flag at each growth decision): 16 MiB less, for about 15% more
+ * time per delta in young-generation collections. Called once what the first turn needs is
+ * loaded: with the young generation this small while modules load, a first turn took 15 ms longer.
+ */
+export function keepYoungGenerationSize(): void {
+  v8.setFlagsFromString("--semi-space-growth-factor=1");
 }
 
 const usedHeap = (): number => v8.getHeapStatistics().used_heap_size;

@@ -14,7 +14,7 @@ import { loadSkillTool } from "./tools/load-skill.js";
 import { schedulePromptTool } from "./automation/schedule-prompt.js";
 import { runSubagentTool } from "./automation/run-subagent.js";
 import { WorkspaceResources } from "./workspace/index.js";
-import { startHeapGovernor } from "./heap-governor.js";
+import { keepYoungGenerationSize, startHeapGovernor } from "./heap-governor.js";
 
 /** The system skills, `skills/` of the package: two levels up from dist/src and from dist/chunks. */
 const BUILTIN_SKILLS_DIR = fileURLToPath(new URL("../../skills", import.meta.url));
@@ -93,8 +93,9 @@ export function assembleRuntime(config: ServerConfig, log: Logger): AssembledRun
   // client's first turn/start; a turn that comes sooner waits for the same load, not a second.
   let preparing = false;
   const prepareFirstTurn = (): void => {
-    if (preparing || (config.backend && config.backend.type !== "builtin")) return;
+    if (preparing) return;
     preparing = true;
+    if (config.backend && config.backend.type !== "builtin") return keepYoungGenerationSize();
     setImmediate(() => {
       tools.specs();
       // The skill catalog goes into the first prompt: reading it once here compiles the YAML parser.
@@ -105,7 +106,10 @@ export function assembleRuntime(config: ServerConfig, log: Logger): AssembledRun
       }
       // Node's fetch (the SDKs' HTTP client) loads its implementation on first use.
       void new Request("http://localhost/");
-      providers.prepare().catch((error: unknown) => log.debug({ err: error }, "could not prepare the default provider"));
+      providers
+        .prepare()
+        .catch((error: unknown) => log.debug({ err: error }, "could not prepare the default provider"))
+        .finally(keepYoungGenerationSize);
     });
   };
   return { runtime, store, prepareFirstTurn };
