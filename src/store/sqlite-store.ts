@@ -8,6 +8,7 @@ import { RuntimeError } from "../domain/errors.js";
 import type { DeltaKind, EventType, NewEvent, RuntimeEvent } from "../domain/events.js";
 import type { ItemType, AgentMode, HistoryMode, Item, Thread, ThreadStatus, TokenUsage, Turn, TurnStatus } from "../domain/model.js";
 import type { Store, StorageStatus, StoredItemJson, ThreadFilter, ThreadPage } from "./store.js";
+import { BLOBS_SCHEMA, BlobStore, hydrated } from "./blobs.js";
 
 export const DB_FILE = "switchyard.db";
 
@@ -96,10 +97,13 @@ UPDATE items SET type = json_extract(data, '$.type');
 // v3: threads remember the external agent session their backend continues.
 const SCHEMA_V3 = `ALTER TABLE threads ADD COLUMN backend_session TEXT;`;
 
+// v4: large inline images, once each (blobs.ts).
+
 const MIGRATIONS: ReadonlyArray<(db: Database.Database) => void> = [
   (db) => db.exec(SCHEMA_V1),
   (db) => db.exec(SCHEMA_V2),
   (db) => db.exec(SCHEMA_V3),
+  (db) => db.exec(BLOBS_SCHEMA),
 ];
 
 function migrate(db: Database.Database): void {
@@ -164,7 +168,10 @@ export interface TurnRow {
 const THREAD_COLS =
   "id, workspace_path, user_id, origin_channel, channel_context, display_name, status, created_at, " +
   "last_active_at, history_mode, mode, configuration, metadata, queued_inputs, plan, forked_from, backend_session";
-const TURN_COLS = "id, thread_id, status, started_at, completed_at, token_usage, error, input, model, cancel_reason, diff";
+// What reads select: the columns that may hold user input (so images) with blob references resolved.
+const THREAD_READ = THREAD_COLS.replace("queued_inputs", `${hydrated("queued_inputs")} AS queued_inputs`);
+const TURN_COLS = `id, thread_id, status, started_at, completed_at, token_usage, error, ${hydrated("input")} AS input, model, cancel_reason, diff`;
+const ITEM_DATA = hydrated("data");
 
 type ItemParams = { id: string; thread_id: string; turn_id: string; ord: number; type: string; data: string };
 
@@ -219,10 +226,6 @@ const toItem = (data: string): Item => parse(data);
 
 function toEvent(r: EventRow): RuntimeEvent {
   return { seq: r.seq, threadId: r.thread_id, type: r.type, ts: r.ts, data: parse<unknown>(r.data) } as RuntimeEvent;
-}
-
-function itemParams(item: Item, ord: number): ItemParams {
-  return { id: item.id, thread_id: item.threadId, turn_id: item.turnId, ord, type: item.type, data: JSON.stringify(item) };
 }
 
 function encodeCursor(lastActiveAt: string, id: string): string {
@@ -335,7 +338,7 @@ function prepareStatements(db: Database.Database) {
     insertRule: db.prepare<[string, string]>("INSERT OR IGNORE INTO approval_rules (workspace_path, scope_key) VALUES (?, ?)"),
 
     // Reads.
-    getThread: db.prepare<[string], ThreadRow>(`SELECT ${THREAD_COLS} FROM threads WHERE id = ?`),
+    getThread: db.prepare<[string], ThreadRow>(`SELECT ${THREAD_READ} FROM threads WHERE id = ?`),
     turnsOfThread: db.prepare<[string], TurnRow>(`SELECT ${TURN_COLS} FROM turns WHERE thread_id = ? ORDER BY seq`),
     getTurn: db.prepare<[string], TurnRow>(`SELECT ${TURN_COLS} FROM turns WHERE id = ?`),
     unfinishedTurns: db.prepare<[], TurnRow>(`SELECT ${TURN_COLS} FROM turns WHERE status IN ('running', 'waitingApproval') ORDER BY seq`),
@@ -344,17 +347,17 @@ function prepareStatements(db: Database.Database) {
       `SELECT thread_id, token_usage FROM turns WHERE thread_id IN (SELECT value FROM json_each(?))
        AND token_usage IS NOT NULL ORDER BY thread_id, seq`,
     ),
-    itemsOfTurn: db.prepare<[string], string>("SELECT data FROM items WHERE turn_id = ? ORDER BY ord").pluck(),
-    itemsOfThread: db.prepare<[string], string>("SELECT data FROM items WHERE thread_id = ? ORDER BY ord").pluck(),
+    itemsOfTurn: db.prepare<[string], string>(`SELECT ${ITEM_DATA} FROM items WHERE turn_id = ? ORDER BY ord`).pluck(),
+    itemsOfThread: db.prepare<[string], string>(`SELECT ${ITEM_DATA} FROM items WHERE thread_id = ? ORDER BY ord`).pluck(),
     itemsJsonOfThread: db
-      .prepare<[string], [string, string, string]>("SELECT turn_id, type, data FROM items WHERE thread_id = ? ORDER BY ord")
+      .prepare<[string], [string, string, string]>(`SELECT turn_id, type, ${ITEM_DATA} FROM items WHERE thread_id = ? ORDER BY ord`)
       .raw(),
     eventsAfter: db.prepare<[string, number, number], EventRow>(
-      "SELECT seq, thread_id, type, ts, data FROM events WHERE thread_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+      `SELECT seq, thread_id, type, ts, ${hydrated("data")} AS data FROM events WHERE thread_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
     ),
     hasRule: db.prepare<[string, string], number>("SELECT 1 FROM approval_rules WHERE workspace_path = ? AND scope_key = ?").pluck(),
     replayPage: db.prepare<[number, number], EventRow>(
-      `SELECT seq, thread_id, type, ts, data FROM events WHERE seq > ? AND type <> 'item.delta'
+      `SELECT seq, thread_id, type, ts, ${hydrated("data")} AS data FROM events WHERE seq > ? AND type <> 'item.delta'
        ORDER BY seq LIMIT ?`,
     ),
     // deltasOf: scan the thread's events from the start of the item's turn (events_thread_seq),
@@ -381,6 +384,8 @@ export class SqliteStore implements Store {
   private readonly db: Database.Database;
   private readonly onError: (err: unknown) => void;
   private readonly stmts: Statements;
+  private readonly blobs: BlobStore;
+  private readonly blobReader?: Database.Database;
   private readonly listStmts = new Map<string, Database.Statement<unknown[], ThreadRow>>();
   private readonly writeBatch: Database.Transaction<(batch: PendingEvent[]) => unknown[]>;
   private seq: number;
@@ -417,12 +422,18 @@ export class SqliteStore implements Store {
       db.close();
       throw err;
     }
+    // Before the statements: they call its SQL function. Its reader is opened after the migrations.
+    if (!db.memory) {
+      this.blobReader = new Database(file, { readonly: true });
+      this.blobReader.pragma("cache_size = -256");
+    }
+    this.blobs = new BlobStore(db, this.blobReader);
     this.stmts = prepareStatements(db);
     this.seq = this.stmts.maxSeq.get() ?? 0;
     this.writeBatch = db.transaction((batch: PendingEvent[]) => {
       const errors: unknown[] = [];
       for (const e of batch) {
-        this.stmts.insertEvent.run(e.seq, e.threadId, e.type, e.ts, e.data);
+        this.stmts.insertEvent.run(e.seq, e.threadId, e.type, e.ts, this.blobs.dehydrate(e.data));
         // Deltas (~2,000 per turn) only go to the log; items get their text from item.completed.
         if (e.type !== "item.delta") {
           this.applySafely(
@@ -573,6 +584,11 @@ export class SqliteStore implements Store {
   }
 
   /** Applies one event to the derived tables. Used by flush() and by rebuild(). */
+  private itemParams(item: Item, ord: number): ItemParams {
+    const data = this.blobs.dehydrate(JSON.stringify(item));
+    return { id: item.id, thread_id: item.threadId, turn_id: item.turnId, ord, type: item.type, data };
+  }
+
   private applyEvent(e: RuntimeEvent): void {
     const s = this.stmts;
     switch (e.type) {
@@ -592,7 +608,7 @@ export class SqliteStore implements Store {
           mode: t.mode,
           configuration: jsonOrNull(t.configuration),
           metadata: JSON.stringify(t.metadata ?? {}),
-          queued_inputs: JSON.stringify(t.queuedInputs ?? []),
+          queued_inputs: this.blobs.dehydrate(JSON.stringify(t.queuedInputs ?? [])),
           plan: jsonOrNull(t.plan),
           forked_from: jsonOrNull(t.forkedFrom),
           backend_session: jsonOrNull(t.backendSession),
@@ -623,7 +639,7 @@ export class SqliteStore implements Store {
         s.deleteThread.run(e.threadId);
         return;
       case "thread.queueUpdated":
-        s.setQueue.run(JSON.stringify(e.data.queuedInputs), e.threadId);
+        s.setQueue.run(this.blobs.dehydrate(JSON.stringify(e.data.queuedInputs)), e.threadId);
         return;
       case "turn.started": {
         const t = e.data.turn;
@@ -636,7 +652,7 @@ export class SqliteStore implements Store {
           completed_at: t.completedAt ?? null,
           token_usage: jsonOrNull(t.tokenUsage),
           error: jsonOrNull(t.error),
-          input: JSON.stringify(t.input ?? []),
+          input: this.blobs.dehydrate(JSON.stringify(t.input ?? [])),
           model: t.model ?? null,
         });
         s.bumpLastActive.run(e.ts, e.threadId);
@@ -659,11 +675,11 @@ export class SqliteStore implements Store {
         s.setPlan.run(JSON.stringify(e.data.plan), e.threadId);
         return;
       case "item.started":
-        s.insertItem.run(itemParams(e.data.item, e.seq));
+        s.insertItem.run(this.itemParams(e.data.item, e.seq));
         return;
       case "item.completed":
         // Upsert: an item may complete without a started event; its ordinal is then this seq.
-        s.upsertItem.run(itemParams(e.data.item, e.seq));
+        s.upsertItem.run(this.itemParams(e.data.item, e.seq));
         return;
       case "usage.updated":
         s.setTurnUsage.run(JSON.stringify(e.data.usage), e.data.turnId);
@@ -710,7 +726,7 @@ export class SqliteStore implements Store {
     }
     params.push(limit + 1); // one extra row tells whether there is a next page
     const sql =
-      `SELECT ${THREAD_COLS} FROM threads` +
+      `SELECT ${THREAD_READ} FROM threads` +
       (where.length > 0 ? ` WHERE ${where.join(" AND ")}` : "") +
       " ORDER BY last_active_at DESC, id DESC LIMIT ?";
     let stmt = this.listStmts.get(sql); // at most 64 filter shapes
@@ -837,6 +853,8 @@ export class SqliteStore implements Store {
       this.onError(new Error(`${this.pending.length} events could not be written before shutdown: ${(err as Error).message}`));
     } finally {
       this.closed = true;
+      // The writer last: the last connection to close checkpoints the log into the file.
+      this.blobReader?.close();
       this.db.close();
     }
   }

@@ -453,7 +453,7 @@ test("schema version is set and reopening does not migrate again", () => {
     store.close();
     // user_version lives at offset 60 of the database header.
     const header = readFileSync(path.join(dir, "switchyard.db")).subarray(60, 64);
-    assert.equal(header.readUInt32BE(0), 3);
+    assert.equal(header.readUInt32BE(0), 4);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -578,10 +578,81 @@ test("listItemsJson returns stored items with their type, also after migrating a
     assert.deepEqual(read(), expected);
     // Turn the file back into a version 1 database (no type column); opening migrates it.
     const db = new Database(path.join(dir, "switchyard.db"));
-    db.exec("ALTER TABLE items DROP COLUMN type; ALTER TABLE threads DROP COLUMN backend_session; PRAGMA user_version = 1;");
+    db.exec(
+      "ALTER TABLE items DROP COLUMN type; ALTER TABLE threads DROP COLUMN backend_session; DROP TABLE blobs; PRAGMA user_version = 1;",
+    );
     db.close();
     assert.deepEqual(read(), expected);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test("a large inline image is stored once, by content, and read back whole", () => {
+  withStore((store, dir) => {
+    const threadId = "t-img";
+    const image = `data:image/png;base64,${Buffer.from(Array.from({ length: 48_000 }, (_, i) => (i * 7919) % 251)).toString("base64")}`;
+    const small = `data:image/png;base64,${Buffer.from("tiny").toString("base64")}`;
+    const input: Turn["input"] = [
+      { type: "text", text: `inside a text: ${image} stays` },
+      { type: "image", url: image },
+      { type: "image", url: small },
+    ];
+    store.append({ type: "thread.created", threadId, data: { thread: makeThread(threadId) } });
+    for (const turnId of ["i1", "i2"]) {
+      store.append({ type: "turn.started", threadId, data: { turn: { ...makeTurn(turnId, threadId), input } } });
+      const message: Item = {
+        id: `msg-${turnId}`,
+        threadId,
+        turnId,
+        type: "userMessage",
+        status: "completed",
+        createdAt: "2026-01-01T00:01:01.000Z",
+        payload: { text: "look", input },
+      };
+      store.append({ type: "item.completed", threadId, data: { item: message } });
+    }
+    store.append({
+      type: "thread.queueUpdated",
+      threadId,
+      data: { queuedInputs: [{ id: "q1", input, createdAt: "2026-01-01T00:02:00.000Z" }] },
+    });
+    store.flush();
+
+    // Read back whole, through every read.
+    const turns = store.listTurns(threadId, { withItems: true });
+    assert.deepEqual(
+      turns.map((t) => t.input),
+      [input, input],
+    );
+    assert.deepEqual((turns[1]!.items![0]!.payload as { input: unknown }).input, input);
+    assert.deepEqual(store.getThread(threadId)!.queuedInputs[0]!.input, input);
+    assert.ok(store.listItemsJson(threadId).every((i) => i.json.includes(image)));
+    const events = store.eventsAfter(threadId, 0);
+    assert.deepEqual((events[1]!.data as { turn: Turn }).turn.input, input);
+
+    // Stored once: one blob row, and no copy of it in the log or the projections. The small
+    // image, and the data URL written inside a text, stay inline.
+    const db = new Database(path.join(dir, "switchyard.db"), { readonly: true });
+    try {
+      assert.equal(db.prepare("SELECT count(*) FROM blobs").pluck().get(), 1);
+      const base64 = image.slice(image.indexOf(",") + 1, image.indexOf(",") + 200);
+      const copies = (sql: string): number =>
+        (db.prepare(sql).pluck().all() as string[]).filter((text) => text.includes(`"url":"data:image/png;base64,${base64}`)).length;
+      assert.equal(copies("SELECT data FROM events"), 0);
+      assert.equal(copies("SELECT data FROM items"), 0);
+      assert.equal(copies("SELECT input FROM turns"), 0);
+      assert.equal(copies("SELECT queued_inputs FROM threads"), 0);
+      assert.ok((db.prepare("SELECT input FROM turns").pluck().get() as string).includes(small));
+    } finally {
+      db.close();
+    }
+
+    // The projections rebuilt from the log read the same.
+    store.rebuild();
+    assert.deepEqual(
+      store.listTurns(threadId, { withItems: false }).map((t) => t.input),
+      [input, input],
+    );
+  });
 });
