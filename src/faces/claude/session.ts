@@ -5,6 +5,7 @@ import type { ListedModel } from "../../providers/model-catalog.js";
 import { ConnectionClosedError, type RequestContext, type RpcConnection, type RpcHandlers } from "../../rpc/connection.js";
 import { RpcError } from "../../rpc/errors.js";
 import { EventFeed } from "../event-feed.js";
+import { FollowedThreads } from "../followed-threads.js";
 import { dispatchRequests, type Dispatch } from "../../rpc/methods.js";
 import type { RequestHandlers } from "../../rpc/protocol-table.js";
 import type { ApprovalRequest, Approver } from "../../runtime/approvals.js";
@@ -94,9 +95,7 @@ export class ClaudeSession implements RpcHandlers {
   private initialized = false;
   /** What thread/start falls back to, from initialize. */
   private defaults: { cwd?: string; permissionMode: PermissionMode } = { permissionMode: "default" };
-  /** Threads started, resumed, forked or turn-started on this connection: it gets their events and approvals. */
-  /** Threads this connection follows, each with the last seq it had when following began. */
-  private readonly followed = new Map<string, number>();
+  private readonly followed: FollowedThreads;
   /** approval/request notifications waiting for approval/respond, by request id. */
   private readonly pending = new Map<string, PendingApproval>();
   private readonly dispatch: Dispatch;
@@ -108,6 +107,7 @@ export class ClaudeSession implements RpcHandlers {
     private readonly serverVersion: string,
     private readonly log: Logger,
   ) {
+    this.followed = new FollowedThreads(runtime);
     this.dispatch = dispatchRequests(ClaudeRequests, this.handlers(), claudeError);
     const feed = new EventFeed(
       runtime,
@@ -266,18 +266,16 @@ export class ClaudeSession implements RpcHandlers {
     return { model: DEFAULT_MODEL.model, thinking: DEFAULT_MODEL.thinking };
   }
 
-  /** Follows a thread from now on: events appended before this call are not sent. */
   private follow(threadId: string): void {
-    if (!this.followed.has(threadId)) this.followed.set(threadId, this.runtime.lastSeq());
+    this.followed.follow(threadId);
   }
 
   private wants(event: RuntimeEvent): boolean {
-    const from = this.followed.get(event.threadId);
-    return this.initialized && from !== undefined && event.seq > from;
+    return this.initialized && this.followed.wants(event);
   }
 
   private sendEvent(event: RuntimeEvent): boolean {
-    if (event.type === "thread.deleted") this.followed.delete(event.threadId);
+    this.followed.sent(event);
     const notifications = toNotifications(event, (turnId) => this.runtime.findTurn(turnId));
     for (const notification of notifications) this.notify(notification);
     return notifications.length > 0;

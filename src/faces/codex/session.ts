@@ -12,6 +12,7 @@ import type { ApprovalDecision, Thread as RuntimeThread, Turn as RuntimeTurn } f
 import type { ApprovalRequest, Approver } from "../../runtime/approvals.js";
 import type { RuntimeApi } from "../../runtime/api.js";
 import { EventFeed } from "../event-feed.js";
+import { FollowedThreads } from "../followed-threads.js";
 import { codexError, notInitialized } from "./errors.js";
 import { CodexRequests, type CodexNotification, type CodexResult, type Thread } from "./protocol.js";
 import {
@@ -68,8 +69,7 @@ const UNSET_CONFIG = Object.fromEntries(
 
 export class CodexSession implements RpcHandlers {
   private initialized = false;
-  /** Threads this connection follows, each with the last seq it had when following began. */
-  private readonly followed = new Map<string, number>();
+  private readonly followed: FollowedThreads;
   private readonly dispatch: Dispatch;
   private readonly detach: Array<() => void> = [];
 
@@ -79,6 +79,7 @@ export class CodexSession implements RpcHandlers {
     private readonly serverVersion: string,
     private readonly log: Logger,
   ) {
+    this.followed = new FollowedThreads(runtime);
     this.dispatch = dispatchRequests(CodexRequests, this.handlers(), codexError);
     const feed = new EventFeed(
       runtime,
@@ -284,18 +285,16 @@ export class CodexSession implements RpcHandlers {
     return (models.find((m) => m.isDefault && (provider === undefined || m.provider === provider)) ?? models[0])?.id;
   }
 
-  /** Follows a thread from now on: events appended before this call are not sent. */
   private follow(threadId: string): void {
-    if (!this.followed.has(threadId)) this.followed.set(threadId, this.runtime.lastSeq());
+    this.followed.follow(threadId);
   }
 
   private wants(event: RuntimeEvent): boolean {
-    const from = this.followed.get(event.threadId);
-    return this.initialized && from !== undefined && event.seq > from;
+    return this.initialized && this.followed.wants(event);
   }
 
   private sendEvent(event: RuntimeEvent): boolean {
-    if (event.type === "thread.deleted") this.followed.delete(event.threadId);
+    this.followed.sent(event);
     const notifications = this.toNotifications(event);
     for (const notification of notifications) this.notify(notification);
     return notifications.length > 0;
