@@ -5,6 +5,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { FakeModelServer } from "../support/fake-model-server.js";
+import { FAKE_MCP_SERVER } from "../support/fake-mcp-server.js";
 import { makeWorkspace, modelEnv } from "../support/harness.js";
 import { codexMissing, loadCodexSchema, type CodexSchema } from "../support/codex-schema.js";
 import { ServerProcess } from "../support/server-process.js";
@@ -173,10 +174,51 @@ describe("the Codex app-server dialect", { skip: codexMissing }, () => {
     checkReceived();
   });
 
+  it("shows an MCP tool call as one mcpToolCall item, completed with its result", async () => {
+    const appServer = await TestClient.overWebSocket(await server.websocketUrl());
+    try {
+      await appServer.initialize();
+      const ready = appServer.waitFor(
+        (m) => m.method === "mcp/status/updated" && (m.params!.server as { startupState: string }).startupState === "ready",
+        30_000,
+      );
+      const calc = { name: "calc", enabled: true, transport: "stdio", command: process.execPath, args: [FAKE_MCP_SERVER] };
+      await appServer.call("mcp/upsert", { workspacePath: workspace, server: calc });
+      await ready;
+    } finally {
+      appServer.close();
+    }
+    codex.received.splice(0);
+    fake.enqueue(
+      { kind: "response", toolCalls: [{ id: "call_mcp", name: "mcp__calc__add", arguments: { a: 2, b: 3 } }] },
+      { kind: "response", text: "It is 5." },
+    );
+    const ended = codex.waitFor((m) => m.method === "turn/completed", 30_000);
+    await call("turn/start", { threadId, input: [{ type: "text", text: "add them", text_elements: [] }] });
+    await ended;
+    const mcpItems = (method: string) =>
+      codex.received
+        .filter((m) => m.method === method && (m.params!.item as { type: string }).type === "mcpToolCall")
+        .map((m) => m.params!.item);
+    assert.deepEqual(
+      mcpItems("item/started").map((i) => [
+        (i as { server: string }).server,
+        (i as { tool: string }).tool,
+        (i as { status: string }).status,
+      ]),
+      [["calc", "add", "inProgress"]],
+    );
+    const completed = mcpItems("item/completed") as Array<{ status: string; result: { content: Array<{ text: string }> } }>;
+    assert.equal(completed.length, 1);
+    assert.equal(completed[0]!.status, "completed");
+    assert.match(completed[0]!.result.content[0]!.text, /5/);
+    checkReceived();
+  });
+
   it("reads, lists, renames, forks, archives and resumes threads", async () => {
     const read = await call("thread/read", { threadId, includeTurns: true });
     const turns = (read.thread as { turns: Array<{ items: Array<{ type: string }> }> }).turns;
-    assert.equal(turns.length, 3);
+    assert.equal(turns.length, 4);
     assert.deepEqual(
       turns[0]!.items.map((i) => i.type),
       ["userMessage", "reasoning", "agentMessage"],
@@ -199,7 +241,7 @@ describe("the Codex app-server dialect", { skip: codexMissing }, () => {
     );
     await call("thread/unarchive", { threadId: fork.id });
     const resumed = await call("thread/resume", { threadId, model: null, cwd: null, approvalPolicy: null, excludeTurns: false });
-    assert.equal((resumed.thread as { turns: unknown[] }).turns.length, 3);
+    assert.equal((resumed.thread as { turns: unknown[] }).turns.length, 4);
     checkReceived();
   });
 

@@ -8,13 +8,13 @@ import type { RequestContext, RpcConnection, RpcHandlers } from "../../rpc/conne
 import { dispatchRequests, type Dispatch } from "../../rpc/methods.js";
 import type { RequestHandlers } from "../../rpc/protocol-table.js";
 import type { RuntimeEvent } from "../../domain/events.js";
-import type { ApprovalDecision, Thread as RuntimeThread, Turn as RuntimeTurn } from "../../domain/model.js";
+import type { ApprovalDecision, Item, Thread as RuntimeThread, Turn as RuntimeTurn } from "../../domain/model.js";
 import type { ApprovalRequest, Approver } from "../../runtime/approvals.js";
 import type { RuntimeApi } from "../../runtime/api.js";
 import { EventFeed } from "../event-feed.js";
 import { FollowedThreads } from "../followed-threads.js";
 import { codexError, notInitialized } from "./errors.js";
-import { CodexRequests, type CodexNotification, type CodexResult, type Thread } from "./protocol.js";
+import { CodexRequests, type CodexNotification, type CodexResult, type Thread, type ThreadItem } from "./protocol.js";
 import {
   CODEX_CHANNEL,
   approvalConfiguration,
@@ -24,6 +24,7 @@ import {
   codexThreadId,
   runtimeThreadId,
   codexTurn,
+  mcpToolCall,
   threadItem,
   toInput,
 } from "./wire.js";
@@ -315,7 +316,7 @@ export class CodexSession implements RpcHandlers {
       case "item.started":
       case "item.completed": {
         const { item } = event.data;
-        const wire = threadItem(item);
+        const wire = event.type === "item.completed" ? this.completedItem(item) : threadItem(item);
         if (!wire) return [];
         return event.type === "item.started"
           ? [{ method: "item/started", params: { item: wire, threadId, turnId: item.turnId, startedAtMs: Date.parse(item.createdAt) } }]
@@ -369,6 +370,17 @@ export class CodexSession implements RpcHandlers {
       default:
         return [];
     }
+  }
+
+  /**
+   * What a completed runtime item completes in Codex's terms. An MCP call's item completes with
+   * its result, not when its arguments are in.
+   */
+  private completedItem(item: Item): ThreadItem | undefined {
+    if (item.type === "toolCall" && item.payload.mcpServer) return undefined;
+    if (item.type !== "toolResult") return threadItem(item);
+    const call = this.runtime.findTurn(item.turnId)?.items?.find((i) => i.type === "toolCall" && i.payload.callId === item.payload.callId);
+    return call?.type === "toolCall" && call.payload.mcpServer ? mcpToolCall(call, item) : undefined;
   }
 
   private notify(notification: CodexNotification): void {

@@ -1,5 +1,5 @@
 // Runtime objects in the Codex dialect's shapes, and Codex's inputs and policies in the runtime's.
-import type { InputPart, Item, Thread as RuntimeThread, ThreadConfiguration, Turn as RuntimeTurn } from "../../domain/model.js";
+import type { InputPart, Item, ItemOf, Thread as RuntimeThread, ThreadConfiguration, Turn as RuntimeTurn } from "../../domain/model.js";
 import type { ListedModel } from "../../providers/model-catalog.js";
 import type { AskForApproval, Model, Thread, ThreadItem, Turn, UserInput } from "./protocol.js";
 
@@ -132,24 +132,9 @@ export function threadItem(item: Item): ThreadItem | undefined {
         status: done ? "completed" : "inProgress",
       };
     case "toolCall":
-      // Only MCP tools have an item of their own in Codex; its built-in tools show as commands and file changes.
-      if (!item.payload.mcpServer) return undefined;
-      return {
-        type: "mcpToolCall",
-        id: item.id,
-        ...times,
-        server: item.payload.mcpServer,
-        tool: item.payload.toolName.replace(/^mcp__[^_]+__/, ""),
-        status: done ? "completed" : "inProgress",
-        arguments: item.payload.arguments ?? {},
-        appContext: null,
-        mcpAppUi: null,
-        pluginId: null,
-        readOnlyHint: null,
-        result: null,
-        error: null,
-        durationMs: null,
-      };
+      // Only MCP tools have an item of their own in Codex; its built-in tools show as commands and
+      // file changes. The call is in progress until its result (mcpToolCall below).
+      return item.payload.mcpServer ? mcpToolCall(item) : undefined;
     case "dynamicToolCall":
     case "pluginFunctionCall": {
       const { output, success } = item.payload;
@@ -176,6 +161,37 @@ export function threadItem(item: Item): ThreadItem | undefined {
   }
 }
 
+/** An MCP tool call as Codex's one item for it: the call, and once it ran, its result. */
+export function mcpToolCall(call: ItemOf<"toolCall">, result?: ItemOf<"toolResult">): ThreadItem {
+  const output = result?.payload.output ?? "";
+  return {
+    type: "mcpToolCall",
+    id: call.id,
+    startedAtMs: millis(call.createdAt),
+    completedAtMs: millis(result?.completedAt),
+    server: call.payload.mcpServer ?? "",
+    tool: call.payload.toolName.replace(/^mcp__.+?__/, ""),
+    status: !result ? "inProgress" : result.payload.success ? "completed" : "failed",
+    arguments: call.payload.arguments ?? {},
+    appContext: null,
+    mcpAppUi: null,
+    pluginId: null,
+    readOnlyHint: null,
+    result: result?.payload.success ? { content: [{ type: "text", text: output }], structuredContent: null, _meta: null } : null,
+    error: result && !result.payload.success ? { message: output } : null,
+    durationMs: null,
+  };
+}
+
+/** A turn's items as Codex's: an MCP call and its result become one item. */
+export function threadItems(items: Item[]): ThreadItem[] {
+  const results = new Map(items.flatMap((i) => (i.type === "toolResult" ? [[i.payload.callId, i] as const] : [])));
+  return items.flatMap((item) => {
+    if (item.type === "toolCall" && item.payload.mcpServer) return [mcpToolCall(item, results.get(item.payload.callId))];
+    return threadItem(item) ?? [];
+  });
+}
+
 export function turnStatus(status: RuntimeTurn["status"]): Turn["status"] {
   switch (status) {
     case "completed":
@@ -195,7 +211,7 @@ export function codexTurn(turn: RuntimeTurn, withItems = true): Turn {
   return {
     id: turn.id,
     rootTurnId: null,
-    items: withItems ? (turn.items ?? []).flatMap((item) => threadItem(item) ?? []) : [],
+    items: withItems ? threadItems(turn.items ?? []) : [],
     itemsView: withItems ? "full" : "notLoaded",
     status: turnStatus(turn.status),
     error: turn.error
