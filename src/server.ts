@@ -5,7 +5,7 @@ import type { ProviderSettings } from "./config/file.js";
 import type { Logger } from "./log.js";
 import type { Face, FaceListener } from "./faces/face.js";
 import { FaceRouter } from "./faces/face-router.js";
-import { FACES, findFace, refuseBeforeInitialize, routedFaces } from "./faces/index.js";
+import { DEFAULT_FACE, FACES, findFace, refuseBeforeInitialize, routedFaces } from "./faces/index.js";
 import { RpcConnection } from "./rpc/connection.js";
 import type { Runtime } from "./runtime/runtime.js";
 import type { AssembledRuntime } from "./server-runtime.js";
@@ -113,6 +113,7 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
     );
     router = new FaceRouter({
       faces: routedFaces(),
+      fallback: DEFAULT_FACE,
       connection,
       log,
       serverVersion: VERSION,

@@ -7,8 +7,10 @@ import type { RuntimeApi } from "../runtime/api.js";
 import type { Face } from "./face.js";
 
 export interface FaceRouterOptions {
-  /** `faces[0]` is the default when no face claims an initialize request. */
+  /** The faces that may claim a connection, in the order they are asked. */
   faces: readonly Face[];
+  /** The face of a connection whose initialize no face claims. */
+  fallback: Face;
   connection: RpcConnection;
   log: Logger;
   serverVersion: string;
@@ -34,7 +36,7 @@ export class FaceRouter implements RpcHandlers {
       const { faces, log, connection, serverVersion } = this.options;
       if (method !== "initialize") throw this.options.notInitialized();
       const peer = { omitsJsonrpc: connection.omitsJsonrpc };
-      const face = faces.find((f) => f.claims?.(params, peer)) ?? faces[0]!;
+      const face = faces.find((f) => f.claims?.(params, peer)) ?? this.options.fallback;
       log.debug({ face: face.name, connection: connection.id }, "face chosen");
       const opened = (this.handlers = this.open(face));
       const early = opened instanceof Promise ? face.answerEarly?.(params, serverVersion) : undefined;

@@ -10,7 +10,6 @@ import { codexFace } from "./codex/index.js";
 import { yeaftFace } from "./yeaft/index.js";
 import type { Face } from "./face.js";
 
-/** The first face is the default of a connection whose initialize no face claims. */
 export const FACES: readonly Face[] = [appServerFace, claudeFace, codexFace, acpFace, agentCraftFace, agentCompanyFace, yeaftFace];
 
 /** What a connection gets for a request before its first initialize: the default face's answer. */
@@ -20,7 +19,14 @@ export function findFace(name: string): Face | undefined {
   return FACES.find((face) => face.name === name);
 }
 
-/** The faces chosen per connection on the shared JSON-RPC listeners, in claim order. */
+/** The face of a connection whose initialize no other face claims. */
+export const DEFAULT_FACE = appServerFace;
+
+/**
+ * The faces chosen per connection on the shared JSON-RPC listeners, in the order they are asked:
+ * those with a distinctive initialize first, the default last (it claims any `clientInfo`).
+ */
 export function routedFaces(): Face[] {
-  return FACES.filter((face) => face.open !== undefined && face.claims !== undefined);
+  const routed = FACES.filter((face) => face.open !== undefined && face.claims !== undefined && face !== DEFAULT_FACE);
+  return [...routed, DEFAULT_FACE];
 }

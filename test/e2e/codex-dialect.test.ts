@@ -256,6 +256,21 @@ describe("the Codex app-server dialect", { skip: codexMissing }, () => {
     assert.equal(invalid.error?.code, -32602);
   });
 
+  it('also serves a Codex client that sends "jsonrpc", by the shape of its initialize', async () => {
+    const client = await TestClient.overWebSocket((await server.websocketUrl()).replace(/\/ws$/, "/"));
+    try {
+      const response = await client.request("initialize", {
+        clientInfo: { name: "sdk", title: null, version: "1" },
+        capabilities: { experimentalApi: true },
+      });
+      assert.equal(response.jsonrpc, "2.0", "answered with the member it was sent");
+      assert.match(String(response.result?.userAgent), /^switchyard_codex\//);
+      assert.deepEqual(schema.checkResult("initialize", response.result), []);
+    } finally {
+      client.close();
+    }
+  });
+
   it("shares its threads with the AppServer face, both ways", async () => {
     const appServer = await TestClient.overWebSocket(await server.websocketUrl());
     try {

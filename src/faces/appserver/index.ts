@@ -5,8 +5,8 @@ import { initializeResult, isPlainInitialize } from "./handshake.js";
 
 export const appServerFace: Face = {
   name: "appserver",
-  // Its messages carry "jsonrpc": an initialize without it is a Codex client's (the codex face).
-  claims: (params, peer) => !peer.omitsJsonrpc && typeof params === "object" && params !== null && "clientInfo" in params,
+  // Asked last (faces/index.ts): the claude and codex faces take their clients first.
+  claims: (params) => typeof params === "object" && params !== null && "clientInfo" in params,
   answerEarly: (params, serverVersion) => (isPlainInitialize(params) ? initializeResult(serverVersion) : undefined),
   ...lazyFace("appserver", async () => {
     const { AppServerSession } = await import("./session.js");
