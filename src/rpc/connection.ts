@@ -107,8 +107,8 @@ export class RpcConnection {
   private readonly maxInFlight: number;
   private readonly defaultTimeoutMs: number;
   private jsonrpcOptional: boolean;
-  /** Undecided until the first request of an "asPeer" connection. */
-  private peerStyle: "undecided" | "decided";
+  /** An "asPeer" connection before its first request. */
+  private peerUndecided: boolean;
   private omitJsonrpc = false;
   private readonly abort = new AbortController();
   private readonly pending = new Map<number, PendingRequest>();
@@ -128,7 +128,7 @@ export class RpcConnection {
     this.maxInFlight = options.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT;
     this.defaultTimeoutMs = options.defaultRequestTimeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.jsonrpcOptional = options.jsonrpcMember === "optional";
-    this.peerStyle = options.jsonrpcMember === "asPeer" ? "undecided" : "decided";
+    this.peerUndecided = options.jsonrpcMember === "asPeer";
     this.outputBudgetBytes = options.outputBudgetBytes ?? DEFAULT_OUTPUT_BUDGET_BYTES;
     this.log = (options.logger ?? silentLogger).child({ conn: this.id, transport: channel.info.transport });
     channel.onMessage((text) => this.handleText(text));
@@ -168,7 +168,7 @@ export class RpcConnection {
   notify(method: string, params?: unknown): void {
     if (this.isClosed) return;
     const message = params === undefined ? { jsonrpc: "2.0", method } : { jsonrpc: "2.0", method, params };
-    this.write(JSON.stringify(message));
+    this.sendText(JSON.stringify(message));
   }
 
   request<T = unknown>(method: string, params?: unknown, opts: RequestOptions = {}): Promise<T> {
@@ -210,7 +210,7 @@ export class RpcConnection {
         timer = setTimeout(() => entry.reject(new RequestTimeoutError(method, timeoutMs)), timeoutMs);
       }
       signal?.addEventListener("abort", onAbort, { once: true });
-      this.write(text);
+      this.sendText(text);
     });
   }
 
@@ -232,7 +232,7 @@ export class RpcConnection {
     try {
       message = JSON.parse(text);
     } catch {
-      this.write(errorReply(null, { code: ErrorCode.ParseError, message: "Parse error" }));
+      this.sendText(errorReply(null, { code: ErrorCode.ParseError, message: "Parse error" }));
       return;
     }
 
@@ -241,14 +241,14 @@ export class RpcConnection {
       return;
     }
     if (message.length === 0) {
-      this.write(errorReply(null, { code: ErrorCode.InvalidRequest, message: "Invalid Request: empty batch" }));
+      this.sendText(errorReply(null, { code: ErrorCode.InvalidRequest, message: "Invalid Request: empty batch" }));
       return;
     }
     // Every element is dispatched now (so handlers start in arrival order); the replies go out
     // together as one array once all are done, and not at all if there are none.
     const replies = message.map((m) => this.handleOne(m)).filter((r): r is string | Promise<string> => r !== undefined);
     if (replies.length === 0) return;
-    void Promise.all(replies).then((parts) => this.sendText(`[${parts.map((part) => this.styled(part)).join(",")}]`, false));
+    void Promise.all(replies).then((parts) => this.sendText(`[${parts.map((part) => this.styled(part)).join(",")}]`));
   }
 
   private handleOne(message: unknown): Reply {
@@ -261,8 +261,8 @@ export class RpcConnection {
       this.routeResponse(message);
       return undefined;
     }
-    if (this.peerStyle === "undecided" && typeof message.method === "string") {
-      this.peerStyle = "decided";
+    if (this.peerUndecided && typeof message.method === "string") {
+      this.peerUndecided = false;
       this.jsonrpcOptional = this.omitJsonrpc = !("jsonrpc" in message);
     }
     const versionOk = message.jsonrpc === "2.0" || (this.jsonrpcOptional && !("jsonrpc" in message));
@@ -338,7 +338,7 @@ export class RpcConnection {
 
   private handleOversized(size: number, limit: number): void {
     this.log.info({ size, limit }, "oversized message discarded");
-    this.write(
+    this.sendText(
       errorReply(null, {
         code: ErrorCode.InvalidRequest,
         message: `Message too large: ${size} bytes exceeds the ${limit}-byte limit`,
@@ -370,17 +370,14 @@ export class RpcConnection {
     else void reply.then((text) => this.sendText(text));
   }
 
-  /** Sends one message we serialized (always with "jsonrpc" first), in the peer's style. */
-  private write(text: string): void {
-    this.channel.send(this.styled(text));
+  /** Sends what we serialized, in the peer's style (a batch's parts are styled by the caller). */
+  private sendText(text: string): void {
+    if (!this.isClosed) this.channel.send(this.styled(text));
   }
 
+  /** A message we serialized (always with "jsonrpc" first), without the member for a peer that omits it. */
   private styled(text: string): string {
     return this.omitJsonrpc && text.startsWith(JSONRPC_PREFIX) ? `{${text.slice(JSONRPC_PREFIX.length)}` : text;
-  }
-
-  private sendText(text: string, style = true): void {
-    if (!this.isClosed) this.channel.send(style ? this.styled(text) : text);
   }
 
   private shutdown(): void {
