@@ -14,28 +14,21 @@ import vm from "node:vm";
 /** Called without options: a full, synchronous collection (Node 20 ignores `{type: "major"}`). */
 type CollectGarbage = () => void;
 
-export interface HeapGovernorOptions {
-  /** Growth of the used heap over the last collection's live size that triggers one. */
-  budgetBytes?: number;
-  checkIntervalMs?: number;
-}
+/** Growth of the used heap over the last collection's live size that triggers one. */
+const BUDGET_BYTES = 8 * 1024 * 1024;
+const CHECK_INTERVAL_MS = 250;
 
-export const DEFAULT_HEAP_BUDGET_BYTES = 8 * 1024 * 1024;
-
-/** Starts the governor; returns a function that stops it. */
-export function startHeapGovernor(opts: HeapGovernorOptions = {}): () => void {
+/** Starts the governor for the life of the process. */
+export function startHeapGovernor(): void {
   let collect: CollectGarbage | undefined;
-  const budget = opts.budgetBytes ?? DEFAULT_HEAP_BUDGET_BYTES;
   let live = usedHeap();
-  const timer = setInterval(() => {
+  setInterval(() => {
     // A large live heap gets proportionally more room, so collections stay rare where they cost most.
-    if (usedHeap() < live + Math.max(budget, live / 2)) return;
+    if (usedHeap() < live + Math.max(BUDGET_BYTES, live / 2)) return;
     // Reached on the first long turn, not at start-up: making the function costs a V8 context.
     (collect ??= collector())();
     live = usedHeap();
-  }, opts.checkIntervalMs ?? 250);
-  timer.unref();
-  return () => clearInterval(timer);
+  }, CHECK_INTERVAL_MS).unref();
 }
 
 /**
