@@ -4,7 +4,7 @@
 // with many screenshots then holds each one once on disk, not once per event that mentions it,
 // and nothing above the store sees the difference.
 import { createHash } from "node:crypto";
-import type Database from "better-sqlite3";
+import Database from "better-sqlite3";
 
 export const BLOBS_SCHEMA = `
 CREATE TABLE blobs (
@@ -29,20 +29,29 @@ type Blob = { media_type: string; data: Buffer };
 
 export class BlobStore {
   private readonly put: Database.Statement<[string, string, Buffer]>;
-  private readonly get?: Database.Statement<[string], Blob>;
+  /** The read side, opened on the first reference a read meets (most servers never see one). */
+  private reader?: { db: Database.Database; get: Database.Statement<[string], Blob> };
   /** An in-memory database's blobs (it has no second connection to read them with). */
   private readonly kept?: Map<string, Blob>;
 
   /**
-   * `reader`: a second connection to the same file. The SQL function runs while the main
-   * connection is in the middle of a query, where that connection cannot run another; blobs are
-   * committed with the events that name them, so the reader sees every one a read can meet.
+   * `file`: the database file, for a second, read-only connection. The SQL function runs while
+   * the main connection is in the middle of a query, where that connection cannot run another;
+   * blobs are committed with the events that name them, so the reader sees every one a read can
+   * meet. Undefined for an in-memory database.
    */
-  constructor(db: Database.Database, reader: Database.Database | undefined) {
+  constructor(
+    db: Database.Database,
+    private readonly file: string | undefined,
+  ) {
     this.put = db.prepare("INSERT OR IGNORE INTO blobs (hash, media_type, data) VALUES (?, ?, ?)");
-    if (reader) this.get = reader.prepare("SELECT media_type, data FROM blobs WHERE hash = ?");
-    else this.kept = new Map();
+    if (!file) this.kept = new Map();
     db.function("blob_hydrate", { deterministic: true }, (json: unknown) => (typeof json === "string" ? this.hydrate(json) : json));
+  }
+
+  /** Closes the read side; before the main connection, so that the last to close checkpoints the log. */
+  close(): void {
+    this.reader?.db.close();
   }
 
   /** `json` with its large data URLs stored and replaced by references. Call inside the write's transaction. */
@@ -62,8 +71,17 @@ export class BlobStore {
   /** `json` with its references replaced by the data URLs they stand for. */
   hydrate(json: string): string {
     return json.replace(REF, (whole, hash: string) => {
-      const blob = this.kept ? this.kept.get(hash) : this.get!.get(hash);
+      const blob = this.kept ? this.kept.get(hash) : this.read(hash);
       return blob ? `"data:${blob.media_type};base64,${blob.data.toString("base64")}"` : whole;
     });
+  }
+
+  private read(hash: string): Blob | undefined {
+    if (!this.reader) {
+      const db = new Database(this.file!, { readonly: true });
+      db.pragma("cache_size = -256");
+      this.reader = { db, get: db.prepare("SELECT media_type, data FROM blobs WHERE hash = ?") };
+    }
+    return this.reader.get.get(hash);
   }
 }

@@ -97,13 +97,11 @@ UPDATE items SET type = json_extract(data, '$.type');
 // v3: threads remember the external agent session their backend continues.
 const SCHEMA_V3 = `ALTER TABLE threads ADD COLUMN backend_session TEXT;`;
 
-// v4: large inline images, once each (blobs.ts).
-
 const MIGRATIONS: ReadonlyArray<(db: Database.Database) => void> = [
   (db) => db.exec(SCHEMA_V1),
   (db) => db.exec(SCHEMA_V2),
   (db) => db.exec(SCHEMA_V3),
-  (db) => db.exec(BLOBS_SCHEMA),
+  (db) => db.exec(BLOBS_SCHEMA), // v4: large inline images, once each (blobs.ts)
 ];
 
 function migrate(db: Database.Database): void {
@@ -385,7 +383,6 @@ export class SqliteStore implements Store {
   private readonly onError: (err: unknown) => void;
   private readonly stmts: Statements;
   private readonly blobs: BlobStore;
-  private readonly blobReader?: Database.Database;
   private readonly listStmts = new Map<string, Database.Statement<unknown[], ThreadRow>>();
   private readonly writeBatch: Database.Transaction<(batch: PendingEvent[]) => unknown[]>;
   private seq: number;
@@ -422,12 +419,8 @@ export class SqliteStore implements Store {
       db.close();
       throw err;
     }
-    // Before the statements: they call its SQL function. Its reader is opened after the migrations.
-    if (!db.memory) {
-      this.blobReader = new Database(file, { readonly: true });
-      this.blobReader.pragma("cache_size = -256");
-    }
-    this.blobs = new BlobStore(db, this.blobReader);
+    // Before the statements: they call its SQL function.
+    this.blobs = new BlobStore(db, db.memory ? undefined : file);
     this.stmts = prepareStatements(db);
     this.seq = this.stmts.maxSeq.get() ?? 0;
     this.writeBatch = db.transaction((batch: PendingEvent[]) => {
@@ -583,12 +576,12 @@ export class SqliteStore implements Store {
     }
   }
 
-  /** Applies one event to the derived tables. Used by flush() and by rebuild(). */
   private itemParams(item: Item, ord: number): ItemParams {
     const data = this.blobs.dehydrate(JSON.stringify(item));
     return { id: item.id, thread_id: item.threadId, turn_id: item.turnId, ord, type: item.type, data };
   }
 
+  /** Applies one event to the derived tables. Used by flush() and by rebuild(). */
   private applyEvent(e: RuntimeEvent): void {
     const s = this.stmts;
     switch (e.type) {
@@ -853,8 +846,7 @@ export class SqliteStore implements Store {
       this.onError(new Error(`${this.pending.length} events could not be written before shutdown: ${(err as Error).message}`));
     } finally {
       this.closed = true;
-      // The writer last: the last connection to close checkpoints the log into the file.
-      this.blobReader?.close();
+      this.blobs.close();
       this.db.close();
     }
   }
