@@ -81,13 +81,6 @@ export type ThreadItem =
       questions: null;
     }
   | {
-      type: "plan";
-      id: string;
-      startedAtMs?: number | null;
-      completedAtMs?: number | null;
-      text: string;
-    }
-  | {
       type: "reasoning";
       id: string;
       startedAtMs?: number | null;

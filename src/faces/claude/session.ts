@@ -155,23 +155,23 @@ export class ClaudeSession implements RpcHandlers {
           originChannel: SERVER_NAME,
           configuration: { ...permissionConfiguration(mode), ...(params.backend ? { backend: params.backend } : {}) },
         });
-        this.follow(thread.id);
+        this.followed.follow(thread.id);
         return { thread_id: thread.id, created_at: millis(thread.createdAt) };
       },
       "thread/resume": ({ thread_id }) => {
         const thread = rt.resumeThread(thread_id);
-        this.follow(thread_id);
+        this.followed.follow(thread_id);
         return this.describe(thread);
       },
       "thread/fork": ({ thread_id, at_turn_id }) => {
         // Following starts after the copied history: the client is not sent turns it already has.
         const fork = rt.forkThread(thread_id, at_turn_id);
-        this.follow(fork.id);
+        this.followed.follow(fork.id);
         return { thread_id: fork.id, forked_from: thread_id, created_at: millis(fork.createdAt) };
       },
       "turn/start": async ({ thread_id, content, model }) => {
         const choice = model ? { model: resolveAlias(model) } : await this.defaultModel(thread_id);
-        this.follow(thread_id);
+        this.followed.follow(thread_id);
         const turn = rt.startTurn(thread_id, { input: toInput(content), ...choice });
         return { turn_id: turn.id };
       },
@@ -264,10 +264,6 @@ export class ClaudeSession implements RpcHandlers {
     const selection = await this.runtime.modelSelection(threadId);
     if (selection.backend !== "builtin" || selection.model !== undefined || selection.provider !== DEFAULT_MODEL.provider) return {};
     return { model: DEFAULT_MODEL.model, thinking: DEFAULT_MODEL.thinking };
-  }
-
-  private follow(threadId: string): void {
-    this.followed.follow(threadId);
   }
 
   private wants(event: RuntimeEvent): boolean {

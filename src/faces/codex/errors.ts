@@ -3,6 +3,7 @@
 // this face. Invalid params keep -32602 with the zod issues, as on every face.
 import { RuntimeError } from "../../domain/errors.js";
 import { ErrorCode, RpcError } from "../../rpc/errors.js";
+import { isRecord } from "./wire.js";
 
 /** Switchyard's, past JSON-RPC's range: the disk is full (see docs/reliability.md). */
 const STORAGE_UNAVAILABLE = -32030;
@@ -21,8 +22,4 @@ export function codexError(error: unknown): unknown {
 
 export function notInitialized(): RpcError {
   return new RpcError(ErrorCode.InvalidRequest, "Not initialized");
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }

@@ -59,7 +59,6 @@ export const ThreadItem = z.discriminatedUnion("type", [
     delivery: z.null(),
     questions: z.null(),
   }),
-  z.object({ type: z.literal("plan"), ...itemBase, text: z.string() }),
   z.object({ type: z.literal("reasoning"), ...itemBase, summary: z.array(z.string()), content: z.array(z.string()) }),
   z.object({
     type: z.literal("commandExecution"),

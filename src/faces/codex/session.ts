@@ -22,6 +22,7 @@ import {
   codexModel,
   codexThread,
   codexThreadId,
+  isRecord,
   runtimeThreadId,
   codexTurn,
   mcpToolCall,
@@ -162,20 +163,20 @@ export class CodexSession implements RpcHandlers {
               : {}),
           },
         });
-        this.follow(thread.id);
+        this.followed.follow(thread.id);
         const answer = await this.session(thread, []);
         this.notifyAfterAnswer({ method: "thread/started", params: { thread: answer.thread } });
         return answer;
       },
       "thread/resume": async (params) => {
         const thread = this.configure(rt.resumeThread(params.threadId), params);
-        this.follow(thread.id);
+        this.followed.follow(thread.id);
         const turns = params.excludeTurns ? [] : rt.turnsOf(thread.id, true);
         return { ...(await this.session(thread, turns)), collaborationMode: null, turnsBackwardsCursor: null, itemsBackwardsCursor: null };
       },
       "thread/fork": async (params) => {
         const fork = this.configure(rt.forkThread(params.threadId), params);
-        this.follow(fork.id);
+        this.followed.follow(fork.id);
         const answer = await this.session(fork, rt.turnsOf(fork.id, true));
         this.notifyAfterAnswer({ method: "thread/started", params: { thread: answer.thread } });
         return answer;
@@ -218,9 +219,9 @@ export class CodexSession implements RpcHandlers {
         return {};
       },
       "turn/start": (params) => {
-        rt.resumeThread(params.threadId);
-        if (params.approvalPolicy) rt.configureThread(params.threadId, approvalConfiguration(params.approvalPolicy));
-        this.follow(params.threadId);
+        // The turn's model is the turn's; its approval policy becomes the thread's.
+        this.configure(rt.resumeThread(params.threadId), { approvalPolicy: params.approvalPolicy });
+        this.followed.follow(params.threadId);
         const turn = rt.startTurn(params.threadId, { input: toInput(params.input), ...(params.model ? { model: params.model } : {}) });
         return { turn: codexTurn(turn, false) };
       },
@@ -286,10 +287,6 @@ export class CodexSession implements RpcHandlers {
     return (models.find((m) => m.isDefault && (provider === undefined || m.provider === provider)) ?? models[0])?.id;
   }
 
-  private follow(threadId: string): void {
-    this.followed.follow(threadId);
-  }
-
   private wants(event: RuntimeEvent): boolean {
     return this.initialized && this.followed.wants(event);
   }
@@ -313,19 +310,18 @@ export class CodexSession implements RpcHandlers {
         const plan = steps.map(({ step, status }) => ({ step, status: status === "in_progress" ? ("inProgress" as const) : status }));
         return [{ method: "turn/plan/updated", params: { threadId, turnId: event.data.turnId, explanation: explanation ?? null, plan } }];
       }
-      case "item.started":
+      case "item.started": {
+        const { item } = event.data;
+        const wire = threadItem(item);
+        return wire
+          ? [{ method: "item/started", params: { item: wire, threadId, turnId: item.turnId, startedAtMs: Date.parse(item.createdAt) } }]
+          : [];
+      }
       case "item.completed": {
         const { item } = event.data;
-        const wire = event.type === "item.completed" ? this.completedItem(item) : threadItem(item);
-        if (!wire) return [];
-        return event.type === "item.started"
-          ? [{ method: "item/started", params: { item: wire, threadId, turnId: item.turnId, startedAtMs: Date.parse(item.createdAt) } }]
-          : [
-              {
-                method: "item/completed",
-                params: { item: wire, threadId, turnId: item.turnId, completedAtMs: Date.parse(item.completedAt ?? item.createdAt) },
-              },
-            ];
+        const wire = this.completedItem(item);
+        const completedAtMs = Date.parse(item.completedAt ?? item.createdAt);
+        return wire ? [{ method: "item/completed", params: { item: wire, threadId, turnId: item.turnId, completedAtMs } }] : [];
       }
       case "item.delta": {
         const { kind, turnId, itemId, delta } = event.data;
@@ -419,10 +415,6 @@ function approvalRequest(request: ApprovalRequest): { method: string; params: Re
         params: { ...common, kind: "command", environmentId: null, command: request.operation, cwd: request.target },
       }
     : { method: "item/fileChange/requestApproval", params: { ...common, grantRoot: null } };
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 /** Codex's decision as the runtime's; its amendments (exec policy, network) count as accept. */

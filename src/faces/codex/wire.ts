@@ -21,6 +21,10 @@ export function runtimeThreadId(codexId: string): string {
   return match ? `thread_${match[1]}_${match[2]!.toLowerCase()}` : codexId;
 }
 
+export function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
 export const seconds = (iso: string): number => Math.floor(Date.parse(iso) / 1000);
 const millis = (iso: string | undefined): number | null => (iso ? Date.parse(iso) : null);
 
