@@ -104,7 +104,7 @@ export function assembleRuntime(config: ServerConfig, log: Logger): AssembledRun
       } catch (error) {
         log.debug({ err: error }, "could not read the skill catalog");
       }
-      // Node's fetch (the SDKs' HTTP client) loads its implementation on first use.
+      // Node's Headers and Response, which the SDKs use, load on first use.
       void new Request("http://localhost/");
       providers
         .prepare()

@@ -1,5 +1,5 @@
-// The `fetch` handed to the model SDKs: the platform's fetch, with a streamed (SSE) body cut
-// into one chunk per event.
+// The `fetch` handed to the model SDKs: `httpFetch`, with a streamed (SSE) body cut into one
+// chunk per event.
 //
 // Why: both SDKs find events by appending each network chunk to a buffer and then, for every
 // event in it, slicing off the event and *copying the rest of the buffer*. A 64 KiB chunk
@@ -8,11 +8,13 @@
 // Handing over one event per chunk makes that step linear. Any cut point is valid to the SDK:
 // it only changes where its buffer starts, never what it parses.
 
+import { httpFetch } from "./http-fetch.js";
+
 const NEWLINE = 0x0a;
 const RETURN = 0x0d;
 
 export const eventChunkedFetch: typeof fetch = async (input, init) => {
-  const response = await fetch(input, init);
+  const response = await httpFetch(input, init);
   const type = response.headers.get("content-type") ?? "";
   if (!response.body || !type.startsWith("text/event-stream")) return response;
   return new Response(cutAtEvents(response.body), {
