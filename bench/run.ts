@@ -521,7 +521,7 @@ async function memoryUnderFaults(): Promise<Row[]> {
 
 async function threadList(): Promise<Row[]> {
   const dataDir = dir("list");
-  seedThreads(dataDir, workspace(), 10_000);
+  await seedThreads(dataDir, workspace(), 10_000);
   return withServer({ dataDir }, async (conn) => {
     const runs: number[] = [];
     for (let i = 0; i < 22; i++) {
@@ -543,7 +543,7 @@ async function threadList(): Promise<Row[]> {
 async function threadRead(): Promise<Row[]> {
   const dataDir = dir("read");
   const sizes = [5_000, 10_000, 20_000];
-  const threadIds = seedItemThreads(dataDir, workspace(), sizes);
+  const threadIds = await seedItemThreads(dataDir, workspace(), sizes);
   return withServer({ dataDir }, async (conn) => {
     const rows: Row[] = [];
     const detail: string[] = [];

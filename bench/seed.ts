@@ -23,13 +23,13 @@ export function makeThread(i: number, workspacePath: string): Thread {
 }
 
 /** `count` empty threads (thread.created events only). */
-export function seedThreads(dataDir: string, workspacePath: string, count: number): void {
+export async function seedThreads(dataDir: string, workspacePath: string, count: number): Promise<void> {
   const store = openStore(dataDir);
   for (let i = 0; i < count; i++) {
     const thread = makeThread(i, workspacePath);
     store.append({ type: "thread.created", threadId: thread.id, data: { thread } });
   }
-  store.close(); // flushes
+  await store.close(); // flushes
 }
 
 const FILLER = "The quick brown fox jumps over the lazy dog. ";
@@ -59,9 +59,10 @@ function makeItem(i: number, turn: Turn, at: string): Item {
  * One thread per entry of `itemCounts`, each with completed turns of 100 items (item.completed
  * creates the item row). Returns the thread ids in the same order.
  */
-export function seedItemThreads(dataDir: string, workspacePath: string, itemCounts: number[]): string[] {
+export async function seedItemThreads(dataDir: string, workspacePath: string, itemCounts: number[]): Promise<string[]> {
   const store = openStore(dataDir);
-  const ids = itemCounts.map((items, n) => {
+  const ids: string[] = [];
+  for (const [n, items] of itemCounts.entries()) {
     const thread = makeThread(n, workspacePath);
     store.append({ type: "thread.created", threadId: thread.id, data: { thread } });
     for (let t = 0; t < items / 100; t++) {
@@ -73,9 +74,9 @@ export function seedItemThreads(dataDir: string, workspacePath: string, itemCoun
       const tokenUsage = { inputTokens: 1000, outputTokens: 200, totalTokens: 1200 };
       store.append({ type: "turn.completed", threadId: thread.id, data: { turnId: turn.id, completedAt: at, tokenUsage } });
     }
-    store.flush();
-    return thread.id;
-  });
-  store.close();
+    await store.flush();
+    ids.push(thread.id);
+  }
+  await store.close();
   return ids;
 }

@@ -26,7 +26,7 @@ export interface AssembledRuntime {
   prepareFirstTurn(): void;
 }
 
-export function assembleRuntime(config: ServerConfig, log: Logger): AssembledRuntime {
+export async function assembleRuntime(config: ServerConfig, log: Logger): Promise<AssembledRuntime> {
   const providers = setUpProviders(config, log);
   const store = openStore(config.dataDir);
   const workspace = new WorkspaceResources({
@@ -82,9 +82,9 @@ export function assembleRuntime(config: ServerConfig, log: Logger): AssembledRun
     },
   });
   runtimeRef = runtime;
-  const recovered = runtime.recover();
+  const recovered = await runtime.recover();
   runtime.automation.heartbeat.startFromSettings(process.cwd());
-  runtime.automation.cron.syncFromSettings(process.cwd());
+  await runtime.automation.cron.syncFromSettings(process.cwd());
   runtime.automation.channels.start(process.cwd(), workspace.changes);
   if (recovered > 0) log.warn({ turns: recovered }, "marked turns interrupted by the previous shutdown as failed");
 

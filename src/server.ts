@@ -134,7 +134,7 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
   let runtime: Runtime;
   let store: AssembledRuntime["store"];
   try {
-    const ready = (await import("./server-runtime.js")).assembleRuntime(config, log);
+    const ready = await (await import("./server-runtime.js")).assembleRuntime(config, log);
     ({ runtime, store } = ready);
     runtimeReady(ready);
   } catch (error) {
@@ -176,7 +176,7 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
         await ws?.close();
         await Promise.all(ownListeners.map((listener) => listener.close()));
         await runtime.shutdown();
-        store.close();
+        await store.close();
       } finally {
         // Whatever failed above, the data directory is free again and the process can exit.
         lock.release();

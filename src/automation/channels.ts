@@ -22,7 +22,7 @@ export interface ChannelContext {
   env: NodeJS.ProcessEnv;
   log: Logger;
   /** Takes a chat's message: its thread at once, the agent's answer when the turn has ended. */
-  receive(message: ChatMessage): { threadId: string; reply: Promise<PromptOutcome> };
+  receive(message: ChatMessage): Promise<{ threadId: string; reply: Promise<PromptOutcome> }>;
 }
 
 /** Moves one transport's messages; start resolves with the channel's stop. */
@@ -88,8 +88,12 @@ export class ChannelRunner {
     this.log.info({ channel: name }, "channel stopped");
   }
 
-  private receive(workspacePath: string, channel: string, message: ChatMessage): { threadId: string; reply: Promise<PromptOutcome> } {
-    const threadId = channelThread(this.runtime, {
+  private async receive(
+    workspacePath: string,
+    channel: string,
+    message: ChatMessage,
+  ): Promise<{ threadId: string; reply: Promise<PromptOutcome> }> {
+    const threadId = await channelThread(this.runtime, {
       workspacePath,
       originChannel: channel,
       channelContext: message.chatId,

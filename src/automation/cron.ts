@@ -110,7 +110,7 @@ export class CronService {
    * enabled?}]`) match it: new ones made, changed ones updated, removed ones removed. A job
    * whose schedule cannot run is skipped with a warning.
    */
-  syncFromSettings(workspacePath: string): void {
+  async syncFromSettings(workspacePath: string): Promise<void> {
     let entries: unknown;
     try {
       entries = (readSettings(workspacePath).cron as { jobs?: unknown } | undefined)?.jobs;
@@ -124,9 +124,10 @@ export class CronService {
       schedule?: CronSchedule;
       enabled?: unknown;
     }>;
-    const existing = [...this.jobs.values()].filter(
-      (job) => job.source === "config" && this.runtime.findThread(job.threadId)?.workspacePath === workspacePath,
-    );
+    const existing: CronJob[] = [];
+    for (const job of this.jobs.values()) {
+      if (job.source === "config" && (await this.runtime.findThread(job.threadId))?.workspacePath === workspacePath) existing.push(job);
+    }
     for (const job of existing) if (!wanted.some((w) => w.name === job.name)) this.remove(job.id);
     for (const entry of wanted) {
       if (typeof entry.name !== "string" || typeof entry.prompt !== "string" || !entry.schedule) continue;
@@ -135,9 +136,9 @@ export class CronService {
       if (same && job.enabled === (entry.enabled !== false)) continue;
       try {
         if (job) this.remove(job.id);
-        const made = this.create({
+        const made = await this.create({
           name: entry.name,
-          threadId: channelThread(this.runtime, { workspacePath, originChannel: "cron", displayName: "Scheduled prompts" }),
+          threadId: await channelThread(this.runtime, { workspacePath, originChannel: "cron", displayName: "Scheduled prompts" }),
           prompt: entry.prompt,
           schedule: entry.schedule,
           source: "config",
@@ -149,15 +150,15 @@ export class CronService {
     }
   }
 
-  create(params: {
+  async create(params: {
     name: string;
     threadId: string;
     prompt: string;
     schedule: CronSchedule;
     deleteAfterRun?: boolean;
     source?: CronJob["source"];
-  }): CronJob {
-    this.runtime.getThread(params.threadId);
+  }): Promise<CronJob> {
+    await this.runtime.getThread(params.threadId);
     const schedule = checkedSchedule(params.schedule);
     const now = Date.now();
     const job: CronJob = {

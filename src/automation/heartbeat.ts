@@ -32,7 +32,7 @@ export class HeartbeatService {
       return { result: null, error: null };
     }
     if (!prompt) return { result: null, error: null };
-    const threadId = channelThread(this.runtime, { workspacePath, originChannel: CHANNEL, displayName: "Heartbeat" });
+    const threadId = await channelThread(this.runtime, { workspacePath, originChannel: CHANNEL, displayName: "Heartbeat" });
     const outcome = await runPrompt(this.runtime, threadId, prompt).catch(failedOutcome);
     this.cron.announceResult({
       source: "heartbeat",

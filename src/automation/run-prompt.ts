@@ -23,14 +23,16 @@ export function failedOutcome(error: unknown): PromptOutcome {
  * The thread the server keeps for a channel of a workspace (and a chat of it): the one made
  * first, else a new one.
  */
-export function channelThread(
+export async function channelThread(
   runtime: Pick<RuntimeApi, "listThreads" | "startThread">,
   params: { workspacePath: string; originChannel: string; channelContext?: string; userId?: string; displayName: string },
-): string {
+): Promise<string> {
   const { workspacePath, originChannel, channelContext } = params;
-  const [existing] = runtime.listThreads(
-    { originChannel, workspacePath, ...(channelContext !== undefined ? { channelContext } : {}), hideArchived: true },
-    { limit: 1 },
+  const [existing] = (
+    await runtime.listThreads(
+      { originChannel, workspacePath, ...(channelContext !== undefined ? { channelContext } : {}), hideArchived: true },
+      { limit: 1 },
+    )
   ).threads;
   return existing?.id ?? runtime.startThread(params).id;
 }
@@ -39,7 +41,7 @@ export async function runPrompt(runtime: Runtime, threadId: string, prompt: stri
   for (;;) {
     const ends = watchTurnEnds(runtime, threadId);
     try {
-      const turn = runtime.startTurn(threadId, { input: [{ type: "text", text: prompt }] });
+      const turn = await runtime.startTurn(threadId, { input: [{ type: "text", text: prompt }] });
       return await ends.of(turn.id);
     } catch (error) {
       if (!(error instanceof RuntimeError && error.code === "turnInProgress")) throw error;

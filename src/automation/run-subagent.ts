@@ -26,7 +26,7 @@ export function runSubagentTool(host: () => SubagentHost): AnyTool {
     async execute(input, ctx) {
       const { runtime, definition } = host();
       if (!ctx.threadId) return { output: "Subagents need a thread.", isError: true };
-      const parent = runtime.getThread(ctx.threadId);
+      const parent = await runtime.getThread(ctx.threadId);
       if (typeof parent.metadata.parentThreadId === "string") return { output: "A subagent cannot start subagents.", isError: true };
       const profile = input.profile ?? "general";
       const def = definition(parent.workspacePath, profile);

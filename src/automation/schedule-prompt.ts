@@ -5,7 +5,7 @@ import type { CronJob, CronSchedule } from "./cron.js";
 import { defineTool, type AnyTool } from "../tools/tool.js";
 
 export interface Scheduler {
-  create(params: { name: string; threadId: string; prompt: string; schedule: CronSchedule }): CronJob;
+  create(params: { name: string; threadId: string; prompt: string; schedule: CronSchedule }): Promise<CronJob>;
 }
 
 export function schedulePromptTool(scheduler: () => Scheduler): AnyTool {
@@ -44,7 +44,7 @@ export function schedulePromptTool(scheduler: () => Scheduler): AnyTool {
         const [hour, minute] = input.daily_at.split(":").map(Number);
         schedule = { kind: "daily", dailyHour: hour!, dailyMinute: minute!, tz };
       } else schedule = { kind: "cron", expr: input.cron!, tz };
-      const job = scheduler().create({ name: input.name, threadId: ctx.threadId, prompt: input.prompt, schedule });
+      const job = await scheduler().create({ name: input.name, threadId: ctx.threadId, prompt: input.prompt, schedule });
       const next = job.state.nextRunAtMs === null ? "never" : new Date(job.state.nextRunAtMs).toISOString();
       return { output: `Scheduled job ${job.id} ("${job.name}"); next run ${next}.` };
     },

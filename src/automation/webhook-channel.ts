@@ -51,7 +51,7 @@ async function receive(
   const { chatId, text, userId } = message;
   if (typeof chatId !== "string" || !chatId || typeof text !== "string" || !text)
     return reply(res, 400, { error: "chatId and text are required strings." });
-  const { threadId, reply: answer } = channel.receive({ chatId, text, ...(typeof userId === "string" ? { userId } : {}) });
+  const { threadId, reply: answer } = await channel.receive({ chatId, text, ...(typeof userId === "string" ? { userId } : {}) });
   reply(res, 202, { threadId });
   const outcome = await answer;
   await fetch(channel.config.outboundUrl!, {

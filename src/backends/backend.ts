@@ -42,7 +42,7 @@ export interface TurnContext {
   /** Where tools read/write files and run commands, when a client attached one to the thread (else the disk). */
   environment(): ToolEnvironment | undefined;
   /** Items of the thread's earlier turns, oldest first (the built-in engine rebuilds history from them). */
-  history(): Item[];
+  history(): Promise<Item[]>;
   /**
    * Asks for approval through the thread's policy, grants, rules and clients. Resolves with
    * the decision ("accept" when no question was needed); "cancel" means the turn is to end.

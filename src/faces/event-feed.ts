@@ -21,17 +21,30 @@ const CATCH_UP_PAGE = 256;
 export class EventFeed {
   /** The last seq handed to the connection, per thread: live delivery never repeats it. */
   private readonly sentSeq = new Map<string, number>();
-  /** Threads with events the connection has not been sent yet, to be read from the log. */
-  private readonly behind = new Set<string>();
+  /**
+   * Threads whose events come from the log for now, each with the highest seq it is known to
+   * have: a thread leaves once that much has been sent, so an event that arrived live while
+   * a page was being read is not missed.
+   */
+  private readonly behind = new Map<string, number>();
+  /** Threads a replay is reading back: it, not the catch-up, sends what they missed. */
+  private readonly replaying = new Set<string>();
   private catchingUp = false;
+  /** Events to send once the notification being made (it reads the store) is out, in order. */
+  private waiting: RuntimeEvent[] | undefined;
+  /** Settles once `waiting` has been sent. */
+  private sending: Promise<void> | undefined;
 
   constructor(
     private readonly runtime: Pick<RuntimeApi, "eventsAfter">,
     private readonly connection: FeedConnection,
     /** Whether the connection wants this event at all (subscriptions, broadcasts). */
     private readonly wants: (event: RuntimeEvent) => boolean,
-    /** Sends one event; false when it maps to nothing for this connection. */
-    private readonly send: (event: RuntimeEvent) => boolean,
+    /**
+     * Sends one event; false when it maps to nothing for this connection. A Promise when the
+     * notification needs a read first: later events wait for it.
+     */
+    private readonly send: (event: RuntimeEvent) => boolean | Promise<boolean>,
     private readonly log: Logger,
   ) {}
 
@@ -41,7 +54,7 @@ export class EventFeed {
     // Already sent by a replay, or to be read from the log with the rest of its thread.
     if (event.seq <= (this.sentSeq.get(event.threadId) ?? 0)) return;
     if (this.behind.has(event.threadId) || this.connection.overBudget()) {
-      this.fallBehind(event.threadId, event.seq - 1);
+      this.fallBehind(event.threadId, event.seq);
       return;
     }
     this.deliver(event);
@@ -49,28 +62,25 @@ export class EventFeed {
 
   /**
    * Sends the thread's events after `afterSeq` from the log (a client catching up), as far as
-   * the budget allows now; the rest follows once the connection drains. Returns how many were
-   * sent now.
+   * the budget allows now; the rest follows once the connection drains. Live events of the
+   * thread wait for the log meanwhile. Resolves with how many were sent now.
    */
-  replay(threadId: string, afterSeq: number): number {
+  async replay(threadId: string, afterSeq: number): Promise<number> {
     // Everything after `afterSeq` is sent, also what this connection was sent before: the
     // client asked for it again.
-    let cursor = afterSeq;
+    this.sentSeq.set(threadId, afterSeq);
+    this.behind.set(threadId, Math.max(this.behind.get(threadId) ?? 0, afterSeq));
     let sent = 0;
-    for (;;) {
-      const events = this.runtime.eventsAfter(threadId, cursor, CATCH_UP_PAGE);
-      for (const event of events) {
-        cursor = event.seq;
-        sent += this.deliver(event) ? 1 : 0;
-      }
-      if (events.length < CATCH_UP_PAGE) return sent;
-      if (this.connection.overBudget()) {
-        // The rest comes from the log as the connection drains, from where the replay stopped.
-        this.sentSeq.set(threadId, cursor);
-        this.fallBehind(threadId, cursor);
-        return sent;
-      }
+    this.replaying.add(threadId);
+    try {
+      while (this.behind.has(threadId) && !this.connection.closed && !this.connection.overBudget()) sent += await this.readPage(threadId);
+    } finally {
+      this.replaying.delete(threadId);
     }
+    if (this.behind.has(threadId)) this.startCatchUp();
+    // What the replay sent is out before the caller answers, also what needed a read to make.
+    while (this.sending) await this.sending;
+    return sent;
   }
 
   /** Forgets a thread (deleted, unsubscribed): nothing more is read back for it. */
@@ -80,12 +90,55 @@ export class EventFeed {
 
   private deliver(event: RuntimeEvent): boolean {
     this.sentSeq.set(event.threadId, Math.max(event.seq, this.sentSeq.get(event.threadId) ?? 0));
-    return this.send(event);
+    if (this.waiting) {
+      this.waiting.push(event);
+      return true;
+    }
+    const sent = this.send(event);
+    if (typeof sent === "boolean") return sent;
+    this.waiting = [];
+    const sending = this.sendWaiting(sent);
+    this.sending = sending;
+    void sending.then(() => {
+      if (this.sending === sending) this.sending = undefined;
+    });
+    return true;
   }
 
-  private fallBehind(threadId: string, cursor: number): void {
-    if (!this.sentSeq.has(threadId)) this.sentSeq.set(threadId, cursor);
-    this.behind.add(threadId);
+  /** Sends what waited behind a notification that needed a read, in order. */
+  private async sendWaiting(first: Promise<boolean>): Promise<void> {
+    for (let current: boolean | Promise<boolean> = first; ;) {
+      if (typeof current !== "boolean")
+        await current.catch((error: unknown) => this.log.error({ err: error }, "could not make a notification"));
+      const next = this.waiting?.shift();
+      if (!next) break;
+      current = this.connection.closed ? false : this.send(next);
+    }
+    this.waiting = undefined;
+  }
+
+  private fallBehind(threadId: string, seq: number): void {
+    if (!this.sentSeq.has(threadId)) this.sentSeq.set(threadId, seq - 1);
+    this.behind.set(threadId, Math.max(this.behind.get(threadId) ?? 0, seq));
+    if (!this.replaying.has(threadId)) this.startCatchUp();
+  }
+
+  /** Sends the thread's next page from the log; returns how many events went out. */
+  private async readPage(threadId: string): Promise<number> {
+    const events = await this.runtime.eventsAfter(threadId, this.sentSeq.get(threadId) ?? 0, CATCH_UP_PAGE);
+    let sent = 0;
+    for (const event of events) {
+      if (event.seq <= (this.sentSeq.get(threadId) ?? 0)) continue; // a replay and a catch-up read the same page
+      if (this.wants(event)) sent += this.deliver(event) ? 1 : 0;
+      else this.sentSeq.set(threadId, event.seq);
+    }
+    // Caught up with the log: what is committed later arrives live.
+    const known = this.behind.get(threadId);
+    if (events.length < CATCH_UP_PAGE && known !== undefined && (this.sentSeq.get(threadId) ?? 0) >= known) this.behind.delete(threadId);
+    return sent;
+  }
+
+  private startCatchUp(): void {
     if (!this.catchingUp) void this.catchUp();
   }
 
@@ -96,17 +149,15 @@ export class EventFeed {
       "client fell behind; catching it up from the event log",
     );
     try {
-      while (this.behind.size > 0 && !this.connection.closed) {
+      const waiting = (): string[] => [...this.behind.keys()].filter((threadId) => !this.replaying.has(threadId));
+      while (waiting().length > 0 && !this.connection.closed) {
         await this.connection.whenDrained();
-        for (const threadId of [...this.behind]) {
+        for (const threadId of waiting()) {
           if (this.connection.overBudget()) break;
-          const events = this.runtime.eventsAfter(threadId, this.sentSeq.get(threadId) ?? 0, CATCH_UP_PAGE);
-          for (const event of events) {
-            if (this.wants(event)) this.deliver(event);
-            else this.sentSeq.set(threadId, event.seq);
-          }
-          // Caught up with the log: what is committed later arrives live.
-          if (events.length < CATCH_UP_PAGE) this.behind.delete(threadId);
+          await this.readPage(threadId).catch((error: unknown) => {
+            this.log.warn({ err: error, threadId }, "could not read the log to catch a client up");
+            this.behind.delete(threadId);
+          });
         }
       }
       this.log.debug("client caught up; live again");

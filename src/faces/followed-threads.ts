@@ -11,7 +11,7 @@ export class FollowedThreads {
 
   /** Follows a thread from now on: events appended before this call are not sent. */
   follow(threadId: string): void {
-    if (!this.from.has(threadId)) this.from.set(threadId, this.runtime.lastSeq());
+    if (!this.from.has(threadId)) this.from.set(threadId, this.runtime.lastSeq(threadId));
   }
 
   has(threadId: string): boolean {

@@ -23,12 +23,12 @@ function turnIdOf(event: RuntimeEvent): string | undefined {
  * Starts the turn (throwing what startTurn throws) and hands each of its events to `onEvent`,
  * the end event included; `ended` resolves with the end event.
  */
-export function watchTurn(
+export async function watchTurn(
   runtime: RuntimeApi,
   threadId: string,
   params: StartTurnParams,
   onEvent: (event: RuntimeEvent) => void = () => undefined,
-): { turn: Turn; ended: Promise<TurnEndEvent> } {
+): Promise<{ turn: Turn; ended: Promise<TurnEndEvent> }> {
   let turnId: string | undefined;
   let resolveEnd!: (end: TurnEndEvent) => void;
   const ended = new Promise<TurnEndEvent>((resolve) => (resolveEnd = resolve));
@@ -41,7 +41,7 @@ export function watchTurn(
     }
   });
   try {
-    const turn = runtime.startTurn(threadId, params);
+    const turn = await runtime.startTurn(threadId, params);
     turnId = turn.id;
     return { turn, ended };
   } catch (error) {

@@ -38,10 +38,10 @@ export interface RuntimeApi {
   // ---- events ----
   /** Receives every event once it is committed to the log, in seq order. */
   subscribe(listener: RuntimeListener): () => void;
-  /** The seq of the latest event appended: "now", for following from now on. */
-  lastSeq(): number;
+  /** The seq of the thread's latest event this process knows of: "now", for following from now on. */
+  lastSeq(threadId: string): number;
   /** The thread's events after `afterSeq`, for a client catching up (throws replayGap past the log's end). */
-  eventsAfter(threadId: string, afterSeq: number, limit?: number): RuntimeEvent[];
+  eventsAfter(threadId: string, afterSeq: number, limit?: number): Promise<RuntimeEvent[]>;
   /** Whether the data directory can be written; while not, writes are refused (storageUnavailable). */
   storageStatus(): StorageStatus;
   /** Called when the storage status changes (not an event of the log: it could not be written). */
@@ -49,27 +49,27 @@ export interface RuntimeApi {
 
   // ---- threads ----
   startThread(params: StartThreadParams): Thread;
-  forkThread(threadId: string, atTurnId?: string): Thread;
+  forkThread(threadId: string, atTurnId?: string): Promise<Thread>;
   /** Throws threadNotFound. */
-  getThread(threadId: string): Thread;
-  findThread(threadId: string): Thread | undefined;
-  listThreads(filter: ThreadFilter, page: { limit: number; cursor?: string }): ThreadPage;
-  resumeThread(threadId: string): Thread;
-  renameThread(threadId: string, displayName: string): Thread;
-  configureThread(threadId: string, changes: ThreadConfiguration): Thread;
-  setMode(threadId: string, mode: AgentMode): Thread;
-  pauseThread(threadId: string): Thread;
-  unpauseThread(threadId: string): Thread;
+  getThread(threadId: string): Promise<Thread>;
+  findThread(threadId: string): Promise<Thread | undefined>;
+  listThreads(filter: ThreadFilter, page: { limit: number; cursor?: string }): Promise<ThreadPage>;
+  resumeThread(threadId: string): Promise<Thread>;
+  renameThread(threadId: string, displayName: string): Promise<Thread>;
+  configureThread(threadId: string, changes: ThreadConfiguration): Promise<Thread>;
+  setMode(threadId: string, mode: AgentMode): Promise<Thread>;
+  pauseThread(threadId: string): Promise<Thread>;
+  unpauseThread(threadId: string): Promise<Thread>;
   archiveThread(threadId: string): Promise<Thread>;
-  unarchiveThread(threadId: string): Thread;
+  unarchiveThread(threadId: string): Promise<Thread>;
   deleteThread(threadId: string): Promise<void>;
-  turnsOf(threadId: string, withItems?: boolean): Turn[];
+  turnsOf(threadId: string, withItems?: boolean): Promise<Turn[]>;
   /** The thread's items as stored JSON, for fast reads of huge threads. */
-  itemsJsonOf(threadId: string): StoredItemJson[];
-  findTurn(turnId: string): Turn | undefined;
+  itemsJsonOf(threadId: string): Promise<StoredItemJson[]>;
+  findTurn(turnId: string): Promise<Turn | undefined>;
   runtimeState(threadId: string): ThreadRuntimeState;
-  latestPlan(threadId: string): Plan | undefined;
-  threadUsage(threadIds: string[]): Map<string, TokenUsage>;
+  latestPlan(threadId: string): Promise<Plan | undefined>;
+  threadUsage(threadIds: string[]): Promise<Map<string, TokenUsage>>;
   /** Lets a client provide the thread's file system and command runner; returns the detach. */
   attachEnvironment(threadId: string, environment: ToolEnvironment): () => void;
 
@@ -82,11 +82,11 @@ export interface RuntimeApi {
   stopAgent(threadId: string): Promise<void>;
 
   // ---- turns ----
-  startTurn(threadId: string, params: StartTurnParams): Turn;
+  startTurn(threadId: string, params: StartTurnParams): Promise<Turn>;
   /** Starts a turn, or queues the input behind the running one. */
-  enqueue(threadId: string, input: InputPart[]): { turn?: Turn; queuedInput?: QueuedInput; queuedInputs: QueuedInput[] };
-  removeQueued(threadId: string, queuedInputId: string): QueuedInput[];
-  steer(threadId: string, input: InputPart[], expectedTurnId?: string): Turn;
+  enqueue(threadId: string, input: InputPart[]): Promise<{ turn?: Turn; queuedInput?: QueuedInput; queuedInputs: QueuedInput[] }>;
+  removeQueued(threadId: string, queuedInputId: string): Promise<QueuedInput[]>;
+  steer(threadId: string, input: InputPart[], expectedTurnId?: string): Promise<Turn>;
   interrupt(threadId: string, turnId?: string): Promise<Turn>;
   /** Runs a slash command on a thread (throws commandNotFound). */
   executeCommand(threadId: string, command: string, args?: string[]): Promise<CommandExecution>;

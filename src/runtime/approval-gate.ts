@@ -48,7 +48,7 @@ export async function approve(
   // A remembered grant or rule answers without asking; every subscriber still hears of it.
   const remembered: { decision: ApprovalDecision; source: ApprovalSource } | undefined = broker.hasSessionGrant(thread.id, ask.scopeKey)
     ? { decision: "acceptForSession", source: "sessionGrant" }
-    : deps.store.hasApprovalRule(thread.workspacePath, ask.scopeKey)
+    : (await deps.store.hasApprovalRule(thread.workspacePath, ask.scopeKey))
       ? { decision: "acceptAlways", source: "rule" }
       : undefined;
   if (remembered) {

@@ -30,7 +30,7 @@ export async function executeCommand(
   commandLine: string,
   args?: string[],
 ): Promise<CommandExecution> {
-  const thread = runtime.getThread(threadId);
+  const thread = await runtime.getThread(threadId);
   const [first = "", ...inline] = splitArguments(commandLine.trim());
   const name = bare(first);
   const argv = args ?? inline;
@@ -38,7 +38,7 @@ export async function executeCommand(
   const expandedPrompt = commands.expand(thread.workspacePath, name, argv);
   if (expandedPrompt === undefined)
     throw new RuntimeError("commandNotFound", `No command named /${name} in ${thread.workspacePath}`, { command: `/${name}` });
-  const queued = runtime.enqueue(threadId, [{ type: "commandRef", name, ...(argv.length ? { args: joinArguments(argv) } : {}) }]);
+  const queued = await runtime.enqueue(threadId, [{ type: "commandRef", name, ...(argv.length ? { args: joinArguments(argv) } : {}) }]);
   return {
     handled: true,
     isMarkdown: false,

@@ -32,9 +32,9 @@ export class EventDelivery {
   }
 
   /** Commits what is pending and resolves once listeners have received it. */
-  delivered(): Promise<void> {
-    this.store.flush();
-    if (!this.scheduled) return Promise.resolve();
+  async delivered(): Promise<void> {
+    await this.store.flush();
+    if (!this.scheduled) return;
     return new Promise((resolve) => this.waiters.push(resolve));
   }
 

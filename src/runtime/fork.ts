@@ -10,9 +10,9 @@ import type { Store } from "../store/store.js";
 import { turnEndEvent } from "./turn-end.js";
 
 /** Appends the copy's events and returns the new thread's id. */
-export function forkThread(store: Store, emit: (event: NewEvent) => void, source: Thread, atTurnId?: string): string {
+export async function forkThread(store: Store, emit: (event: NewEvent) => void, source: Thread, atTurnId?: string): Promise<string> {
   const threadId = source.id;
-  const turns = store.listTurns(threadId, { withItems: true });
+  const turns = await store.listTurns(threadId, { withItems: true });
   const cut = atTurnId === undefined ? turns.length : turns.findIndex((t) => t.id === atTurnId) + 1;
   if (atTurnId !== undefined && cut === 0)
     throw new RuntimeError("turnNotFound", `Turn ${atTurnId} is not part of thread ${threadId}.`, { threadId, turnId: atTurnId });

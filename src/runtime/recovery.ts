@@ -6,12 +6,12 @@ import type { Store } from "../store/store.js";
 import { turnEndEvent } from "./turn-end.js";
 
 /** Closes every unfinished turn in the log; returns how many there were. */
-export function recoverUnfinishedTurns(store: Store, emit: (event: NewEvent) => void): number {
-  const unfinished = store.listUnfinishedTurns();
+export async function recoverUnfinishedTurns(store: Store, emit: (event: NewEvent) => void): Promise<number> {
+  const unfinished = await store.listUnfinishedTurns();
   for (const turn of unfinished) {
-    for (const item of store.listItems(turn.id)) {
+    for (const item of await store.listItems(turn.id)) {
       if (item.status === "completed") continue;
-      const streamed = store.deltasOf(item.id);
+      const streamed = await store.deltasOf(item.id);
       const payload = { ...item.payload } as Record<string, unknown>;
       if (item.type === "agentMessage" || item.type === "reasoningContent") payload.text = streamed;
       if (item.type === "commandExecution") Object.assign(payload, { output: streamed, interrupted: true });
@@ -22,6 +22,6 @@ export function recoverUnfinishedTurns(store: Store, emit: (event: NewEvent) => 
     const error = { code: "serverRestarted", message: "The server stopped while this turn was running." };
     emit(turnEndEvent(turn.threadId, turn.id, { status: "failed", error }, new Date().toISOString(), turn.tokenUsage));
   }
-  store.flush();
+  await store.flush();
   return unfinished.length;
 }

@@ -131,6 +131,12 @@ export class Runtime implements RuntimeApi {
   private readonly delivery: EventDelivery;
   private readonly storageListeners = new Set<(status: StorageStatus) => void>();
   private storageTimer: NodeJS.Timeout | undefined;
+  /** The seq of the latest event of each thread this process appended or received. */
+  private readonly heads = new Map<string, number>();
+  /** The parent of each thread that ran a turn here and works for another (subagents). */
+  private readonly parents = new Map<string, string>();
+  /** Per thread, the end of the chain of writes that act on what they read (see `serial`). */
+  private readonly writing = new Map<string, Promise<unknown>>();
 
   constructor(private readonly options: RuntimeOptions) {
     this.store = options.store;
@@ -144,6 +150,9 @@ export class Runtime implements RuntimeApi {
       channels: new ChannelRunner(this, options.workspace.channels, options.env ?? process.env, this.log),
     };
     this.delivery = new EventDelivery(this.store, this.log);
+    this.store.onCommit((events) => {
+      for (const event of events) if (event.seq > (this.heads.get(event.threadId) ?? 0)) this.heads.set(event.threadId, event.seq);
+    });
     this.store.onStorageStatus((status) => this.storageChanged(status));
   }
 
@@ -197,13 +206,29 @@ export class Runtime implements RuntimeApi {
   }
 
   private emit<T extends EventType>(event: NewEvent<T>): void {
-    this.store.append(event);
+    this.heads.set(event.threadId, this.store.append(event).seq);
+  }
+
+  /**
+   * Runs a write that acts on what it reads of the thread (its status, its queue) after the
+   * thread's earlier such writes: reads wait for the store, and two requests must not both
+   * act on the same state. Work under it must not wait for another `serial` of the same thread.
+   */
+  private serial<T>(threadId: string, work: () => Promise<T>): Promise<T> {
+    const run = (this.writing.get(threadId) ?? Promise.resolve()).then(work);
+    const settled = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.writing.set(threadId, settled);
+    void settled.then(() => this.writing.get(threadId) === settled && this.writing.delete(threadId));
+    return run;
   }
 
   // ---- start-up ------------------------------------------------------------------------
 
   /** Turns that were running when the process died are marked failed (see recovery.ts). */
-  recover(): number {
+  recover(): Promise<number> {
     return recoverUnfinishedTurns(this.store, (event) => this.emit(event));
   }
 
@@ -240,46 +265,46 @@ export class Runtime implements RuntimeApi {
    * Starts a new thread with a copy of another's history: every finished turn up to and
    * including `atTurnId` (all of them when absent).
    */
-  forkThread(threadId: string, atTurnId?: string): Thread {
+  async forkThread(threadId: string, atTurnId?: string): Promise<Thread> {
     this.writable();
-    return this.getThread(forkThread(this.store, (event) => this.emit(event), this.getThread(threadId), atTurnId));
+    return this.getThread(await forkThread(this.store, (event) => this.emit(event), await this.getThread(threadId), atTurnId));
   }
 
-  getThread(threadId: string): Thread {
-    const thread = this.store.getThread(threadId);
+  async getThread(threadId: string): Promise<Thread> {
+    const thread = await this.store.getThread(threadId);
     if (!thread) throw new RuntimeError("threadNotFound", `Thread not found: ${threadId}`, { threadId });
     return thread;
   }
 
-  findThread(threadId: string): Thread | undefined {
+  findThread(threadId: string): Promise<Thread | undefined> {
     return this.store.getThread(threadId);
   }
 
   /** A turn with its items; a running turn reflects its live status. */
-  findTurn(turnId: string): Turn | undefined {
-    const turn = this.store.getTurn(turnId);
+  async findTurn(turnId: string): Promise<Turn | undefined> {
+    const turn = await this.store.getTurn(turnId);
     const active = turn && this.active.get(turn.threadId);
     return turn && active?.turn.id === turnId ? { ...turn, status: active.turn.status } : turn;
   }
 
-  listThreads(filter: ThreadFilter, page: { limit: number; cursor?: string }): ThreadPage {
+  listThreads(filter: ThreadFilter, page: { limit: number; cursor?: string }): Promise<ThreadPage> {
     return this.store.listThreads(filter, page);
   }
 
   /** The thread's turns, oldest first; the running turn reflects its live status. */
-  turnsOf(threadId: string, withItems = true): Turn[] {
-    const turns = this.store.listTurns(threadId, { withItems });
+  async turnsOf(threadId: string, withItems = true): Promise<Turn[]> {
+    const turns = await this.store.listTurns(threadId, { withItems });
     const active = this.active.get(threadId);
     return active ? turns.map((t) => (t.id === active.turn.id ? { ...t, status: active.turn.status } : t)) : turns;
   }
 
   /** Every item of the thread as stored JSON, in order (for large reads that pass them through). */
-  itemsJsonOf(threadId: string): StoredItemJson[] {
+  itemsJsonOf(threadId: string): Promise<StoredItemJson[]> {
     return this.store.listItemsJson(threadId);
   }
 
-  resumeThread(threadId: string): Thread {
-    this.getThread(threadId);
+  async resumeThread(threadId: string): Promise<Thread> {
+    await this.getThread(threadId);
     // Resuming is how a client reads a thread back: it works while the disk is full, unrecorded.
     if (this.store.storageStatus().available) {
       this.emit({ type: "thread.resumed", threadId, data: { lastActiveAt: new Date().toISOString() } });
@@ -287,25 +312,27 @@ export class Runtime implements RuntimeApi {
     return this.getThread(threadId);
   }
 
-  renameThread(threadId: string, displayName: string): Thread {
+  async renameThread(threadId: string, displayName: string): Promise<Thread> {
     this.writable();
-    this.getThread(threadId);
+    await this.getThread(threadId);
     this.emit({ type: "thread.renamed", threadId, data: { displayName } });
     return this.getThread(threadId);
   }
 
   /** Merges the given settings into the thread's configuration. */
-  configureThread(threadId: string, changes: ThreadConfiguration): Thread {
+  async configureThread(threadId: string, changes: ThreadConfiguration): Promise<Thread> {
     this.writable();
-    const thread = this.getThread(threadId);
-    const configuration = { ...thread.configuration, ...changes };
-    this.emit({ type: "thread.configured", threadId, data: { configuration } });
-    return this.getThread(threadId);
+    return this.serial(threadId, async () => {
+      const thread = await this.getThread(threadId);
+      const configuration = { ...thread.configuration, ...changes };
+      this.emit({ type: "thread.configured", threadId, data: { configuration } });
+      return this.getThread(threadId);
+    });
   }
 
-  setMode(threadId: string, mode: AgentMode): Thread {
+  async setMode(threadId: string, mode: AgentMode): Promise<Thread> {
     this.writable();
-    this.getThread(threadId);
+    await this.getThread(threadId);
     this.emit({ type: "thread.modeChanged", threadId, data: { mode } });
     return this.getThread(threadId);
   }
@@ -315,20 +342,24 @@ export class Runtime implements RuntimeApi {
    * running finishes. Pausing a paused thread changes nothing; an archived one must be
    * unarchived first.
    */
-  pauseThread(threadId: string): Thread {
+  async pauseThread(threadId: string): Promise<Thread> {
     this.writable();
-    const thread = this.getThread(threadId);
-    if (thread.status === "archived") throw notActive(thread, "unarchive it first");
-    if (thread.status === "active") this.emit({ type: "thread.statusChanged", threadId, data: { status: "paused" } });
-    return this.getThread(threadId);
+    return this.serial(threadId, async () => {
+      const thread = await this.getThread(threadId);
+      if (thread.status === "archived") throw notActive(thread, "unarchive it first");
+      if (thread.status === "active") this.emit({ type: "thread.statusChanged", threadId, data: { status: "paused" } });
+      return this.getThread(threadId);
+    });
   }
 
   /** Makes a paused thread active again; an idle thread then starts its next queued input. */
-  unpauseThread(threadId: string): Thread {
+  async unpauseThread(threadId: string): Promise<Thread> {
     this.writable();
-    const thread = this.getThread(threadId);
-    if (thread.status === "archived") throw notActive(thread, "unarchive it instead");
-    return this.activate(thread);
+    return this.serial(threadId, async () => {
+      const thread = await this.getThread(threadId);
+      if (thread.status === "archived") throw notActive(thread, "unarchive it instead");
+      return this.activate(thread);
+    });
   }
 
   /**
@@ -337,30 +368,36 @@ export class Runtime implements RuntimeApi {
    */
   async archiveThread(threadId: string): Promise<Thread> {
     this.writable();
-    const thread = this.getThread(threadId);
-    if (thread.status !== "archived") this.emit({ type: "thread.statusChanged", threadId, data: { status: "archived" } });
+    await this.serial(threadId, async () => {
+      const thread = await this.getThread(threadId);
+      if (thread.status !== "archived") this.emit({ type: "thread.statusChanged", threadId, data: { status: "archived" } });
+    });
+    // Outside `serial`: the turn's end takes it to look at the queue.
     if (this.active.has(threadId)) await this.interrupt(threadId);
     return this.getThread(threadId);
   }
 
   /** Makes an archived thread active again (paused or not before); an idle thread then starts its next queued input. */
-  unarchiveThread(threadId: string): Thread {
+  async unarchiveThread(threadId: string): Promise<Thread> {
     this.writable();
-    const thread = this.getThread(threadId);
-    if (thread.status === "paused") throw notActive(thread, "unpause it instead");
-    return this.activate(thread);
+    return this.serial(threadId, async () => {
+      const thread = await this.getThread(threadId);
+      if (thread.status === "paused") throw notActive(thread, "unpause it instead");
+      return this.activate(thread);
+    });
   }
 
-  private activate(thread: Thread): Thread {
+  /** Under `serial`. */
+  private async activate(thread: Thread): Promise<Thread> {
     if (thread.status === "active") return thread;
     this.emit({ type: "thread.statusChanged", threadId: thread.id, data: { status: "active" } });
-    if (!this.active.has(thread.id)) this.startNextQueued(thread.id);
+    await this.startNextQueued(thread.id);
     return this.getThread(thread.id);
   }
 
   async deleteThread(threadId: string): Promise<void> {
     this.writable();
-    this.getThread(threadId);
+    await this.getThread(threadId);
     if (this.active.has(threadId)) await this.interrupt(threadId);
     await this.options.backends.release(threadId);
     this.emit({ type: "thread.deleted", threadId, data: {} });
@@ -374,7 +411,7 @@ export class Runtime implements RuntimeApi {
 
   /** The backend, provider and model a turn on this thread gets when it names no model. */
   async modelSelection(threadId: string): Promise<ModelSelection> {
-    const thread = this.getThread(threadId);
+    const thread = await this.getThread(threadId);
     const backend = this.backendSpecOf(thread).type;
     if (backend !== "builtin") return { backend, ...(thread.configuration?.model ? { model: thread.configuration.model } : {}) };
     const workspace = this.workspace.defaults.read(thread.workspacePath);
@@ -384,9 +421,9 @@ export class Runtime implements RuntimeApi {
   }
 
   /** Token usage summed over each thread's turns (threads without any are left out). */
-  threadUsage(threadIds: string[]): Map<string, TokenUsage> {
+  async threadUsage(threadIds: string[]): Promise<Map<string, TokenUsage>> {
     const totals = new Map<string, TokenUsage>();
-    for (const { threadId, usage } of this.store.turnUsages(threadIds)) totals.set(threadId, addUsage(totals.get(threadId), usage));
+    for (const { threadId, usage } of await this.store.turnUsages(threadIds)) totals.set(threadId, addUsage(totals.get(threadId), usage));
     return totals;
   }
 
@@ -409,13 +446,17 @@ export class Runtime implements RuntimeApi {
     return { running: active !== undefined, waitingOnApproval: (active?.waitingApprovals ?? 0) > 0 };
   }
 
-  latestPlan(threadId: string): Plan | undefined {
-    return this.getThread(threadId).plan;
+  async latestPlan(threadId: string): Promise<Plan | undefined> {
+    return (await this.getThread(threadId)).plan;
   }
 
-  /** The seq of the latest event appended (delivered or not): "now", for following from now on. */
-  lastSeq(): number {
-    return this.store.lastSeq();
+  /**
+   * The seq of the thread's latest event this process appended or was delivered: "now", for
+   * following from now on. 0 for a thread it has not seen an event of since it started: every
+   * event it will deliver comes later.
+   */
+  lastSeq(threadId: string): number {
+    return this.heads.get(threadId) ?? 0;
   }
 
   /**
@@ -423,12 +464,12 @@ export class Runtime implements RuntimeApi {
    * so every gap can be replayed, except one this log cannot know: a seq beyond its end means
    * the client followed another history (a replaced or restored data directory).
    */
-  eventsAfter(threadId: string, afterSeq: number, limit?: number): RuntimeEvent[] {
-    const last = this.store.lastSeq();
+  async eventsAfter(threadId: string, afterSeq: number, limit?: number): Promise<RuntimeEvent[]> {
+    const last = await this.store.lastSeq(threadId);
     if (afterSeq > last) {
       throw new RuntimeError(
         "replayGap",
-        `Cannot replay after seq ${afterSeq}: this server's log ends at seq ${last}, so the history you followed is not this one. Read the whole thread again.`,
+        `Cannot replay after seq ${afterSeq}: this server's log of the thread ends at seq ${last}, so the history you followed is not this one. Read the whole thread again.`,
         { threadId, afterSeq, lastSeq: last },
       );
     }
@@ -452,22 +493,27 @@ export class Runtime implements RuntimeApi {
   }
 
   async startAgent(threadId: string): Promise<AgentProcessInfo> {
-    const thread = this.getThread(threadId);
+    const thread = await this.getThread(threadId);
     const spec = this.backendSpecOf(thread);
     const backend = await this.options.backends.backendFor(spec);
     return backend.warm ? backend.warm(thread, spec) : {};
   }
 
   async stopAgent(threadId: string): Promise<void> {
-    this.getThread(threadId);
+    await this.getThread(threadId);
     await this.options.backends.release(threadId);
   }
 
   // ---- turns -----------------------------------------------------------------------------
 
-  startTurn(threadId: string, params: StartTurnParams): Turn {
+  async startTurn(threadId: string, params: StartTurnParams): Promise<Turn> {
     this.writable();
-    const thread = this.getThread(threadId);
+    return this.serial(threadId, async () => this.startTurnOn(await this.getThread(threadId), params));
+  }
+
+  /** Under `serial`. */
+  private startTurnOn(thread: Thread, params: StartTurnParams): Turn {
+    const threadId = thread.id;
     if (thread.status !== "active")
       throw notActive(thread, thread.status === "paused" ? "unpause it, or queue the input with turn/enqueue" : "unarchive it first");
     const running = this.active.get(threadId);
@@ -495,9 +541,17 @@ export class Runtime implements RuntimeApi {
   }
 
   /** Queues input behind the running turn, or starts it now when the thread is idle. */
-  enqueue(threadId: string, input: InputPart[]): { turn?: Turn; queuedInput?: QueuedInput; queuedInputs: QueuedInput[] } {
+  async enqueue(threadId: string, input: InputPart[]): Promise<{ turn?: Turn; queuedInput?: QueuedInput; queuedInputs: QueuedInput[] }> {
     this.writable();
-    const thread = this.getThread(threadId);
+    return this.serial(threadId, async () => this.enqueueOn(await this.getThread(threadId), input));
+  }
+
+  /** Under `serial`. */
+  private async enqueueOn(
+    thread: Thread,
+    input: InputPart[],
+  ): Promise<{ turn?: Turn; queuedInput?: QueuedInput; queuedInputs: QueuedInput[] }> {
+    const threadId = thread.id;
     if (thread.historyMode === "client") {
       throw new RuntimeError(
         "invalidInput",
@@ -508,31 +562,33 @@ export class Runtime implements RuntimeApi {
     // A paused thread keeps inputs queued until it is unpaused.
     const runnable = thread.status === "active";
     if (runnable && !this.active.has(threadId) && thread.queuedInputs.length === 0) {
-      return { turn: this.startTurn(threadId, { input }), queuedInputs: [] };
+      return { turn: this.startTurnOn(thread, { input }), queuedInputs: [] };
     }
     const queuedInput: QueuedInput = { id: newId("queued"), input, createdAt: new Date().toISOString() };
     const queuedInputs = [...thread.queuedInputs, queuedInput];
     this.emit({ type: "thread.queueUpdated", threadId, data: { queuedInputs } });
     if (this.active.has(threadId) || !runnable) return { queuedInput, queuedInputs };
     // Idle, with inputs left by a turn that failed or was cancelled: they go first (FIFO).
-    const turn = this.startNextQueued(threadId);
+    const turn = await this.startNextQueued(threadId);
     return { ...(turn ? { turn } : {}), queuedInput, queuedInputs: queuedInputs.slice(1) };
   }
 
-  removeQueued(threadId: string, queuedInputId: string): QueuedInput[] {
+  async removeQueued(threadId: string, queuedInputId: string): Promise<QueuedInput[]> {
     this.writable();
-    const thread = this.getThread(threadId);
-    const queuedInputs = thread.queuedInputs.filter((q) => q.id !== queuedInputId);
-    if (queuedInputs.length === thread.queuedInputs.length) {
-      throw new RuntimeError("invalidInput", `No queued input ${queuedInputId} on thread ${threadId}.`);
-    }
-    this.emit({ type: "thread.queueUpdated", threadId, data: { queuedInputs } });
-    return queuedInputs;
+    return this.serial(threadId, async () => {
+      const thread = await this.getThread(threadId);
+      const queuedInputs = thread.queuedInputs.filter((q) => q.id !== queuedInputId);
+      if (queuedInputs.length === thread.queuedInputs.length) {
+        throw new RuntimeError("invalidInput", `No queued input ${queuedInputId} on thread ${threadId}.`);
+      }
+      this.emit({ type: "thread.queueUpdated", threadId, data: { queuedInputs } });
+      return queuedInputs;
+    });
   }
 
   /** Adds input to the running turn; the model sees it at the next step. */
-  steer(threadId: string, input: InputPart[], expectedTurnId?: string): Turn {
-    this.getThread(threadId);
+  async steer(threadId: string, input: InputPart[], expectedTurnId?: string): Promise<Turn> {
+    await this.getThread(threadId);
     const active = this.active.get(threadId);
     if (!active) throw new RuntimeError("turnNotRunning", `No turn is running on thread ${threadId}.`, { threadId });
     if (expectedTurnId && expectedTurnId !== active.turn.id) {
@@ -548,11 +604,10 @@ export class Runtime implements RuntimeApi {
   /** The thread and those it works for, through metadata.parentThreadId (subagents). */
   private lineage(threadId: string): string[] {
     const threads = [threadId];
-    for (let thread = this.store.getThread(threadId); thread && threads.length < 8;) {
-      const parent = thread.metadata.parentThreadId;
-      if (typeof parent !== "string" || threads.includes(parent)) break;
+    // Approvals come from running turns, and a subagent's parent runs while it does: both ran here.
+    for (let parent = this.parents.get(threadId); parent && threads.length < 8; parent = this.parents.get(parent)) {
+      if (threads.includes(parent)) break;
       threads.push(parent);
-      thread = this.store.getThread(parent);
     }
     return threads;
   }
@@ -564,16 +619,16 @@ export class Runtime implements RuntimeApi {
 
   /** Cancels the running turn and resolves once it has ended. */
   async interrupt(threadId: string, turnId?: string): Promise<Turn> {
-    this.getThread(threadId);
+    await this.getThread(threadId);
     const active = this.active.get(threadId);
     if (turnId && active?.turn.id !== turnId) {
-      if (!this.store.getTurn(turnId)) throw new RuntimeError("turnNotFound", `Turn not found: ${turnId}`, { turnId });
+      if (!(await this.store.getTurn(turnId))) throw new RuntimeError("turnNotFound", `Turn not found: ${turnId}`, { turnId });
       throw new RuntimeError("turnNotRunning", `Turn ${turnId} is not running.`, { threadId, turnId });
     }
     if (!active) throw new RuntimeError("turnNotRunning", `No turn is running on thread ${threadId}.`, { threadId });
     active.abort.abort();
     await active.done;
-    return this.store.getTurn(active.turn.id) ?? active.turn;
+    return (await this.store.getTurn(active.turn.id)) ?? active.turn;
   }
 
   hasRunningTurns(): boolean {
@@ -594,7 +649,7 @@ export class Runtime implements RuntimeApi {
     for (const active of this.active.values()) active.abort.abort();
     await this.idle();
     await Promise.all([this.options.backends.close(), this.workspace.mcp.close()]);
-    this.store.flush();
+    await this.store.flush();
   }
 
   private launch(thread: Thread, params: StartTurnParams): Turn {
@@ -611,6 +666,8 @@ export class Runtime implements RuntimeApi {
     };
     const active: ActiveTurn = { turn, abort: new AbortController(), steering: [], waitingApprovals: 0, done: Promise.resolve() };
     this.active.set(thread.id, active);
+    const parent = thread.metadata.parentThreadId;
+    if (typeof parent === "string") this.parents.set(thread.id, parent);
     this.emit({ type: "turn.started", threadId: thread.id, data: { turn: { ...turn, items: [] } } });
     this.emitRuntimeChanged(thread.id);
     // The turn runs from the next tick, after the caller has its answer. Whatever happens, the
@@ -666,25 +723,25 @@ export class Runtime implements RuntimeApi {
     return backend.runTurn(ctx);
   }
 
-  private priorItems(threadId: string, currentTurnId: string): Item[] {
-    return this.store
-      .listTurns(threadId, { withItems: true })
-      .filter((t) => t.id !== currentTurnId)
-      .flatMap((t) => t.items ?? []);
+  private async priorItems(threadId: string, currentTurnId: string): Promise<Item[]> {
+    const turns = await this.store.listTurns(threadId, { withItems: true });
+    return turns.filter((t) => t.id !== currentTurnId).flatMap((t) => t.items ?? []);
   }
 
-  private finish(threadId: string, active: ActiveTurn, result: TurnOutcome): void {
+  private async finish(threadId: string, active: ActiveTurn, result: TurnOutcome): Promise<void> {
     const outcome: TurnOutcome = active.failure ? { status: "failed", error: active.failure } : result;
     this.emit(turnEndEvent(threadId, active.turn.id, outcome, new Date().toISOString(), active.usage));
     this.active.delete(threadId);
+    this.parents.delete(threadId);
     this.emitRuntimeChanged(threadId);
-    if (outcome.status === "completed") this.startNextQueued(threadId);
+    if (outcome.status === "completed") await this.serial(threadId, () => this.startNextQueued(threadId));
   }
 
-  private startNextQueued(threadId: string): Turn | undefined {
-    const thread = this.store.getThread(threadId);
+  /** Under `serial`. */
+  private async startNextQueued(threadId: string): Promise<Turn | undefined> {
+    const thread = await this.store.getThread(threadId);
     const [next, ...rest] = thread?.queuedInputs ?? [];
-    if (!thread || !next || thread.status !== "active") return undefined;
+    if (!thread || !next || thread.status !== "active" || this.active.has(threadId)) return undefined;
     this.emit({ type: "thread.queueUpdated", threadId, data: { queuedInputs: rest } });
     return this.launch({ ...thread, queuedInputs: rest }, { input: next.input });
   }

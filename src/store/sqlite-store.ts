@@ -353,6 +353,7 @@ function prepareStatements(db: Database.Database) {
     eventsAfter: db.prepare<[string, number, number], EventRow>(
       `SELECT seq, thread_id, type, ts, ${hydrated("data")} AS data FROM events WHERE thread_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
     ),
+    lastSeq: db.prepare<[string], { seq: number }>("SELECT MAX(seq) AS seq FROM events WHERE thread_id = ?"),
     hasRule: db.prepare<[string, string], number>("SELECT 1 FROM approval_rules WHERE workspace_path = ? AND scope_key = ?").pluck(),
     replayPage: db.prepare<[number, number], EventRow>(
       `SELECT seq, thread_id, type, ts, ${hydrated("data")} AS data FROM events WHERE seq > ? AND type <> 'item.delta'
@@ -469,7 +470,7 @@ export class SqliteStore implements Store {
       this.scheduled ??= setImmediate(() => {
         this.scheduled = undefined;
         try {
-          this.flush();
+          this.commit();
         } catch (err) {
           // The batch stays pending; the next append or read, or the retry timer, retries it.
           if (!isStorageUnavailable(err)) this.onError(err);
@@ -479,7 +480,12 @@ export class SqliteStore implements Store {
     return stored as unknown as Extract<RuntimeEvent, { type: T }>; // TS can't correlate T across the union
   }
 
-  flush(): void {
+  async flush(): Promise<void> {
+    this.commit();
+  }
+
+  /** Commits the pending batch now, in one transaction; throws when the disk refuses it. */
+  private commit(): void {
     if (this.scheduled !== undefined) {
       clearImmediate(this.scheduled);
       this.scheduled = undefined;
@@ -519,7 +525,7 @@ export class SqliteStore implements Store {
   private flushForRead(): void {
     if (!this.storage.available) return;
     try {
-      this.flush();
+      this.commit();
     } catch (err) {
       if (!isStorageUnavailable(err)) throw err;
     }
@@ -546,7 +552,7 @@ export class SqliteStore implements Store {
     this.retryTimer = setTimeout(() => {
       this.retryTimer = undefined;
       try {
-        this.flush();
+        this.commit();
         this.retryDelayMs = RETRY_FIRST_MS;
       } catch (err) {
         if (!isStorageUnavailable(err)) this.onError(err);
@@ -690,13 +696,13 @@ export class SqliteStore implements Store {
   // -------------------------------------------------------------------------------------------
   // Reading. Every read flushes first so it sees every append (when the disk lets it).
 
-  getThread(threadId: string): Thread | undefined {
+  async getThread(threadId: string): Promise<Thread | undefined> {
     this.flushForRead();
     const row = this.stmts.getThread.get(threadId);
     return row && toThread(row);
   }
 
-  listThreads(filter: ThreadFilter, opts: { limit: number; cursor?: string }): ThreadPage {
+  async listThreads(filter: ThreadFilter, opts: { limit: number; cursor?: string }): Promise<ThreadPage> {
     this.flushForRead();
     const limit = Math.min(Math.max(1, Math.floor(opts.limit) || 1), 1_000_000); // NaN -> 1, Infinity -> cap
     const where: string[] = [];
@@ -736,7 +742,7 @@ export class SqliteStore implements Store {
     return page;
   }
 
-  listTurns(threadId: string, opts: { withItems: boolean }): Turn[] {
+  async listTurns(threadId: string, opts: { withItems: boolean }): Promise<Turn[]> {
     this.flushForRead();
     const turns = this.stmts.turnsOfThread.all(threadId).map(toTurn);
     if (!opts.withItems) return turns;
@@ -753,12 +759,12 @@ export class SqliteStore implements Store {
     return turns;
   }
 
-  listItemsJson(threadId: string): StoredItemJson[] {
+  async listItemsJson(threadId: string): Promise<StoredItemJson[]> {
     this.flushForRead();
     return this.stmts.itemsJsonOfThread.all(threadId).map(([turnId, type, json]) => ({ turnId, type: type as ItemType, json }));
   }
 
-  getTurn(turnId: string): Turn | undefined {
+  async getTurn(turnId: string): Promise<Turn | undefined> {
     this.flushForRead();
     const row = this.stmts.getTurn.get(turnId);
     if (row === undefined) return undefined;
@@ -767,18 +773,18 @@ export class SqliteStore implements Store {
     return turn;
   }
 
-  listItems(turnId: string): Item[] {
+  async listItems(turnId: string): Promise<Item[]> {
     this.flushForRead();
     return this.stmts.itemsOfTurn.all(turnId).map(toItem);
   }
 
   /** Unfinished turns, oldest first, without items (use listItems). */
-  listUnfinishedTurns(): Turn[] {
+  async listUnfinishedTurns(): Promise<Turn[]> {
     this.flushForRead();
     return this.stmts.unfinishedTurns.all().map(toTurn);
   }
 
-  turnUsages(threadIds: string[]): Array<{ threadId: string; usage: TokenUsage }> {
+  async turnUsages(threadIds: string[]): Promise<Array<{ threadId: string; usage: TokenUsage }>> {
     if (threadIds.length === 0) return [];
     this.flushForRead();
     return this.stmts.turnUsages
@@ -786,16 +792,18 @@ export class SqliteStore implements Store {
       .map((r) => ({ threadId: r.thread_id, usage: parse<TokenUsage>(r.token_usage) }));
   }
 
-  eventsAfter(threadId: string, afterSeq: number, limit = 10_000): RuntimeEvent[] {
+  async eventsAfter(threadId: string, afterSeq: number, limit = 10_000): Promise<RuntimeEvent[]> {
     this.flushForRead();
     return this.stmts.eventsAfter.all(threadId, afterSeq, limit).map(toEvent);
   }
 
-  lastSeq(): number {
-    return this.seq; // the counter already covers pending events; no flush needed
+  async lastSeq(threadId: string): Promise<number> {
+    // Events waiting for the disk count too: they have their seq.
+    for (let i = this.pending.length - 1; i >= 0; i--) if (this.pending[i]!.threadId === threadId) return this.pending[i]!.seq;
+    return this.stmts.lastSeq.get(threadId)?.seq ?? 0;
   }
 
-  hasApprovalRule(workspacePath: string, scopeKey: string): boolean {
+  async hasApprovalRule(workspacePath: string, scopeKey: string): Promise<boolean> {
     this.flushForRead();
     return this.stmts.hasRule.get(workspacePath, scopeKey) !== undefined;
   }
@@ -804,7 +812,7 @@ export class SqliteStore implements Store {
    * The concatenated text of an item's delta events, oldest first (optionally of one kind):
    * the partial text of an item that was streaming when the process died.
    */
-  deltasOf(itemId: string, kind?: DeltaKind): string {
+  async deltasOf(itemId: string, kind?: DeltaKind): Promise<string> {
     this.flushForRead();
     const anchor = this.stmts.deltaAnchor.get(itemId);
     const rows = anchor ? this.stmts.deltasInThread.all(anchor.thread_id, anchor.seq, itemId) : this.stmts.deltasAnywhere.all(itemId);
@@ -816,8 +824,8 @@ export class SqliteStore implements Store {
     return text;
   }
 
-  rebuild(): void {
-    this.flush();
+  async rebuild(): Promise<void> {
+    this.commit();
     const errors: unknown[] = [];
     this.db
       .transaction(() => {
@@ -835,11 +843,11 @@ export class SqliteStore implements Store {
     for (const err of errors) this.onError(err);
   }
 
-  close(): void {
+  async close(): Promise<void> {
     if (this.closed) return;
     clearTimeout(this.retryTimer);
     try {
-      this.flush();
+      this.commit();
     } catch (err) {
       if (!isStorageUnavailable(err)) throw err;
       // Shutting down with the disk still full: what it refused is lost, the log stays consistent.

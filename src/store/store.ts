@@ -38,13 +38,15 @@ export type StorageStatus =
 
 export interface Store {
   /**
-   * Appends events to the log and applies them to the derived tables. Returns the stored
-   * events with their sequence numbers. Appends are durable once `flush()` has run; the store
-   * flushes on its own shortly after every append (one transaction per batch).
+   * Appends an event to the log and applies it to the derived tables. Returns the stored event
+   * with its sequence number, strictly increasing within its thread. Synchronous: the process
+   * that runs a thread's turns writes its events in order without waiting. Appends are durable
+   * once `flush()` has resolved; the store flushes on its own shortly after every append (one
+   * transaction per batch).
    */
   append<T extends EventType>(event: NewEvent<T>): Extract<RuntimeEvent, { type: T }>;
   /** Writes any buffered events now. */
-  flush(): void;
+  flush(): Promise<void>;
   /**
    * Called after each batch of events is committed, in seq order. Whatever is told to the
    * outside world goes through here, so nobody sees an event that a crash could still lose.
@@ -58,28 +60,30 @@ export interface Store {
   /** Called when the storage status changes. */
   onStorageStatus(listener: (status: StorageStatus) => void): void;
 
-  getThread(threadId: string): Thread | undefined;
-  listThreads(filter: ThreadFilter, opts: { limit: number; cursor?: string }): ThreadPage;
+  // Reads see every event appended before them (they wait for the buffered ones to commit).
+  getThread(threadId: string): Promise<Thread | undefined>;
+  listThreads(filter: ThreadFilter, opts: { limit: number; cursor?: string }): Promise<ThreadPage>;
   /** Turns of a thread, oldest first, each with its items when `withItems` is set. */
-  listTurns(threadId: string, opts: { withItems: boolean }): Turn[];
+  listTurns(threadId: string, opts: { withItems: boolean }): Promise<Turn[]>;
   /** Every item of a thread as stored JSON, in order: for large reads that pass items through. */
-  listItemsJson(threadId: string): StoredItemJson[];
-  getTurn(turnId: string): Turn | undefined;
-  listItems(turnId: string): Item[];
+  listItemsJson(threadId: string): Promise<StoredItemJson[]>;
+  getTurn(turnId: string): Promise<Turn | undefined>;
+  listItems(turnId: string): Promise<Item[]>;
   /** Turns left `running` or `waitingApproval` (by a crash), for recovery at start-up. */
-  listUnfinishedTurns(): Turn[];
+  listUnfinishedTurns(): Promise<Turn[]>;
   /** The recorded token usage of every turn of these threads that has one, in turn order. */
-  turnUsages(threadIds: string[]): Array<{ threadId: string; usage: TokenUsage }>;
+  turnUsages(threadIds: string[]): Promise<Array<{ threadId: string; usage: TokenUsage }>>;
 
   /** Events of one thread with seq > afterSeq, oldest first. */
-  eventsAfter(threadId: string, afterSeq: number, limit?: number): RuntimeEvent[];
-  lastSeq(): number;
+  eventsAfter(threadId: string, afterSeq: number, limit?: number): Promise<RuntimeEvent[]>;
+  /** The seq of the thread's latest event appended (committed or not), 0 for none. */
+  lastSeq(threadId: string): Promise<number>;
   /** The concatenated text of an item's delta events (to recover an item cut off by a crash). */
-  deltasOf(itemId: string): string;
+  deltasOf(itemId: string): Promise<string>;
 
-  hasApprovalRule(workspacePath: string, scopeKey: string): boolean;
+  hasApprovalRule(workspacePath: string, scopeKey: string): Promise<boolean>;
 
   /** Drops every derived table and replays the whole log into them. */
-  rebuild(): void;
-  close(): void;
+  rebuild(): Promise<void>;
+  close(): Promise<void>;
 }

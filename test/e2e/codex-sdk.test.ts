@@ -51,10 +51,10 @@ describe("ai-sdk-provider-codex-cli with Switchyard as its codex app-server", ()
     assert.equal(fake.requests.length, 2);
     const store = openStore(dataDir);
     try {
-      const { threads } = store.listThreads({ originChannel: "codex" }, { limit: 10 });
+      const { threads } = await store.listThreads({ originChannel: "codex" }, { limit: 10 });
       assert.equal(threads.length, 2);
     } finally {
-      store.close();
+      await store.close();
     }
   });
 });

@@ -45,7 +45,7 @@ describe("switchyard doctor", () => {
 
   it("explains the choice and passes when everything works", async () => {
     const dataDir = tempDir("doctor");
-    openStore(dataDir).close();
+    await openStore(dataDir).close();
     const run = await doctor([], openai, dataDir);
     assert.equal(run.code, 0, run.stdout + run.stderr);
     assert.match(run.stdout, /provider\s+openai-chat \(auto-detected/);

@@ -122,7 +122,7 @@ describe("runtime, in process with a stub backend", () => {
     const w = new World();
     w.backend.scripts.push(say("Hel", "lo"));
     const threadId = w.thread();
-    const turn = w.runtime.startTurn(threadId, { input: [{ type: "text", text: "hi" }] });
+    const turn = await w.runtime.startTurn(threadId, { input: [{ type: "text", text: "hi" }] });
     assert.equal(w.events.filter((e) => e.type === "turn.started").length, 0, "delivered on a later tick, after the answer");
     const end = await w.ended(turn.id);
     assert.equal(end.type, "turn.completed");
@@ -136,7 +136,7 @@ describe("runtime, in process with a stub backend", () => {
       w.types(threadId).filter((t) => t.startsWith("item.") || t.startsWith("turn.")),
       ["turn.started", "item.started", "item.delta", "item.delta", "item.completed", "turn.completed"],
     );
-    const [stored] = w.runtime.turnsOf(threadId);
+    const [stored] = await w.runtime.turnsOf(threadId);
     assert.equal(stored!.status, "completed");
     assert.deepEqual(
       stored!.items!.map((i) => [i.type, (i.payload as { text?: string }).text]),
@@ -150,12 +150,12 @@ describe("runtime, in process with a stub backend", () => {
     const first = gate();
     w.backend.scripts.push(async () => (await first.wait, { status: "completed" }));
     const threadId = w.thread();
-    const turn = w.runtime.startTurn(threadId, { input: [{ type: "text", text: "one" }] });
-    assert.throws(() => w.runtime.startTurn(threadId, { input: [{ type: "text", text: "again" }] }), /already running/);
-    const two = w.runtime.enqueue(threadId, [{ type: "text", text: "two" }]);
-    w.runtime.enqueue(threadId, [{ type: "text", text: "three" }]);
+    const turn = await w.runtime.startTurn(threadId, { input: [{ type: "text", text: "one" }] });
+    await assert.rejects(w.runtime.startTurn(threadId, { input: [{ type: "text", text: "again" }] }), /already running/);
+    const two = await w.runtime.enqueue(threadId, [{ type: "text", text: "two" }]);
+    await w.runtime.enqueue(threadId, [{ type: "text", text: "three" }]);
     assert.deepEqual(
-      w.runtime.removeQueued(threadId, two.queuedInput!.id).map((q) => q.input[0]),
+      (await w.runtime.removeQueued(threadId, two.queuedInput!.id)).map((q) => q.input[0]),
       [{ type: "text", text: "three" }],
     );
     first.open();
@@ -163,8 +163,24 @@ describe("runtime, in process with a stub backend", () => {
     const next = await w.event("turn.started", (e) => e.threadId === threadId && e.data.turn.id !== turn.id);
     assert.deepEqual(next.data.turn.input, [{ type: "text", text: "three" }]);
     await w.ended(next.data.turn.id);
-    assert.deepEqual(w.runtime.getThread(threadId).queuedInputs, []);
+    assert.deepEqual((await w.runtime.getThread(threadId)).queuedInputs, []);
     assert.equal(w.backend.contexts.length, 2);
+  });
+
+  it("writes to one thread that arrive together each act on the others' result: no queued input is lost", async () => {
+    const w = new World();
+    const first = gate();
+    w.backend.scripts.push(async () => (await first.wait, { status: "completed" }));
+    const threadId = w.thread();
+    const turn = await w.runtime.startTurn(threadId, { input: [{ type: "text", text: "one" }] });
+    const inputs = ["a", "b", "c"].map((text) => [{ type: "text" as const, text }]);
+    await Promise.all(inputs.map((input) => w.runtime.enqueue(threadId, input)));
+    assert.deepEqual(
+      (await w.runtime.getThread(threadId)).queuedInputs.map((q) => q.input),
+      inputs,
+    );
+    first.open();
+    await w.ended(turn.id);
   });
 
   it("hands steering input to the running turn", async () => {
@@ -177,10 +193,10 @@ describe("runtime, in process with a stub backend", () => {
       return { status: "completed" };
     });
     const threadId = w.thread();
-    const turn = w.runtime.startTurn(threadId, { input: [{ type: "text", text: "go" }] });
+    const turn = await w.runtime.startTurn(threadId, { input: [{ type: "text", text: "go" }] });
     await w.event("turn.started");
-    w.runtime.steer(threadId, [{ type: "text", text: "also this" }], turn.id);
-    assert.throws(() => w.runtime.steer(threadId, [{ type: "text", text: "x" }], "turn_other"), /not the running turn/);
+    await w.runtime.steer(threadId, [{ type: "text", text: "also this" }], turn.id);
+    await assert.rejects(w.runtime.steer(threadId, [{ type: "text", text: "x" }], "turn_other"), /not the running turn/);
     steered.open();
     await w.ended(turn.id);
     assert.deepEqual(seen, [[{ type: "text", text: "also this" }]]);
@@ -195,7 +211,7 @@ describe("runtime, in process with a stub backend", () => {
         ),
     );
     const threadId = w.thread();
-    const turn = w.runtime.startTurn(threadId, { input: [{ type: "text", text: "wait" }] });
+    const turn = await w.runtime.startTurn(threadId, { input: [{ type: "text", text: "wait" }] });
     await w.event("turn.started");
     const ended = await w.runtime.interrupt(threadId, turn.id);
     assert.equal(ended.status, "cancelled");
@@ -217,7 +233,7 @@ describe("runtime, in process with a stub backend", () => {
       return { status: "completed" };
     });
     const threadId = w.thread();
-    const turn = w.runtime.startTurn(threadId, { input: [{ type: "text", text: "do it" }] });
+    const turn = await w.runtime.startTurn(threadId, { input: [{ type: "text", text: "do it" }] });
     await w.ended(turn.id);
     assert.deepEqual(decisions, ["acceptForSession", "acceptForSession", "decline"]);
     assert.deepEqual(asked, ["rm -rf build", "ls"], "the granted scope was not asked again");
@@ -225,7 +241,7 @@ describe("runtime, in process with a stub backend", () => {
       .filter((e) => e.type === "approval.resolved")
       .map((e) => (e.type === "approval.resolved" ? e.data.source : ""));
     assert.deepEqual(resolved, ["client", "sessionGrant", "client"]);
-    const items = w.runtime.turnsOf(threadId)[0]!.items!.map((i) => i.type);
+    const items = (await w.runtime.turnsOf(threadId))[0]!.items!.map((i) => i.type);
     assert.deepEqual(items, ["approvalRequest", "approvalResponse", "approvalResponse", "approvalRequest", "approvalResponse"]);
   });
 
@@ -240,9 +256,9 @@ describe("runtime, in process with a stub backend", () => {
     let decision: ApprovalDecision | undefined;
     w.backend.scripts.push(async (ctx) => ((decision = await ctx.approve(ASK, "call_1")), { status: "completed" }));
     const threadId = w.thread({ approvalPolicy: "autoApprove" });
-    await w.ended(w.runtime.startTurn(threadId, { input: [{ type: "text", text: "x" }] }).id);
+    await w.ended((await w.runtime.startTurn(threadId, { input: [{ type: "text", text: "x" }] })).id);
     assert.equal(decision, "accept");
-    assert.deepEqual(w.runtime.turnsOf(threadId)[0]!.items, []);
+    assert.deepEqual((await w.runtime.turnsOf(threadId))[0]!.items, []);
   });
 
   it("recovery: a turn the process died in is failed, its streaming item closed with what streamed", async () => {
@@ -255,18 +271,18 @@ describe("runtime, in process with a stub backend", () => {
       return new Promise(() => {}); // the process "dies" here
     });
     const threadId = first.thread();
-    const turn = first.runtime.startTurn(threadId, { input: [{ type: "text", text: "x" }] });
+    const turn = await first.runtime.startTurn(threadId, { input: [{ type: "text", text: "x" }] });
     await first.event("item.delta", (e) => e.data.delta === "answer");
-    first.store.close();
+    await first.store.close();
 
     const second = new World(new SqliteStore(`${dir}/store.db`));
-    assert.equal(second.runtime.recover(), 1);
-    const [recovered] = second.runtime.turnsOf(threadId);
+    assert.equal(await second.runtime.recover(), 1);
+    const [recovered] = await second.runtime.turnsOf(threadId);
     assert.equal(recovered!.id, turn.id);
     assert.equal(recovered!.status, "failed");
     assert.equal(recovered!.error?.code, "serverRestarted");
     assert.equal((recovered!.items![0]!.payload as { text: string }).text, "half an answer");
-    assert.equal(second.runtime.recover(), 0, "nothing left to recover");
+    assert.equal(await second.runtime.recover(), 0, "nothing left to recover");
     assert.ok(fs.existsSync(`${dir}/store.db`));
   });
 
@@ -274,16 +290,16 @@ describe("runtime, in process with a stub backend", () => {
     const w = new World();
     w.backend.scripts.push(say("first"), say("second"));
     const threadId = w.thread();
-    const one = w.runtime.startTurn(threadId, { input: [{ type: "text", text: "1" }] });
+    const one = await w.runtime.startTurn(threadId, { input: [{ type: "text", text: "1" }] });
     await w.ended(one.id);
-    await w.ended(w.runtime.startTurn(threadId, { input: [{ type: "text", text: "2" }] }).id);
-    const fork = w.runtime.forkThread(threadId, one.id);
+    await w.ended((await w.runtime.startTurn(threadId, { input: [{ type: "text", text: "2" }] })).id);
+    const fork = await w.runtime.forkThread(threadId, one.id);
     assert.deepEqual(fork.forkedFrom, { threadId, turnId: one.id });
-    const copied = w.runtime.turnsOf(fork.id);
+    const copied = await w.runtime.turnsOf(fork.id);
     assert.equal(copied.length, 1);
     assert.notEqual(copied[0]!.id, one.id);
     assert.equal((copied[0]!.items![0]!.payload as { text: string }).text, "first");
-    assert.notEqual(copied[0]!.items![0]!.id, w.runtime.turnsOf(threadId)[0]!.items![0]!.id);
-    assert.throws(() => w.runtime.forkThread(threadId, "turn_nope"), /not part of thread/);
+    assert.notEqual(copied[0]!.items![0]!.id, (await w.runtime.turnsOf(threadId))[0]!.items![0]!.id);
+    await assert.rejects(w.runtime.forkThread(threadId, "turn_nope"), /not part of thread/);
   });
 });

@@ -13,13 +13,13 @@ function tempDir(): string {
   return mkdtempSync(path.join(tmpdir(), "switchyard-store-"));
 }
 
-function withStore(fn: (store: SqliteStore, dir: string) => void): void {
+async function withStore(fn: (store: SqliteStore, dir: string) => void | Promise<void>): Promise<void> {
   const dir = tempDir();
   const store = openStore(dir);
   try {
-    fn(store, dir);
+    await fn(store, dir);
   } finally {
-    store.close();
+    await store.close();
     rmSync(dir, { recursive: true, force: true });
   }
 }
@@ -99,10 +99,10 @@ function populate(store: SqliteStore, threadId = "t1"): void {
   store.append({ type: "turn.cancelled", threadId, data: { turnId: "u3", completedAt: "2026-01-01T00:04:00.000Z", reason: "user" } });
 }
 
-test("round trip of every event type", () => {
-  withStore((store) => {
+test("round trip of every event type", async () => {
+  await withStore(async (store) => {
     populate(store);
-    const thread = store.getThread("t1")!;
+    const thread = (await store.getThread("t1"))!;
     assert.equal(thread.displayName, "Hello");
     assert.equal(thread.userId, "alice");
     assert.equal(thread.mode, "plan");
@@ -114,7 +114,7 @@ test("round trip of every event type", () => {
     assert.ok(thread.lastActiveAt > "2026-01-01T00:00:30.000Z", "turn.started bumps lastActiveAt");
     assert.ok(!("channelContext" in thread) && !("forkedFrom" in thread), "null optionals are omitted");
 
-    const turns = store.listTurns("t1", { withItems: true });
+    const turns = await store.listTurns("t1", { withItems: true });
     assert.deepEqual(
       turns.map((t) => [t.id, t.status]),
       [
@@ -139,33 +139,33 @@ test("round trip of every event type", () => {
     assert.deepEqual(u3.items, []);
 
     const { items: _items, ...bare } = u1;
-    assert.deepEqual(store.listTurns("t1", { withItems: false })[0], bare, "no items property without withItems");
-    assert.deepEqual(store.getTurn("u1"), u1);
-    assert.equal(store.getTurn("nope"), undefined);
-    assert.deepEqual(store.listItems("u1"), u1.items);
-    assert.equal(store.getTurn("u1")!.diff, "--- a\n+++ b\n");
-    assert.equal(store.getTurn("u2")!.diff, undefined);
-    assert.ok(store.hasApprovalRule("/ws/a", "shell:ls"));
-    assert.ok(!store.hasApprovalRule("/ws/b", "shell:ls"));
-    assert.deepEqual(store.listUnfinishedTurns(), []);
+    assert.deepEqual((await store.listTurns("t1", { withItems: false }))[0], bare, "no items property without withItems");
+    assert.deepEqual(await store.getTurn("u1"), u1);
+    assert.equal(await store.getTurn("nope"), undefined);
+    assert.deepEqual(await store.listItems("u1"), u1.items);
+    assert.equal((await store.getTurn("u1"))!.diff, "--- a\n+++ b\n");
+    assert.equal((await store.getTurn("u2"))!.diff, undefined);
+    assert.ok(await store.hasApprovalRule("/ws/a", "shell:ls"));
+    assert.ok(!(await store.hasApprovalRule("/ws/b", "shell:ls")));
+    assert.deepEqual(await store.listUnfinishedTurns(), []);
   });
 });
 
-test("append returns the stored event synchronously; reads see unflushed appends", () => {
-  withStore((store) => {
+test("append returns the stored event synchronously; reads see unflushed appends", async () => {
+  await withStore(async (store) => {
     const e = store.append({ type: "thread.created", threadId: "t1", data: { thread: makeThread("t1") } });
     assert.equal(e.seq, 1);
     assert.equal(e.type, "thread.created");
     assert.ok(!Number.isNaN(Date.parse(e.ts)));
-    assert.equal(store.lastSeq(), 1);
+    assert.equal(await store.lastSeq("t1"), 1);
     // No tick has passed: the scheduled flush has not run yet.
-    assert.equal(store.getThread("t1")?.id, "t1");
+    assert.equal((await store.getThread("t1"))?.id, "t1");
     store.append({ type: "turn.started", threadId: "t1", data: { turn: makeTurn("u1", "t1") } });
     assert.deepEqual(
-      store.listUnfinishedTurns().map((t) => t.id),
+      (await store.listUnfinishedTurns()).map((t) => t.id),
       ["u1"],
     );
-    assert.equal(store.eventsAfter("t1", 0).length, 2);
+    assert.equal((await store.eventsAfter("t1", 0)).length, 2);
   });
 });
 
@@ -176,36 +176,36 @@ test("the scheduled flush writes without an explicit flush", async () => {
     store.append({ type: "thread.created", threadId: "t1", data: { thread: makeThread("t1") } });
     await new Promise((resolve) => setImmediate(resolve));
     const other = openStore(dir); // a second connection sees only committed data
-    assert.equal(other.getThread("t1")?.id, "t1");
-    other.close();
-    store.close();
+    assert.equal((await other.getThread("t1"))?.id, "t1");
+    await other.close();
+    await store.close();
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
 });
 
-test("seq is strictly increasing across reopen", () => {
+test("seq is strictly increasing across reopen", async () => {
   const dir = tempDir();
   try {
     let store = openStore(dir);
     const a = store.append({ type: "thread.created", threadId: "t1", data: { thread: makeThread("t1") } });
     const b = store.append({ type: "thread.renamed", threadId: "t1", data: { displayName: "x" } });
-    store.close();
+    await store.close();
     store = openStore(dir);
-    assert.equal(store.lastSeq(), b.seq);
+    assert.equal(await store.lastSeq("t1"), b.seq);
     const c = store.append({ type: "thread.renamed", threadId: "t1", data: { displayName: "y" } });
     assert.ok(a.seq < b.seq && b.seq < c.seq);
     assert.deepEqual(
-      store.eventsAfter("t1", 0).map((e) => e.seq),
+      (await store.eventsAfter("t1", 0)).map((e) => e.seq),
       [a.seq, b.seq, c.seq],
     );
-    store.close();
+    await store.close();
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
 });
 
-test("crash: a process that exits without close keeps what it flushed", () => {
+test("crash: a process that exits without close keeps what it flushed", async () => {
   const dir = tempDir();
   try {
     const moduleUrl = new URL("../../src/store/sqlite-store.js", import.meta.url).href;
@@ -215,61 +215,61 @@ test("crash: a process that exits without close keeps what it flushed", () => {
       const thread = ${JSON.stringify(makeThread("t1"))};
       store.append({ type: "thread.created", threadId: "t1", data: { thread } });
       for (let i = 0; i < 100; i++) store.append({ type: "item.delta", threadId: "t1", data: { turnId: "u", itemId: "i", kind: "agentMessage", delta: "x" } });
-      store.flush();
+      await store.flush();
       store.append({ type: "thread.renamed", threadId: "t1", data: { displayName: "lost" } });
       process.exit(0); // no close(), and the last append is never flushed
     `;
     const child = spawnSync(process.execPath, ["--input-type=module", "-e", script], { encoding: "utf8" });
     assert.equal(child.status, 0, child.stderr);
     const store = openStore(dir);
-    assert.equal(store.lastSeq(), 101);
-    assert.equal(store.getThread("t1")?.displayName, undefined);
-    assert.equal(store.eventsAfter("t1", 0).length, 101);
+    assert.equal(await store.lastSeq("t1"), 101);
+    assert.equal((await store.getThread("t1"))?.displayName, undefined);
+    assert.equal((await store.eventsAfter("t1", 0)).length, 101);
     // New appends continue after the durable log.
     assert.equal(store.append({ type: "thread.renamed", threadId: "t1", data: { displayName: "ok" } }).seq, 102);
-    store.close();
+    await store.close();
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
 });
 
-test("crash in-process: reopen without closing the first store", () => {
+test("crash in-process: reopen without closing the first store", async () => {
   const dir = tempDir();
   try {
     const first = openStore(dir);
     populate(first);
-    first.flush();
-    const before = first.listTurns("t1", { withItems: true });
+    await first.flush();
+    const before = await first.listTurns("t1", { withItems: true });
     // `first` is simply dropped, as after a crash.
     const second = openStore(dir);
-    assert.deepEqual(second.listTurns("t1", { withItems: true }), before);
-    second.close();
-    first.close();
+    assert.deepEqual(await second.listTurns("t1", { withItems: true }), before);
+    await second.close();
+    await first.close();
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
 });
 
-test("rebuild reproduces the same derived state", () => {
-  withStore((store) => {
+test("rebuild reproduces the same derived state", async () => {
+  await withStore(async (store) => {
     populate(store, "t1");
     populate(store, "t2");
     store.append({ type: "thread.created", threadId: "t3", data: { thread: makeThread("t3") } });
     store.append({ type: "turn.started", threadId: "t3", data: { turn: makeTurn("u9", "t3") } });
     store.append({ type: "item.started", threadId: "t3", data: { item: agentItem("i9", "t3", "u9", "") } });
     store.append({ type: "thread.deleted", threadId: "t2", data: {} });
-    const snapshot = () => ({
-      threads: store.listThreads({}, { limit: 100 }),
-      t1: store.getThread("t1"),
-      t2: store.getThread("t2"),
-      turns1: store.listTurns("t1", { withItems: true }),
-      turns3: store.listTurns("t3", { withItems: true }),
-      unfinished: store.listUnfinishedTurns(),
-      rule: store.hasApprovalRule("/ws/a", "shell:ls"),
+    const snapshot = async () => ({
+      threads: await store.listThreads({}, { limit: 100 }),
+      t1: await store.getThread("t1"),
+      t2: await store.getThread("t2"),
+      turns1: await store.listTurns("t1", { withItems: true }),
+      turns3: await store.listTurns("t3", { withItems: true }),
+      unfinished: await store.listUnfinishedTurns(),
+      rule: await store.hasApprovalRule("/ws/a", "shell:ls"),
     });
-    const before = snapshot();
-    store.rebuild();
-    assert.deepEqual(snapshot(), before);
+    const before = await snapshot();
+    await store.rebuild();
+    assert.deepEqual(await snapshot(), before);
     assert.equal(before.t2, undefined);
     assert.deepEqual(
       before.unfinished.map((t) => t.id),
@@ -278,30 +278,30 @@ test("rebuild reproduces the same derived state", () => {
   });
 });
 
-test("thread deletion removes derived rows but keeps the log", () => {
-  withStore((store) => {
+test("thread deletion removes derived rows but keeps the log", async () => {
+  await withStore(async (store) => {
     populate(store, "t1");
     populate(store, "t2");
     store.append({ type: "thread.deleted", threadId: "t1", data: {} });
-    assert.equal(store.getThread("t1"), undefined);
-    assert.deepEqual(store.listTurns("t1", { withItems: true }), []);
-    assert.equal(store.getTurn("u1"), undefined);
-    assert.deepEqual(store.listItems("u1"), []);
+    assert.equal(await store.getThread("t1"), undefined);
+    assert.deepEqual(await store.listTurns("t1", { withItems: true }), []);
+    assert.equal(await store.getTurn("u1"), undefined);
+    assert.deepEqual(await store.listItems("u1"), []);
     assert.deepEqual(
-      store.listThreads({}, { limit: 10 }).threads.map((t) => t.id),
+      (await store.listThreads({}, { limit: 10 })).threads.map((t) => t.id),
       ["t2"],
     );
-    assert.ok(store.eventsAfter("t1", 0).length > 0);
+    assert.ok((await store.eventsAfter("t1", 0)).length > 0);
     // Late events of the deleted thread create no orphan rows.
     store.append({ type: "item.completed", threadId: "t1", data: { item: agentItem("late", "t1", "u1", "x", true) } });
     store.append({ type: "turn.started", threadId: "t1", data: { turn: makeTurn("late-turn", "t1") } });
-    assert.deepEqual(store.listItems("u1"), []);
-    assert.deepEqual(store.listUnfinishedTurns(), []);
+    assert.deepEqual(await store.listItems("u1"), []);
+    assert.deepEqual(await store.listUnfinishedTurns(), []);
   });
 });
 
-test("pagination with filters returns each thread once, in order", () => {
-  withStore((store) => {
+test("pagination with filters returns each thread once, in order", async () => {
+  await withStore(async (store) => {
     const ids: string[] = [];
     for (let i = 0; i < 57; i++) {
       const id = `th${String(i).padStart(3, "0")}`;
@@ -322,12 +322,12 @@ test("pagination with filters returns each thread once, in order", () => {
         },
       });
     }
-    const all = (filter: Parameters<SqliteStore["listThreads"]>[0], limit: number): Thread[] => {
+    const all = async (filter: Parameters<SqliteStore["listThreads"]>[0], limit: number): Promise<Thread[]> => {
       const out: Thread[] = [];
       let cursor: string | undefined;
       let pages = 0;
       do {
-        const page = store.listThreads(filter, cursor === undefined ? { limit } : { limit, cursor });
+        const page = await store.listThreads(filter, cursor === undefined ? { limit } : { limit, cursor });
         assert.ok(page.threads.length <= limit);
         out.push(...page.threads);
         cursor = page.nextCursor;
@@ -335,63 +335,64 @@ test("pagination with filters returns each thread once, in order", () => {
       } while (cursor !== undefined && pages < 100);
       return out;
     };
+    const threads = await Promise.all(ids.map(async (id) => (await store.getThread(id))!));
     const expected = (pred: (t: Thread) => boolean): string[] =>
-      ids
-        .map((id) => store.getThread(id)!)
+      threads
         .filter(pred)
         .sort((a, b) => (a.lastActiveAt === b.lastActiveAt ? (a.id < b.id ? 1 : -1) : a.lastActiveAt < b.lastActiveAt ? 1 : -1))
         .map((t) => t.id);
 
     assert.deepEqual(
-      all({}, 10).map((t) => t.id),
+      (await all({}, 10)).map((t) => t.id),
       expected(() => true),
     );
     assert.deepEqual(
-      all({ userId: "alice" }, 4).map((t) => t.id),
+      (await all({ userId: "alice" }, 4)).map((t) => t.id),
       expected((t) => t.userId === "alice"),
     );
     assert.deepEqual(
-      all({ userId: "bob", workspacePath: "/ws/y", status: "active" }, 3).map((t) => t.id),
+      (await all({ userId: "bob", workspacePath: "/ws/y", status: "active" }, 3)).map((t) => t.id),
       expected((t) => t.userId === "bob" && t.workspacePath === "/ws/y" && t.status === "active"),
     );
     assert.deepEqual(
-      all({ channelContext: "room1", originChannel: "cli" }, 2).map((t) => t.id),
+      (await all({ channelContext: "room1", originChannel: "cli" }, 2)).map((t) => t.id),
       expected((t) => t.channelContext === "room1"),
     );
-    assert.deepEqual(all({ originChannel: "nope" }, 5), []);
-    const exact = store.listThreads({}, { limit: 57 });
+    assert.deepEqual(await all({ originChannel: "nope" }, 5), []);
+    const exact = await store.listThreads({}, { limit: 57 });
     assert.equal(exact.threads.length, 57);
     assert.equal(exact.nextCursor, undefined, "no cursor on the last page");
-    assert.throws(() => store.listThreads({}, { limit: 5, cursor: "garbage" }), /Invalid cursor/);
+    await assert.rejects(store.listThreads({}, { limit: 5, cursor: "garbage" }), /Invalid cursor/);
   });
 });
 
-test("eventsAfter, lastSeq", () => {
-  withStore((store) => {
-    assert.equal(store.lastSeq(), 0);
-    assert.deepEqual(store.eventsAfter("t1", 0), []);
+test("eventsAfter, lastSeq", async () => {
+  await withStore(async (store) => {
+    assert.equal(await store.lastSeq("t1"), 0);
+    assert.deepEqual(await store.eventsAfter("t1", 0), []);
     populate(store, "t1");
     populate(store, "t2");
-    const t1 = store.eventsAfter("t1", 0);
+    const t1 = await store.eventsAfter("t1", 0);
     assert.ok(t1.every((e) => e.threadId === "t1"));
     assert.deepEqual(
       t1.map((e) => e.seq),
       [...t1.map((e) => e.seq)].sort((a, b) => a - b),
     );
     assert.equal(t1[0]!.seq, 1);
-    assert.equal(store.eventsAfter("t2", 0)[0]!.seq, t1.at(-1)!.seq + 1);
-    const tail = store.eventsAfter("t1", t1[5]!.seq, 3);
+    assert.equal((await store.eventsAfter("t2", 0))[0]!.seq, t1.at(-1)!.seq + 1);
+    const tail = await store.eventsAfter("t1", t1[5]!.seq, 3);
     assert.deepEqual(tail, t1.slice(6, 9));
     const delta = t1.find((e) => e.type === "item.delta");
     assert.deepEqual(delta?.data, { turnId: "u1", itemId: "i1", kind: "agentMessage", delta: "Hel" });
-    assert.equal(store.lastSeq(), store.eventsAfter("t2", 0).at(-1)!.seq);
+    assert.equal(await store.lastSeq("t2"), (await store.eventsAfter("t2", 0)).at(-1)!.seq);
+    assert.equal(await store.lastSeq("t1"), t1.at(-1)!.seq);
   });
 });
 
-test("deltasOf concatenates an item's deltas", () => {
-  withStore((store) => {
+test("deltasOf concatenates an item's deltas", async () => {
+  await withStore(async (store) => {
     populate(store, "t1");
-    assert.equal(store.deltasOf("i1"), "Hello");
+    assert.equal(await store.deltasOf("i1"), "Hello");
     store.append({ type: "turn.started", threadId: "t1", data: { turn: makeTurn("u4", "t1") } });
     store.append({ type: "item.started", threadId: "t1", data: { item: agentItem("i4", "t1", "u4", "") } });
     store.append({ type: "item.started", threadId: "t1", data: { item: agentItem("i5", "t1", "u4", "") } });
@@ -408,18 +409,18 @@ test("deltasOf concatenates an item's deltas", () => {
       threadId: "t1",
       data: { turnId: "u4", itemId: "i4", kind: "commandOutput", delta: "$", stream: "stdout" },
     });
-    assert.equal(store.deltasOf("i4"), "abc$");
-    assert.equal(store.deltasOf("i4", "agentMessage"), "abc");
-    assert.equal(store.deltasOf("i5"), "Z");
-    assert.equal(store.deltasOf("missing"), "");
+    assert.equal(await store.deltasOf("i4"), "abc$");
+    assert.equal(await store.deltasOf("i4", "agentMessage"), "abc");
+    assert.equal(await store.deltasOf("i5"), "Z");
+    assert.equal(await store.deltasOf("missing"), "");
     // An item never started (no row) falls back to scanning the log.
     store.append({ type: "item.delta", threadId: "t1", data: { turnId: "u4", itemId: "ghost", kind: "reasoning", delta: "boo" } });
-    assert.equal(store.deltasOf("ghost"), "boo");
+    assert.equal(await store.deltasOf("ghost"), "boo");
   });
 });
 
-test("listTurns with items on a large thread is fast", () => {
-  withStore((store) => {
+test("listTurns with items on a large thread is fast", async () => {
+  await withStore(async (store) => {
     store.append({ type: "thread.created", threadId: "big", data: { thread: makeThread("big") } });
     for (let t = 0; t < 100; t++) {
       store.append({ type: "turn.started", threadId: "big", data: { turn: makeTurn(`bt${t}`, "big") } });
@@ -431,9 +432,9 @@ test("listTurns with items on a large thread is fast", () => {
         });
       }
     }
-    store.flush();
+    await store.flush();
     const start = performance.now();
-    const turns = store.listTurns("big", { withItems: true });
+    const turns = await store.listTurns("big", { withItems: true });
     const ms = performance.now() - start;
     assert.equal(turns.length, 100);
     assert.equal(
@@ -445,12 +446,12 @@ test("listTurns with items on a large thread is fast", () => {
   });
 });
 
-test("schema version is set and reopening does not migrate again", () => {
+test("schema version is set and reopening does not migrate again", async () => {
   const dir = tempDir();
   try {
-    openStore(dir).close();
+    await openStore(dir).close();
     const store = openStore(dir);
-    store.close();
+    await store.close();
     // user_version lives at offset 60 of the database header.
     const header = readFileSync(path.join(dir, "switchyard.db")).subarray(60, 64);
     assert.equal(header.readUInt32BE(0), 4);
@@ -516,7 +517,7 @@ test("lock: stale locks (dead pid, our own pid from a previous run, garbage) are
   }
 });
 
-test("a failing projection is reported but the event is still logged", () => {
+test("a failing projection is reported but the event is still logged", async () => {
   const dir = tempDir();
   const errors: unknown[] = [];
   const store = openStore(dir, { onError: (err) => errors.push(err) });
@@ -525,19 +526,19 @@ test("a failing projection is reported but the event is still logged", () => {
     const bad = { ...makeThread("bad"), workspacePath: undefined } as unknown as Thread;
     store.append({ type: "thread.created", threadId: "bad", data: { thread: bad } });
     store.append({ type: "thread.created", threadId: "t1", data: { thread: makeThread("t1") } });
-    store.flush();
+    await store.flush();
     assert.equal(errors.length, 1);
-    assert.equal(store.getThread("bad"), undefined);
-    assert.equal(store.getThread("t1")?.id, "t1");
-    assert.equal(store.eventsAfter("bad", 0).length, 1);
+    assert.equal(await store.getThread("bad"), undefined);
+    assert.equal((await store.getThread("t1"))?.id, "t1");
+    assert.equal((await store.eventsAfter("bad", 0)).length, 1);
   } finally {
-    store.close();
+    await store.close();
     rmSync(dir, { recursive: true, force: true });
   }
 });
 
-test("turnUsages: every turn's latest usage, by thread, rebuilt from the log", () => {
-  withStore((store) => {
+test("turnUsages: every turn's latest usage, by thread, rebuilt from the log", async () => {
+  await withStore(async (store) => {
     const usage = (n: number) => ({ inputTokens: n, outputTokens: 1, totalTokens: n + 1, costUsd: n / 1000 });
     store.append({ type: "thread.created", threadId: "tu1", data: { thread: makeThread("tu1") } });
     store.append({ type: "thread.created", threadId: "tu2", data: { thread: makeThread("tu2") } });
@@ -552,44 +553,44 @@ test("turnUsages: every turn's latest usage, by thread, rebuilt from the log", (
       { threadId: "tu1", usage: usage(3) },
       { threadId: "tu2", usage: usage(5) },
     ];
-    assert.deepEqual(store.turnUsages(["tu1", "tu2", "missing"]), expected);
-    assert.deepEqual(store.turnUsages([]), []);
-    store.rebuild();
-    assert.deepEqual(store.turnUsages(["tu2", "tu1"]), expected);
+    assert.deepEqual(await store.turnUsages(["tu1", "tu2", "missing"]), expected);
+    assert.deepEqual(await store.turnUsages([]), []);
+    await store.rebuild();
+    assert.deepEqual(await store.turnUsages(["tu2", "tu1"]), expected);
   });
 });
 
-test("listItemsJson returns stored items with their type, also after migrating a version 1 database", () => {
+test("listItemsJson returns stored items with their type, also after migrating a version 1 database", async () => {
   const dir = tempDir();
   try {
     const store = openStore(dir);
     populate(store);
-    const items = store.listTurns("t1", { withItems: true }).flatMap((t) => t.items ?? []);
+    const items = (await store.listTurns("t1", { withItems: true })).flatMap((t) => t.items ?? []);
     const expected = items.map((i) => ({ turnId: i.turnId, type: i.type, item: i }));
-    const read = () => {
+    const read = async () => {
       const s = openStore(dir);
       try {
-        return s.listItemsJson("t1").map((r) => ({ turnId: r.turnId, type: r.type, item: JSON.parse(r.json) as Item }));
+        return (await s.listItemsJson("t1")).map((r) => ({ turnId: r.turnId, type: r.type, item: JSON.parse(r.json) as Item }));
       } finally {
-        s.close();
+        await s.close();
       }
     };
-    store.close();
-    assert.deepEqual(read(), expected);
+    await store.close();
+    assert.deepEqual(await read(), expected);
     // Turn the file back into a version 1 database (no type column); opening migrates it.
     const db = new Database(path.join(dir, "switchyard.db"));
     db.exec(
       "ALTER TABLE items DROP COLUMN type; ALTER TABLE threads DROP COLUMN backend_session; DROP TABLE blobs; PRAGMA user_version = 1;",
     );
     db.close();
-    assert.deepEqual(read(), expected);
+    assert.deepEqual(await read(), expected);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
 });
 
-test("a large inline image is stored once, by content, and read back whole", () => {
-  withStore((store, dir) => {
+test("a large inline image is stored once, by content, and read back whole", async () => {
+  await withStore(async (store, dir) => {
     const threadId = "t-img";
     const image = `data:image/png;base64,${Buffer.from(Array.from({ length: 48_000 }, (_, i) => (i * 7919) % 251)).toString("base64")}`;
     const small = `data:image/png;base64,${Buffer.from("tiny").toString("base64")}`;
@@ -617,18 +618,18 @@ test("a large inline image is stored once, by content, and read back whole", () 
       threadId,
       data: { queuedInputs: [{ id: "q1", input, createdAt: "2026-01-01T00:02:00.000Z" }] },
     });
-    store.flush();
+    await store.flush();
 
     // Read back whole, through every read.
-    const turns = store.listTurns(threadId, { withItems: true });
+    const turns = await store.listTurns(threadId, { withItems: true });
     assert.deepEqual(
       turns.map((t) => t.input),
       [input, input],
     );
     assert.deepEqual((turns[1]!.items![0]!.payload as { input: unknown }).input, input);
-    assert.deepEqual(store.getThread(threadId)!.queuedInputs[0]!.input, input);
-    assert.ok(store.listItemsJson(threadId).every((i) => i.json.includes(image)));
-    const events = store.eventsAfter(threadId, 0);
+    assert.deepEqual((await store.getThread(threadId))!.queuedInputs[0]!.input, input);
+    assert.ok((await store.listItemsJson(threadId)).every((i) => i.json.includes(image)));
+    const events = await store.eventsAfter(threadId, 0);
     assert.deepEqual((events[1]!.data as { turn: Turn }).turn.input, input);
 
     // Stored once: one blob row, and no copy of it in the log or the projections. The small
@@ -649,9 +650,9 @@ test("a large inline image is stored once, by content, and read back whole", () 
     }
 
     // The projections rebuilt from the log read the same.
-    store.rebuild();
+    await store.rebuild();
     assert.deepEqual(
-      store.listTurns(threadId, { withItems: false }).map((t) => t.input),
+      (await store.listTurns(threadId, { withItems: false })).map((t) => t.input),
       [input, input],
     );
   });

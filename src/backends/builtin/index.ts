@@ -63,7 +63,7 @@ export class BuiltinBackend implements AgentBackend {
     // History reads its attachments again; one that cannot be sent any more becomes a note in the text.
     const history: RebuiltHistory = client
       ? { messages: client.messages, itemIds: new Map() }
-      : rebuildHistory(ctx.history(), (item) => userMessage(item.payload.input, { ...attach, onProblem: "placeholder" }));
+      : rebuildHistory(await ctx.history(), (item) => userMessage(item.payload.input, { ...attach, onProblem: "placeholder" }));
     // ask_user only where a client can answer it, load_skill where there are skills (each costs
     // every request its spec).
     const offered = (tool: AnyTool): boolean =>

@@ -51,6 +51,8 @@ interface FollowedSession {
   /** Turns this connection started with session/prompt: their user message is not echoed. */
   ownTurns: Set<string>;
   modeId: ModeId;
+  /** What the mode is made of, kept from the thread's events. */
+  modeSource: Pick<Thread, "mode" | "configuration">;
   /** Scope keys the user answered "always reject" for, on this connection. */
   rejected: Set<string>;
   contextWindow?: number;
@@ -118,7 +120,7 @@ export class AcpSession {
         };
       })
       .onRequest(acp.methods.agent.session.new, ({ params }) =>
-        guarded(() => {
+        guarded(async () => {
           if (params.mcpServers.length > 0)
             this.log.warn({ count: params.mcpServers.length }, "MCP servers from the ACP client are not supported; ignored");
           const thread = rt.startThread({ workspacePath: params.cwd, originChannel: ORIGIN_CHANNEL });
@@ -128,32 +130,33 @@ export class AcpSession {
       )
       .onRequest(acp.methods.agent.session.load, ({ params }) =>
         guarded(async () => {
-          const thread = rt.resumeThread(params.sessionId);
+          const thread = await rt.resumeThread(params.sessionId);
           this.unfollow(thread.id); // a reload replays everything to a fresh mapping
           const session = this.follow(thread);
-          for (const update of replayUpdates(session.mapper, rt.turnsOf(thread.id), thread.plan)) this.send(thread.id, update);
+          const turns = await rt.turnsOf(thread.id);
+          for (const update of replayUpdates(session.mapper, turns, thread.plan)) this.send(thread.id, update);
           await this.sending;
           return { modes: modeState(thread) };
         }),
       )
       .onRequest(acp.methods.agent.session.resume, ({ params }) =>
-        guarded(() => {
-          const thread = rt.resumeThread(params.sessionId);
+        guarded(async () => {
+          const thread = await rt.resumeThread(params.sessionId);
           this.follow(thread);
           return { modes: modeState(thread) };
         }),
       )
       .onRequest(acp.methods.agent.session.close, ({ params }) =>
         guarded(async () => {
-          rt.getThread(params.sessionId);
+          await rt.getThread(params.sessionId);
           if (rt.runtimeState(params.sessionId).running) await rt.interrupt(params.sessionId);
           this.unfollow(params.sessionId);
           return {};
         }),
       )
       .onRequest(acp.methods.agent.session.list, ({ params }) =>
-        guarded(() => {
-          const page = rt.listThreads(params.cwd ? { workspacePath: path.resolve(params.cwd) } : {}, {
+        guarded(async () => {
+          const page = await rt.listThreads(params.cwd ? { workspacePath: path.resolve(params.cwd) } : {}, {
             limit: LIST_PAGE_SIZE,
             ...(params.cursor ? { cursor: params.cursor } : {}),
           });
@@ -161,27 +164,26 @@ export class AcpSession {
         }),
       )
       .onRequest(acp.methods.agent.session.setMode, ({ params }) =>
-        guarded(() => {
+        guarded(async () => {
           if (!isModeId(params.modeId)) {
             throw acp.RequestError.invalidParams({ modeId: params.modeId }, `Unknown mode "${params.modeId}".`);
           }
-          const thread = rt.getThread(params.sessionId);
+          const thread = await rt.getThread(params.sessionId);
           const { configuration, mode } = modeSettings(params.modeId);
-          rt.configureThread(thread.id, configuration);
-          if (thread.mode !== mode) rt.setMode(thread.id, mode);
+          await rt.configureThread(thread.id, configuration);
+          if (thread.mode !== mode) await rt.setMode(thread.id, mode);
           return {};
         }),
       )
       .onRequest(acp.methods.agent.session.prompt, ({ params }) =>
         guarded(async () => {
-          const session = this.sessions.get(params.sessionId) ?? this.follow(rt.getThread(params.sessionId));
+          const session = this.sessions.get(params.sessionId) ?? this.follow(await rt.getThread(params.sessionId));
           const models = await this.models;
-          const turn = rt.startTurn(params.sessionId, { input: toInput(params.prompt) });
+          const turn = await rt.startTurn(params.sessionId, { input: toInput(params.prompt) });
           session.ownTurns.add(turn.id);
           const ended = new Promise<TurnEnd>((resolve) => this.waiting.set(turn.id, resolve));
           // Known before the turn's first usage event is delivered (next tick at the earliest).
-          const window =
-            rt.findThread(params.sessionId)?.configuration?.contextWindow ?? models.find((m) => m.id === turn.model)?.contextWindow;
+          const window = session.modeSource.configuration?.contextWindow ?? models.find((m) => m.id === turn.model)?.contextWindow;
           if (window) session.contextWindow = window;
           const outcome = stopReasonFor(await ended);
           if (typeof outcome === "object") throw turnFailedError(outcome.error);
@@ -189,7 +191,7 @@ export class AcpSession {
         }),
       )
       .onNotification(acp.methods.agent.session.cancel, ({ params }) => {
-        if (!this.runtime.findThread(params.sessionId) || !this.runtime.runtimeState(params.sessionId).running) return;
+        if (!this.runtime.runtimeState(params.sessionId).running) return;
         this.runtime.interrupt(params.sessionId).catch((error: unknown) => this.log.debug({ err: error }, "cancel found no running turn"));
       });
   }
@@ -199,10 +201,11 @@ export class AcpSession {
     const known = this.sessions.get(thread.id);
     if (known) return known;
     const session: FollowedSession = {
-      fromSeq: this.runtime.lastSeq(),
+      fromSeq: this.runtime.lastSeq(thread.id),
       mapper: new SessionUpdateMapper(thread.workspacePath),
       ownTurns: new Set(),
       modeId: modeIdOf(thread),
+      modeSource: { mode: thread.mode, ...(thread.configuration ? { configuration: thread.configuration } : {}) },
       rejected: new Set(),
     };
     const environment = clientEnvironment(
@@ -234,9 +237,10 @@ export class AcpSession {
         break;
       case "thread.configured":
       case "thread.modeChanged": {
-        const thread = this.runtime.findThread(event.threadId);
-        const modeId = thread && modeIdOf(thread);
-        if (modeId && modeId !== session.modeId) {
+        if (event.type === "thread.configured") session.modeSource.configuration = event.data.configuration;
+        else session.modeSource.mode = event.data.mode;
+        const modeId = modeIdOf(session.modeSource);
+        if (modeId !== session.modeId) {
           session.modeId = modeId;
           this.send(event.threadId, { sessionUpdate: "current_mode_update", currentModeId: modeId });
         }
@@ -284,7 +288,7 @@ export class AcpSession {
         await this.sending; // the tool call the question names is on the client first
         const response = await client.request(
           acp.methods.client.session.requestPermission,
-          { sessionId: request.threadId, toolCall: this.permissionToolCall(request), options: PERMISSION_OPTIONS },
+          { sessionId: request.threadId, toolCall: await this.permissionToolCall(request), options: PERMISSION_OPTIONS },
           { cancellationSignal: signal, stopWaitingOnCancel: true },
         );
         const decision: ApprovalDecision = decisionFor(response.outcome);
@@ -295,8 +299,8 @@ export class AcpSession {
     };
   }
 
-  private permissionToolCall(request: ApprovalRequest): acp.ToolCallUpdate {
-    const items = this.runtime.findTurn(request.turnId)?.items ?? [];
+  private async permissionToolCall(request: ApprovalRequest): Promise<acp.ToolCallUpdate> {
+    const items = (await this.runtime.findTurn(request.turnId))?.items ?? [];
     const call = items.find((i) => i.type === "toolCall" && i.payload.callId === request.callId);
     if (call?.type !== "toolCall") return { toolCallId: request.callId, title: request.operation, status: "pending" };
     const args = call.payload.arguments ?? call.payload.argumentsText;

@@ -70,7 +70,7 @@ export class Sessions {
     private readonly publish: Publish,
   ) {}
 
-  launch(ws: string, params: LaunchParams): SessionRecord {
+  async launch(ws: string, params: LaunchParams): Promise<SessionRecord> {
     const run = readRun(ws, params.project_id, params.run_id);
     const ref = `local_${run.id}`;
     const existing = this.read(ws, ref);
@@ -205,7 +205,7 @@ export class Sessions {
     this.write(ws, record);
     let lastMessage = "";
     let overBudget = false;
-    watchTurn(
+    await watchTurn(
       this.runtime,
       thread.id,
       { input: [{ type: "text", text: params.prompt_text }], ...(params.model ? { model: params.model } : {}) },

@@ -77,9 +77,8 @@ export class LeaseRegistry {
       }
     }
     const sessionId = `lease_${randomBytes(8).toString("hex")}`;
-    const thread = this.manager.newThread(meta, sessionBackend(this.manager.command(meta, sessionId)));
     // Approvals go to the holder (the daemon's default for its own sessions is to approve).
-    this.runtime.configureThread(thread.id, { approvalPolicy: "default" });
+    const thread = this.manager.newThread(meta, sessionBackend(this.manager.command(meta, sessionId)), undefined, "default");
     const now = new Date().toISOString();
     const lease: Lease = {
       info: {

@@ -6,6 +6,7 @@ import path from "node:path";
 import { randomBytes } from "node:crypto";
 import type { Logger } from "../../log.js";
 import type { RuntimeApi } from "../../runtime/api.js";
+import type { ApprovalPolicy } from "../../domain/model.js";
 import { AgentCraftError } from "./errors.js";
 import type { AgentCraftPaths, Catalog } from "./home.js";
 import { Instances, META_FILE, type CreateOptions } from "./instances.js";
@@ -119,7 +120,7 @@ export class AgentManager {
     const { name } = meta;
     this.instances.update(name, { status: "starting", lastError: undefined });
     try {
-      const threadId = this.sessionThread(meta);
+      const threadId = await this.sessionThread(meta);
       const { pid, capabilities } = await this.runtime.startAgent(threadId);
       this.restarts.started(name);
       if (pid !== undefined) this.watcher.watch(name, pid);
@@ -140,25 +141,30 @@ export class AgentManager {
   }
 
   /** The runtime thread of the agent's main session, created on first start. */
-  private sessionThread(meta: AgentInstanceMeta): string {
+  private async sessionThread(meta: AgentInstanceMeta): Promise<string> {
     const backend = sessionBackend(this.command(meta));
-    const existing = meta.threadId ? this.runtime.findThread(meta.threadId) : undefined;
+    const existing = meta.threadId ? await this.runtime.findThread(meta.threadId) : undefined;
     if (existing) {
       if (JSON.stringify(existing.configuration?.backend) !== JSON.stringify(backend))
-        this.runtime.configureThread(existing.id, { backend });
+        await this.runtime.configureThread(existing.id, { backend });
       return existing.id;
     }
     return this.newThread(meta, backend, meta.name).id;
   }
 
-  newThread(meta: AgentInstanceMeta, backend = sessionBackend(this.command(meta)), displayName?: string) {
+  /** A session thread of the agent. The agent asks its own client for approvals, so by default the runtime approves. */
+  newThread(
+    meta: AgentInstanceMeta,
+    backend = sessionBackend(this.command(meta)),
+    displayName?: string,
+    approvalPolicy: ApprovalPolicy = "autoApprove",
+  ) {
     return this.runtime.startThread({
       workspacePath: meta.workspaceDir,
       originChannel: ORIGIN_CHANNEL,
       channelContext: `agent:${meta.name}`,
       ...(displayName ? { displayName } : {}),
-      // The agent asks its own client for approvals; the daemon's runtime has no person to ask.
-      configuration: { backend, approvalPolicy: "autoApprove" },
+      configuration: { backend, approvalPolicy },
       metadata: { agentcraft: { instance: meta.name, template: meta.templateName } },
     });
   }
@@ -170,7 +176,7 @@ export class AgentManager {
     this.restartTimers.delete(name);
     if (meta.processOwnership === "managed" || meta.status === "starting") {
       this.instances.update(name, { status: "stopping" });
-      if (meta.threadId && this.runtime.findThread(meta.threadId)) await this.runtime.stopAgent(meta.threadId);
+      if (meta.threadId && (await this.runtime.findThread(meta.threadId))) await this.runtime.stopAgent(meta.threadId);
     }
     this.log.info({ agent: name }, "agent stopped");
     return this.instances.update(name, { status: "stopped", pid: undefined, processOwnership: undefined, agentCapabilities: undefined });
@@ -287,15 +293,15 @@ export class AgentManager {
       });
     }
     const threadId = sessionId ?? meta.threadId;
-    this.ownThread(meta, threadId);
+    await this.ownThread(meta, threadId);
     const { text } = await promptThread(this.runtime, threadId, message);
     if (meta.launchMode === "one-shot") await this.finishOneShot(name);
     return { response: text, sessionId: threadId };
   }
 
   /** The thread must be one of this agent's sessions. */
-  private ownThread(meta: AgentInstanceMeta, threadId: string): void {
-    const thread = this.runtime.findThread(threadId);
+  private async ownThread(meta: AgentInstanceMeta, threadId: string): Promise<void> {
+    const thread = await this.runtime.findThread(threadId);
     const owner = (thread?.metadata.agentcraft as { instance?: string } | undefined)?.instance;
     if (owner !== meta.name) {
       throw new AgentCraftError("GENERIC_BUSINESS", `Session ${threadId} is not a session of agent "${meta.name}".`, {
@@ -312,11 +318,11 @@ export class AgentManager {
     const opts = { ...(options.timeoutMs ? { timeoutMs: options.timeoutMs } : {}), ...(options.model ? { model: options.model } : {}) };
     if (meta.processOwnership === "managed" && meta.threadId) {
       const threadId = options.sessionId ?? meta.threadId;
-      this.ownThread(meta, threadId);
+      await this.ownThread(meta, threadId);
       return { text: (await promptThread(this.runtime, threadId, text, opts)).text, sessionId: threadId };
     }
     let threadId = options.sessionId;
-    if (threadId) this.ownThread(meta, threadId);
+    if (threadId) await this.ownThread(meta, threadId);
     else threadId = this.newThread(meta, printBackend(meta, this.command(meta)), `${name} (run)`).id;
     try {
       return { text: (await promptThread(this.runtime, threadId, text, opts)).text, sessionId: threadId };

@@ -22,11 +22,16 @@ export async function promptThread(
   const messages = new Map<string, string>();
   let watched;
   try {
-    watched = watchTurn(runtime, threadId, { input: [{ type: "text", text }], ...(opts.model ? { model: opts.model } : {}) }, (event) => {
-      opts.onEvent?.(event);
-      if (event.type === "item.completed" && event.data.item.type === "agentMessage")
-        messages.set(event.data.item.id, event.data.item.payload.text);
-    });
+    watched = await watchTurn(
+      runtime,
+      threadId,
+      { input: [{ type: "text", text }], ...(opts.model ? { model: opts.model } : {}) },
+      (event) => {
+        opts.onEvent?.(event);
+        if (event.type === "item.completed" && event.data.item.type === "agentMessage")
+          messages.set(event.data.item.id, event.data.item.payload.text);
+      },
+    );
   } catch (error) {
     if (error instanceof RuntimeError && error.code === "turnInProgress") {
       throw new AgentCraftError("GENERIC_BUSINESS", "The agent is busy with another prompt on this session; try again when it ends.", {

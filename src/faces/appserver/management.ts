@@ -8,7 +8,7 @@ import type { ManagementRequests } from "./management-protocol.js";
 export function managementHandlers(
   rt: RuntimeApi,
   /** The wire form of a thread, as the session sends it everywhere. */
-  wireThread: (threadId: string) => WireThread,
+  wireThread: (threadId: string) => Promise<WireThread>,
   /** Subscribes the connection to a thread it starts a turn on, as turn/start does. */
   follow: (threadId: string) => void,
 ): RequestHandlers<typeof ManagementRequests> {
@@ -106,7 +106,7 @@ export function managementHandlers(
       const { thread, turn, ...rest } = result;
       return {
         ...rest,
-        ...(thread ? { thread: wireThread(thread.id) } : {}),
+        ...(thread ? { thread: await wireThread(thread.id) } : {}),
         ...(turn ? { turn: { ...turn, items: undefined } } : {}),
       };
     },

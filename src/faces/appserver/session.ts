@@ -15,7 +15,16 @@ import type { RuntimeApi } from "../../runtime/api.js";
 import { ApprovalAnswer, ClientToolAnswer } from "./protocol.js";
 import { AppServerRequests } from "./protocol.js";
 import { managementHandlers } from "./management.js";
-import { ItemFilter, storageNotification, toNotification, wireThread, type EventContext, type WireItem, type WireThread } from "./wire.js";
+import {
+  ItemFilter,
+  storageNotification,
+  toNotification,
+  wireThread,
+  type EventContext,
+  type Notification,
+  type WireItem,
+  type WireThread,
+} from "./wire.js";
 
 export class AppServerSession implements RpcHandlers {
   private initialized = false;
@@ -81,7 +90,7 @@ export class AppServerSession implements RpcHandlers {
         this.log.info({ client: params.clientInfo.name, transport: this.connection.info.transport }, "client initialized");
         return initializeResult(this.serverVersion);
       },
-      "thread/start": (params) => {
+      "thread/start": async (params) => {
         const identity = params.identity ?? {};
         const thread = rt.startThread({
           workspacePath: identity.workspacePath ?? process.cwd(),
@@ -94,16 +103,16 @@ export class AppServerSession implements RpcHandlers {
           ...(params.metadata ? { metadata: params.metadata } : {}),
         });
         this.subscriptions.add(thread.id);
-        return { thread: { ...this.thread(thread.id), turns: [] } };
+        return { thread: { ...(await this.thread(thread.id)), turns: [] } };
       },
-      "thread/resume": ({ threadId }) => {
-        rt.resumeThread(threadId);
+      "thread/resume": async ({ threadId }) => {
+        await rt.resumeThread(threadId);
         this.subscriptions.add(threadId);
-        return rawResult({ thread: this.threadWithHistory(threadId) });
+        return rawResult({ thread: await this.threadWithHistory(threadId) });
       },
-      "thread/list": (params) => {
+      "thread/list": async (params) => {
         const identity = params.identity ?? {};
-        const page = rt.listThreads(
+        const page = await rt.listThreads(
           {
             ...(identity.userId !== undefined ? { userId: identity.userId } : {}),
             ...(identity.channelName !== undefined ? { originChannel: identity.channelName } : {}),
@@ -115,66 +124,66 @@ export class AppServerSession implements RpcHandlers {
           },
           { limit: params.limit ?? 50, ...(params.cursor ? { cursor: params.cursor } : {}) },
         );
-        const usage = rt.threadUsage(page.threads.map((t) => t.id));
+        const usage = await rt.threadUsage(page.threads.map((t) => t.id));
         return {
           data: page.threads.map((t) => wireThread(t, rt.runtimeState(t.id), usage.get(t.id))),
           ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}),
         };
       },
-      "thread/read": ({ threadId, includeTurns }) => {
-        const plan = rt.latestPlan(threadId);
-        const thread = includeTurns === false ? this.thread(threadId) : this.threadWithHistory(threadId);
+      "thread/read": async ({ threadId, includeTurns }) => {
+        const plan = await rt.latestPlan(threadId);
+        const thread = includeTurns === false ? await this.thread(threadId) : await this.threadWithHistory(threadId);
         return rawResult({ thread, ...(plan ? { plan } : {}) });
       },
-      "thread/subscribe": ({ threadId, afterSeq }) => {
-        rt.getThread(threadId);
+      "thread/subscribe": async ({ threadId, afterSeq }) => {
+        await rt.getThread(threadId);
         // Replay reads the log up to now; live delivery then skips what the replay sent (by
         // seq), so nothing is missed and nothing comes twice. A replay larger than the output
         // budget continues after this answer, as the connection drains.
-        if (afterSeq !== undefined) rt.eventsAfter(threadId, afterSeq, 0); // refuses a seq beyond the log
+        if (afterSeq !== undefined) await rt.eventsAfter(threadId, afterSeq, 0); // refuses a seq beyond the log
         this.subscriptions.add(threadId);
-        const replayed = afterSeq === undefined ? 0 : this.feed.replay(threadId, afterSeq);
+        const replayed = afterSeq === undefined ? 0 : await this.feed.replay(threadId, afterSeq);
         return { subscribed: true, replayed, runtime: rt.runtimeState(threadId) };
       },
       "thread/unsubscribe": ({ threadId }) => {
         this.feed.forget(threadId);
         return { unsubscribed: this.subscriptions.delete(threadId) };
       },
-      "thread/rename": ({ threadId, displayName }) => {
-        rt.renameThread(threadId, displayName);
-        return { thread: this.thread(threadId) };
+      "thread/rename": async ({ threadId, displayName }) => {
+        await rt.renameThread(threadId, displayName);
+        return { thread: await this.thread(threadId) };
       },
       "thread/delete": async ({ threadId }) => {
         await rt.deleteThread(threadId);
         return { deleted: true };
       },
-      "thread/pause": ({ threadId }) => {
-        rt.pauseThread(threadId);
-        return { thread: this.thread(threadId) };
+      "thread/pause": async ({ threadId }) => {
+        await rt.pauseThread(threadId);
+        return { thread: await this.thread(threadId) };
       },
-      "thread/unpause": ({ threadId }) => {
-        rt.unpauseThread(threadId);
-        return { thread: this.thread(threadId) };
+      "thread/unpause": async ({ threadId }) => {
+        await rt.unpauseThread(threadId);
+        return { thread: await this.thread(threadId) };
       },
       "thread/archive": async ({ threadId }) => {
         await rt.archiveThread(threadId);
-        return { thread: this.thread(threadId) };
+        return { thread: await this.thread(threadId) };
       },
-      "thread/unarchive": ({ threadId }) => {
-        rt.unarchiveThread(threadId);
-        return { thread: this.thread(threadId) };
+      "thread/unarchive": async ({ threadId }) => {
+        await rt.unarchiveThread(threadId);
+        return { thread: await this.thread(threadId) };
       },
-      "thread/config/update": ({ threadId, configuration }) => {
-        rt.configureThread(threadId, configuration);
-        return { thread: this.thread(threadId) };
+      "thread/config/update": async ({ threadId, configuration }) => {
+        await rt.configureThread(threadId, configuration);
+        return { thread: await this.thread(threadId) };
       },
-      "thread/mode/set": ({ threadId, mode }) => {
-        rt.setMode(threadId, mode);
-        return { thread: this.thread(threadId) };
+      "thread/mode/set": async ({ threadId, mode }) => {
+        await rt.setMode(threadId, mode);
+        return { thread: await this.thread(threadId) };
       },
-      "turn/start": ({ threadId, input, messages, model, provider }) => {
+      "turn/start": async ({ threadId, input, messages, model, provider }) => {
         this.subscriptions.add(threadId);
-        const turn = rt.startTurn(threadId, {
+        const turn = await rt.startTurn(threadId, {
           input,
           ...(messages ? { messages } : {}),
           ...(model ? { model } : {}),
@@ -186,12 +195,12 @@ export class AppServerSession implements RpcHandlers {
         this.subscriptions.add(threadId);
         return rt.enqueue(threadId, input);
       },
-      "turn/steer": ({ threadId, input, expectedTurnId }) => {
-        const turn = rt.steer(threadId, input, expectedTurnId);
+      "turn/steer": async ({ threadId, input, expectedTurnId }) => {
+        const turn = await rt.steer(threadId, input, expectedTurnId);
         return { turnId: turn.id };
       },
-      "turn/queue/remove": ({ threadId, queuedInputId }) => {
-        return { queuedInputs: rt.removeQueued(threadId, queuedInputId) };
+      "turn/queue/remove": async ({ threadId, queuedInputId }) => {
+        return { queuedInputs: await rt.removeQueued(threadId, queuedInputId) };
       },
       "turn/interrupt": async ({ threadId, turnId }) => {
         const turn = await rt.interrupt(threadId, turnId);
@@ -210,9 +219,10 @@ export class AppServerSession implements RpcHandlers {
     };
   }
 
-  private thread(threadId: string): WireThread {
+  private async thread(threadId: string): Promise<WireThread> {
     const rt = this.runtime;
-    return wireThread(rt.getThread(threadId), rt.runtimeState(threadId), rt.threadUsage([threadId]).get(threadId));
+    const [thread, usage] = await Promise.all([rt.getThread(threadId), rt.threadUsage([threadId])]);
+    return wireThread(thread, rt.runtimeState(threadId), usage.get(threadId));
   }
 
   /**
@@ -220,23 +230,27 @@ export class AppServerSession implements RpcHandlers {
    * runtime's item shape is this protocol's item shape): a 20,000-item thread is read without
    * parsing and re-serializing every item.
    */
-  private threadWithHistory(threadId: string): WireThread {
-    const thread = this.thread(threadId);
+  private async threadWithHistory(threadId: string): Promise<WireThread> {
+    const [thread, items, turnsOf] = await Promise.all([
+      this.thread(threadId),
+      this.runtime.itemsJsonOf(threadId),
+      this.runtime.turnsOf(threadId, false),
+    ]);
     const byTurn = new Map<string, WireItem[]>();
-    for (const item of this.runtime.itemsJsonOf(threadId)) {
+    for (const item of items) {
       if (!this.filter.wantsItem(item)) continue;
       let items = byTurn.get(item.turnId);
       if (!items) byTurn.set(item.turnId, (items = []));
       items.push(rawJsonAs<WireItem>(item.json));
     }
-    const turns = this.runtime.turnsOf(threadId, false).map((turn) => ({ ...turn, items: byTurn.get(turn.id) ?? [] }));
+    const turns = turnsOf.map((turn) => ({ ...turn, items: byTurn.get(turn.id) ?? [] }));
     return { ...thread, turns };
   }
 
   private readonly eventContext: EventContext = {
-    thread: (threadId) => (this.runtime.findThread(threadId) ? this.thread(threadId) : undefined),
-    turn: (turnId) => {
-      const turn = this.runtime.findTurn(turnId);
+    thread: async (threadId) => ((await this.runtime.findThread(threadId)) ? this.thread(threadId) : undefined),
+    turn: async (turnId) => {
+      const turn = await this.runtime.findTurn(turnId);
       return turn && { ...turn, items: undefined };
     },
   };
@@ -248,9 +262,13 @@ export class AppServerSession implements RpcHandlers {
     return broadcast || this.subscriptions.has(event.threadId);
   }
 
-  private send(event: RuntimeEvent): boolean {
+  private send(event: RuntimeEvent): boolean | Promise<boolean> {
     if (event.type === "thread.deleted") this.subscriptions.delete(event.threadId);
     const notification = toNotification(event, this.filter, this.eventContext);
+    return notification instanceof Promise ? notification.then((made) => this.notify(made)) : this.notify(notification);
+  }
+
+  private notify(notification: Notification | undefined): boolean {
     if (!notification || this.optOut.has(notification.method)) return false;
     this.connection.notify(notification.method, notification.params);
     return true;

@@ -36,8 +36,8 @@ export function wireThread(thread: Thread, runtime: ThreadRuntimeState, tokenUsa
 
 /** Context a mapping needs beyond the event itself (current objects read from the runtime). */
 export interface EventContext {
-  thread(threadId: string): WireThread | undefined;
-  turn(turnId: string): WireTurn | undefined;
+  thread(threadId: string): Promise<WireThread | undefined>;
+  turn(turnId: string): Promise<WireTurn | undefined>;
 }
 
 /**
@@ -46,7 +46,11 @@ export interface EventContext {
  * thread-scoped notification carries `seq`, the event's position in the log, so a client can
  * resubscribe with `afterSeq` and miss nothing.
  */
-export function toNotification(event: RuntimeEvent, filter: ItemFilter, ctx: EventContext): Notification | undefined {
+export function toNotification(
+  event: RuntimeEvent,
+  filter: ItemFilter,
+  ctx: EventContext,
+): Notification | undefined | Promise<Notification | undefined> {
   const base = { threadId: event.threadId, seq: event.seq };
   switch (event.type) {
     case "thread.created":
@@ -114,13 +118,17 @@ type DeltaParams = z.input<Notifications["item/commandExecution/outputDelta"]>;
 
 // A thread or turn deleted between the event and its delivery has nothing left to show; its
 // thread/deleted notification follows.
-function withThread(ctx: EventContext, threadId: string, make: (thread: WireThread) => Notification): Notification | undefined {
-  const thread = ctx.thread(threadId);
+async function withThread(
+  ctx: EventContext,
+  threadId: string,
+  make: (thread: WireThread) => Notification,
+): Promise<Notification | undefined> {
+  const thread = await ctx.thread(threadId);
   return thread && make(thread);
 }
 
-function withTurn(ctx: EventContext, turnId: string, make: (turn: WireTurn) => Notification): Notification | undefined {
-  const turn = ctx.turn(turnId);
+async function withTurn(ctx: EventContext, turnId: string, make: (turn: WireTurn) => Notification): Promise<Notification | undefined> {
+  const turn = await ctx.turn(turnId);
   return turn && make(turn);
 }
 

@@ -148,7 +148,7 @@ export class ClaudeSession implements RpcHandlers {
         const skills = rt.listTools().map((t) => t.name);
         return { server: { name: SERVER_NAME, version: this.serverVersion }, capabilities: { ...CAPABILITIES, models, skills } };
       },
-      "thread/start": (params) => {
+      "thread/start": async (params) => {
         const mode = params.permission_mode ?? this.defaults.permissionMode;
         const thread = rt.startThread({
           workspacePath: params.cwd ?? this.defaults.cwd ?? process.cwd(),
@@ -158,25 +158,25 @@ export class ClaudeSession implements RpcHandlers {
         this.followed.follow(thread.id);
         return { thread_id: thread.id, created_at: millis(thread.createdAt) };
       },
-      "thread/resume": ({ thread_id }) => {
-        const thread = rt.resumeThread(thread_id);
+      "thread/resume": async ({ thread_id }) => {
+        const thread = await rt.resumeThread(thread_id);
         this.followed.follow(thread_id);
         return this.describe(thread);
       },
-      "thread/fork": ({ thread_id, at_turn_id }) => {
+      "thread/fork": async ({ thread_id, at_turn_id }) => {
         // Following starts after the copied history: the client is not sent turns it already has.
-        const fork = rt.forkThread(thread_id, at_turn_id);
+        const fork = await rt.forkThread(thread_id, at_turn_id);
         this.followed.follow(fork.id);
         return { thread_id: fork.id, forked_from: thread_id, created_at: millis(fork.createdAt) };
       },
       "turn/start": async ({ thread_id, content, model }) => {
         const choice = model ? { model: resolveAlias(model) } : await this.defaultModel(thread_id);
         this.followed.follow(thread_id);
-        const turn = rt.startTurn(thread_id, { input: toInput(content), ...choice });
+        const turn = await rt.startTurn(thread_id, { input: toInput(content), ...choice });
         return { turn_id: turn.id };
       },
-      "turn/steer": ({ thread_id, content }) => {
-        const turn = rt.steer(thread_id, toInput(content));
+      "turn/steer": async ({ thread_id, content }) => {
+        const turn = await rt.steer(thread_id, toInput(content));
         return { turn_id: turn.id, note: "added to the running turn: the model reads it before its next step" };
       },
       "turn/interrupt": async ({ thread_id }) => {
@@ -198,7 +198,7 @@ export class ClaudeSession implements RpcHandlers {
         };
       },
       "app/list": () => ({ apps: [] }),
-      "approval/respond": ({ request_id, approved }) => {
+      "approval/respond": async ({ request_id, approved }) => {
         const approval = this.pending.get(request_id);
         if (!approval) {
           throw new RpcError(
@@ -208,7 +208,7 @@ export class ClaudeSession implements RpcHandlers {
           );
         }
         approval.answer(approved);
-        const mode = permissionMode(rt.findThread(approval.threadId)?.configuration);
+        const mode = permissionMode((await rt.findThread(approval.threadId))?.configuration);
         return {
           ok: true,
           thread_id: approval.threadId,
@@ -220,13 +220,14 @@ export class ClaudeSession implements RpcHandlers {
     };
   }
 
-  private describe(thread: Thread): ClaudeResult<"thread/resume"> {
+  private async describe(thread: Thread): Promise<ClaudeResult<"thread/resume">> {
+    const turns = await this.runtime.turnsOf(thread.id);
     return {
       thread_id: thread.id,
       created_at: millis(thread.createdAt),
       cwd: thread.workspacePath,
       permission_mode: permissionMode(thread.configuration),
-      turns: this.runtime.turnsOf(thread.id).map(wireTurn),
+      turns: turns.map(wireTurn),
       updated_at: millis(thread.lastActiveAt),
       status: thread.status,
       running: this.runtime.runtimeState(thread.id).running,
@@ -270,11 +271,14 @@ export class ClaudeSession implements RpcHandlers {
     return this.initialized && this.followed.wants(event);
   }
 
-  private sendEvent(event: RuntimeEvent): boolean {
+  private sendEvent(event: RuntimeEvent): boolean | Promise<boolean> {
     this.followed.sent(event);
-    const notifications = toNotifications(event, (turnId) => this.runtime.findTurn(turnId));
-    for (const notification of notifications) this.notify(notification);
-    return notifications.length > 0;
+    const made = toNotifications(event, (turnId) => this.runtime.findTurn(turnId));
+    const send = (notifications: ClaudeNotification[]): boolean => {
+      for (const notification of notifications) this.notify(notification);
+      return notifications.length > 0;
+    };
+    return made instanceof Promise ? made.then(send) : send(made);
   }
 
   private notify(notification: ClaudeNotification): void {
@@ -284,8 +288,9 @@ export class ClaudeSession implements RpcHandlers {
   private approver(): Approver {
     return {
       canAnswer: (threadId) => !this.connection.closed && this.followed.has(threadId),
-      ask: (request, signal) =>
-        new Promise<ApprovalDecision>((resolve, reject) => {
+      ask: async (request, signal) => {
+        const params = await this.approvalParams(request);
+        return new Promise<ApprovalDecision>((resolve, reject) => {
           if (signal.aborted) return reject(new Error("Approval request withdrawn"));
           const settle = (): void => {
             this.pending.delete(request.requestId);
@@ -308,14 +313,15 @@ export class ClaudeSession implements RpcHandlers {
             },
           });
           signal.addEventListener("abort", withdraw, { once: true });
-          this.notify({ method: "approval/request", params: this.approvalParams(request) });
-        }),
+          this.notify({ method: "approval/request", params });
+        });
+      },
     };
   }
 
-  private approvalParams(request: ApprovalRequest): ClaudeNotificationParams<"approval/request"> {
+  private async approvalParams(request: ApprovalRequest): Promise<ClaudeNotificationParams<"approval/request">> {
     // The tool call the request is about carries the tool's name and arguments.
-    const items = this.runtime.findTurn(request.turnId)?.items ?? [];
+    const items = (await this.runtime.findTurn(request.turnId))?.items ?? [];
     const call = items.find((i) => i.type === "toolCall" && i.payload.callId === request.callId);
     const fromItem = call?.type === "toolCall" ? { tool_name: call.payload.toolName, input: toolInput(call.payload) } : undefined;
     return {

@@ -136,14 +136,14 @@ export function wireTurn(turn: Turn): WireTurn {
 }
 
 /** Reads a finished turn's items, to count them in turn/completed. */
-export type TurnLookup = (turnId: string) => Turn | undefined;
+export type TurnLookup = (turnId: string) => Promise<Turn | undefined>;
 
 /**
  * Maps one runtime event of a followed thread to this face's notifications (none, one, or
  * two: a failed turn sends turn/error and then turn/completed with status "error", so a client
  * can always wait for turn/completed as the single end-of-turn signal).
  */
-export function toNotifications(event: RuntimeEvent, lookup: TurnLookup): ClaudeNotification[] {
+export function toNotifications(event: RuntimeEvent, lookup: TurnLookup): ClaudeNotification[] | Promise<ClaudeNotification[]> {
   const thread_id = event.threadId;
   switch (event.type) {
     case "turn.started":
@@ -166,19 +166,24 @@ export function toNotifications(event: RuntimeEvent, lookup: TurnLookup): Claude
     }
     case "turn.completed":
     case "turn.cancelled":
-    case "turn.failed": {
-      const { turnId: turn_id } = event.data;
-      const completed_at = millis(event.data.completedAt);
-      const status = event.type === "turn.completed" ? "completed" : event.type === "turn.cancelled" ? "interrupted" : "error";
-      const completed: ClaudeNotification = {
-        method: "turn/completed",
-        params: { thread_id, turn_id, status, items_count: storedItems(lookup(turn_id)?.items).length, completed_at },
-      };
-      if (event.type !== "turn.failed") return [completed];
-      const { code, message } = event.data.error;
-      return [{ method: "turn/error", params: { thread_id, turn_id, error: message, error_code: code } }, completed];
-    }
+    case "turn.failed":
+      return turnEnd(event, lookup);
     default:
       return [];
   }
+}
+
+async function turnEnd(
+  event: Extract<RuntimeEvent, { type: "turn.completed" | "turn.cancelled" | "turn.failed" }>,
+  lookup: TurnLookup,
+): Promise<ClaudeNotification[]> {
+  const { turnId: turn_id } = event.data;
+  const thread_id = event.threadId;
+  const completed_at = millis(event.data.completedAt);
+  const status = event.type === "turn.completed" ? "completed" : event.type === "turn.cancelled" ? "interrupted" : "error";
+  const items_count = storedItems((await lookup(turn_id))?.items).length;
+  const completed: ClaudeNotification = { method: "turn/completed", params: { thread_id, turn_id, status, items_count, completed_at } };
+  if (event.type !== "turn.failed") return [completed];
+  const { code, message } = event.data.error;
+  return [{ method: "turn/error", params: { thread_id, turn_id, error: message, error_code: code } }, completed];
 }

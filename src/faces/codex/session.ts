@@ -169,15 +169,15 @@ export class CodexSession implements RpcHandlers {
         return answer;
       },
       "thread/resume": async (params) => {
-        const thread = this.configure(rt.resumeThread(params.threadId), params);
+        const thread = await this.configure(await rt.resumeThread(params.threadId), params);
         this.followed.follow(thread.id);
-        const turns = params.excludeTurns ? [] : rt.turnsOf(thread.id, true);
+        const turns = params.excludeTurns ? [] : await rt.turnsOf(thread.id, true);
         return { ...(await this.session(thread, turns)), collaborationMode: null, turnsBackwardsCursor: null, itemsBackwardsCursor: null };
       },
       "thread/fork": async (params) => {
-        const fork = this.configure(rt.forkThread(params.threadId), params);
+        const fork = await this.configure(await rt.forkThread(params.threadId), params);
         this.followed.follow(fork.id);
-        const answer = await this.session(fork, rt.turnsOf(fork.id, true));
+        const answer = await this.session(fork, await rt.turnsOf(fork.id, true));
         this.notifyAfterAnswer({ method: "thread/started", params: { thread: answer.thread } });
         return answer;
       },
@@ -192,17 +192,18 @@ export class CodexSession implements RpcHandlers {
         const data: Thread[] = [];
         let cursor = params.cursor ?? undefined;
         do {
-          const page = rt.listThreads(filter, { limit: limit - data.length, ...(cursor ? { cursor } : {}) });
+          const page = await rt.listThreads(filter, { limit: limit - data.length, ...(cursor ? { cursor } : {}) });
           for (const thread of page.threads) {
-            if (thread.metadata.ephemeral !== true) data.push(await this.describe(thread, rt.turnsOf(thread.id).slice(0, 1), false));
+            if (thread.metadata.ephemeral !== true)
+              data.push(await this.describe(thread, (await rt.turnsOf(thread.id)).slice(0, 1), false));
           }
           cursor = page.nextCursor;
         } while (cursor && data.length < limit);
         return { data, nextCursor: cursor ?? null, backwardsCursor: null };
       },
       "thread/read": async ({ threadId, includeTurns }) => {
-        const thread = rt.getThread(threadId);
-        return { thread: await this.describe(thread, rt.turnsOf(threadId, Boolean(includeTurns)), Boolean(includeTurns)) };
+        const thread = await rt.getThread(threadId);
+        return { thread: await this.describe(thread, await rt.turnsOf(threadId, Boolean(includeTurns)), Boolean(includeTurns)) };
       },
       "thread/archive": async ({ threadId }) => {
         await rt.archiveThread(threadId);
@@ -210,22 +211,27 @@ export class CodexSession implements RpcHandlers {
         return {};
       },
       "thread/unarchive": async ({ threadId }) => {
-        const thread = rt.unarchiveThread(threadId);
+        const thread = await rt.unarchiveThread(threadId);
         this.notifyAfterAnswer({ method: "thread/unarchived", params: { threadId: codexThreadId(threadId) } });
-        return { thread: await this.describe(thread, rt.turnsOf(threadId).slice(0, 1), false) };
+        return { thread: await this.describe(thread, (await rt.turnsOf(threadId)).slice(0, 1), false) };
       },
-      "thread/name/set": ({ threadId, name }) => {
-        rt.renameThread(threadId, name);
+      "thread/name/set": async ({ threadId, name }) => {
+        await rt.renameThread(threadId, name);
         return {};
       },
-      "turn/start": (params) => {
+      "turn/start": async (params) => {
         // The turn's model is the turn's; its approval policy becomes the thread's.
-        this.configure(rt.resumeThread(params.threadId), { approvalPolicy: params.approvalPolicy });
+        await this.configure(await rt.resumeThread(params.threadId), { approvalPolicy: params.approvalPolicy });
         this.followed.follow(params.threadId);
-        const turn = rt.startTurn(params.threadId, { input: toInput(params.input), ...(params.model ? { model: params.model } : {}) });
+        const turn = await rt.startTurn(params.threadId, {
+          input: toInput(params.input),
+          ...(params.model ? { model: params.model } : {}),
+        });
         return { turn: codexTurn(turn, false) };
       },
-      "turn/steer": ({ threadId, input, expectedTurnId }) => ({ turnId: rt.steer(threadId, toInput(input), expectedTurnId).id }),
+      "turn/steer": async ({ threadId, input, expectedTurnId }) => ({
+        turnId: (await rt.steer(threadId, toInput(input), expectedTurnId)).id,
+      }),
       "turn/interrupt": async ({ threadId, turnId }) => {
         await rt.interrupt(threadId, turnId);
         return {};
@@ -237,9 +243,9 @@ export class CodexSession implements RpcHandlers {
   private configure(
     thread: RuntimeThread,
     params: { approvalPolicy?: Parameters<typeof approvalConfiguration>[0]; model?: string | null | undefined },
-  ): RuntimeThread {
+  ): Promise<RuntimeThread> {
     const changes = { ...approvalConfiguration(params.approvalPolicy), ...(params.model ? { model: params.model } : {}) };
-    return Object.keys(changes).length > 0 ? this.runtime.configureThread(thread.id, changes) : thread;
+    return Object.keys(changes).length > 0 ? this.runtime.configureThread(thread.id, changes) : Promise.resolve(thread);
   }
 
   /** thread/start, resume and fork's answer: the thread and the settings its turns run with. */
@@ -291,14 +297,18 @@ export class CodexSession implements RpcHandlers {
     return this.initialized && this.followed.wants(event);
   }
 
-  private sendEvent(event: RuntimeEvent): boolean {
+  private sendEvent(event: RuntimeEvent): boolean | Promise<boolean> {
     this.followed.sent(event);
-    const notifications = this.toNotifications(event);
-    for (const notification of notifications) this.notify(notification);
-    return notifications.length > 0;
+    const made = this.toNotifications(event);
+    const send = (notifications: CodexNotification[]): boolean => {
+      for (const notification of notifications) this.notify(notification);
+      return notifications.length > 0;
+    };
+    return made instanceof Promise ? made.then(send) : send(made);
   }
 
-  private toNotifications(event: RuntimeEvent): CodexNotification[] {
+  /** The notifications of an event; a Promise for those that read the store (usage totals, a turn's end). */
+  private toNotifications(event: RuntimeEvent): CodexNotification[] | Promise<CodexNotification[]> {
     const threadId = codexThreadId(event.threadId);
     switch (event.type) {
       case "thread.renamed":
@@ -319,9 +329,10 @@ export class CodexSession implements RpcHandlers {
       }
       case "item.completed": {
         const { item } = event.data;
-        const wire = this.completedItem(item);
         const completedAtMs = Date.parse(item.completedAt ?? item.createdAt);
-        return wire ? [{ method: "item/completed", params: { item: wire, threadId, turnId: item.turnId, completedAtMs } }] : [];
+        const make = (wire: ThreadItem | undefined): CodexNotification[] =>
+          wire ? [{ method: "item/completed", params: { item: wire, threadId, turnId: item.turnId, completedAtMs } }] : [];
+        return item.type === "toolResult" ? this.mcpResultItem(item).then(make) : make(this.completedItem(item));
       }
       case "item.delta": {
         const { kind, turnId, itemId, delta } = event.data;
@@ -331,41 +342,51 @@ export class CodexSession implements RpcHandlers {
         if (kind === "commandOutput") return [{ method: "item/commandExecution/outputDelta", params: { threadId, turnId, itemId, delta } }];
         return [];
       }
-      case "usage.updated": {
-        const breakdown = (usage: typeof event.data.usage) => ({
-          totalTokens: usage.totalTokens,
-          inputTokens: usage.inputTokens,
-          cachedInputTokens: usage.cachedInputTokens ?? 0,
-          cacheWriteInputTokens: 0,
-          outputTokens: usage.outputTokens,
-          reasoningOutputTokens: usage.reasoningTokens ?? 0,
-        });
-        const total = this.runtime.threadUsage([event.threadId]).get(event.threadId) ?? event.data.usage;
-        return [
-          {
-            method: "thread/tokenUsage/updated",
-            params: {
-              threadId,
-              turnId: event.data.turnId,
-              tokenUsage: { total: breakdown(total), last: breakdown(event.data.delta ?? event.data.usage), modelContextWindow: null },
-            },
-          },
-        ];
-      }
+      case "usage.updated":
+        return this.usageNotifications(event);
       case "turn.completed":
       case "turn.cancelled":
-      case "turn.failed": {
-        const turn = this.runtime.findTurn(event.data.turnId);
-        if (!turn) return [];
-        const completed: CodexNotification = { method: "turn/completed", params: { threadId, turn: codexTurn(turn, false) } };
-        if (event.type !== "turn.failed") return [completed];
-        const { message, code } = event.data.error;
-        const error = { message, codexErrorInfo: null, additionalDetails: code, misalignment: null };
-        return [{ method: "error", params: { error, willRetry: false, threadId, turnId: turn.id } }, completed];
-      }
+      case "turn.failed":
+        return this.turnEndNotifications(event);
       default:
         return [];
     }
+  }
+
+  private async usageNotifications(event: Extract<RuntimeEvent, { type: "usage.updated" }>): Promise<CodexNotification[]> {
+    const breakdown = (usage: typeof event.data.usage) => ({
+      totalTokens: usage.totalTokens,
+      inputTokens: usage.inputTokens,
+      cachedInputTokens: usage.cachedInputTokens ?? 0,
+      cacheWriteInputTokens: 0,
+      outputTokens: usage.outputTokens,
+      reasoningOutputTokens: usage.reasoningTokens ?? 0,
+    });
+    const total = (await this.runtime.threadUsage([event.threadId])).get(event.threadId) ?? event.data.usage;
+    const last = breakdown(event.data.delta ?? event.data.usage);
+    return [
+      {
+        method: "thread/tokenUsage/updated",
+        params: {
+          threadId: codexThreadId(event.threadId),
+          turnId: event.data.turnId,
+          tokenUsage: { total: breakdown(total), last, modelContextWindow: null },
+        },
+      },
+    ];
+  }
+
+  private async turnEndNotifications(
+    event: Extract<RuntimeEvent, { type: "turn.completed" | "turn.cancelled" | "turn.failed" }>,
+  ): Promise<CodexNotification[]> {
+    const threadId = codexThreadId(event.threadId);
+    const turn = await this.runtime.findTurn(event.data.turnId);
+    if (!turn) return [];
+    const completed: CodexNotification = { method: "turn/completed", params: { threadId, turn: codexTurn(turn, false) } };
+    if (event.type !== "turn.failed") return [completed];
+    const { message, code } = event.data.error;
+    const error = { message, codexErrorInfo: null, additionalDetails: code, misalignment: null };
+    return [{ method: "error", params: { error, willRetry: false, threadId, turnId: turn.id } }, completed];
   }
 
   /**
@@ -374,8 +395,13 @@ export class CodexSession implements RpcHandlers {
    */
   private completedItem(item: Item): ThreadItem | undefined {
     if (item.type === "toolCall" && item.payload.mcpServer) return undefined;
-    if (item.type !== "toolResult") return threadItem(item);
-    const call = this.runtime.findTurn(item.turnId)?.items?.find((i) => i.type === "toolCall" && i.payload.callId === item.payload.callId);
+    return threadItem(item);
+  }
+
+  /** A tool result completes the MCP call it answers (read back from its turn), or nothing. */
+  private async mcpResultItem(item: Extract<Item, { type: "toolResult" }>): Promise<ThreadItem | undefined> {
+    const turn = await this.runtime.findTurn(item.turnId);
+    const call = turn?.items?.find((i) => i.type === "toolCall" && i.payload.callId === item.payload.callId);
     return call?.type === "toolCall" && call.payload.mcpServer ? mcpToolCall(call, item) : undefined;
   }
 

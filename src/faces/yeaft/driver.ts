@@ -187,7 +187,7 @@ export class AgentDriver {
         return this.send({ type: "session_ready", conversationId, sessionId: thread.id, provider: msg.provider ?? "switchyard" });
       }
       case "send_message": {
-        const threadId = this.threadOf(conversationId);
+        const threadId = await this.threadOf(conversationId);
         const text = typeof msg.text === "string" ? msg.text : typeof msg.prompt === "string" ? msg.prompt : "";
         const input = inputOf(text, msg.attachments);
         if ("problem" in input) return this.send(errorEnvelope("invalid_attachment", input.problem, { conversationId }));
@@ -199,12 +199,16 @@ export class AgentDriver {
       }
       case "sync_messages": {
         // The agent's store is the history: everything after the browser's last seq, in order.
-        const threadId = this.threadOf(conversationId);
+        const threadId = await this.threadOf(conversationId);
         const afterSeq = typeof msg.afterSeq === "number" ? msg.afterSeq : 0;
         const messages: Array<{ seq: number; data: Record<string, unknown> }> = [];
         const historyOf = historyReplay(threadId);
         let last = afterSeq;
-        for (let page = this.runtime.eventsAfter(threadId, afterSeq); page.length > 0; page = this.runtime.eventsAfter(threadId, last)) {
+        for (
+          let page = await this.runtime.eventsAfter(threadId, afterSeq);
+          page.length > 0;
+          page = await this.runtime.eventsAfter(threadId, last)
+        ) {
           for (const event of page) {
             last = event.seq;
             for (const data of historyOf(event)) messages.push({ seq: event.seq, data });
@@ -216,7 +220,7 @@ export class AgentDriver {
       case "yeaft_session_chat":
         return this.groupChat(msg);
       case "resume_conversation": {
-        const thread = this.runtime.findThread(String(msg.sessionId));
+        const thread = await this.runtime.findThread(String(msg.sessionId));
         if (!thread || thread.originChannel !== ORIGIN_CHANNEL) {
           return this.send(
             errorEnvelope("conversation_not_found", `No session ${String(msg.sessionId)} on this agent.`, { conversationId }),
@@ -227,21 +231,26 @@ export class AgentDriver {
       }
       case "list_history_sessions": {
         const workDir = typeof msg.workDir === "string" ? msg.workDir : undefined;
-        const sessions = this.runtime
-          .listThreads({ originChannel: ORIGIN_CHANNEL, ...(workDir ? { workspacePath: workDir } : {}) }, { limit: 200 })
-          .threads.filter((t) => t.channelContext?.startsWith("conversation:"))
+        const listed = await this.runtime.listThreads(
+          { originChannel: ORIGIN_CHANNEL, ...(workDir ? { workspacePath: workDir } : {}) },
+          { limit: 200 },
+        );
+        const sessions = listed.threads
+          .filter((t) => t.channelContext?.startsWith("conversation:"))
           .map((t) => ({ sessionId: t.id, workDir: t.workspacePath, title: t.displayName ?? null, updatedAt: t.lastActiveAt }));
         return this.send({ type: "history_sessions_list", provider: msg.provider ?? "switchyard", sessions });
       }
       case "list_folders": {
         const folders = [
-          ...new Set(this.runtime.listThreads({ originChannel: ORIGIN_CHANNEL }, { limit: 1000 }).threads.map((t) => t.workspacePath)),
+          ...new Set(
+            (await this.runtime.listThreads({ originChannel: ORIGIN_CHANNEL }, { limit: 1000 })).threads.map((t) => t.workspacePath),
+          ),
         ];
         return this.send({ type: "folders_list", provider: msg.provider ?? "switchyard", folders });
       }
       case "cancel_execution": {
         // A group chat's round is cancelled on every persona's thread.
-        const threads = typeof msg.groupId === "string" ? this.groupThreads(msg.groupId) : [this.threadOf(conversationId)];
+        const threads = typeof msg.groupId === "string" ? await this.groupThreads(msg.groupId) : [await this.threadOf(conversationId)];
         await Promise.all(threads.filter((id) => this.runtime.runtimeState(id).running).map((id) => this.runtime.interrupt(id)));
         return;
       }
@@ -252,7 +261,7 @@ export class AgentDriver {
         return;
       }
       case "delete_conversation": {
-        await this.runtime.deleteThread(this.threadOf(conversationId));
+        await this.runtime.deleteThread(await this.threadOf(conversationId));
         this.conversations.delete(conversationId!);
         return this.send({ type: "conversation_deleted", conversationId });
       }
@@ -265,7 +274,7 @@ export class AgentDriver {
   private async runTurn(threadId: string, input: InputPart[], emit: (data: Record<string, unknown>, seq?: number) => void): Promise<void> {
     const started = performance.now();
     let usage: TokenUsage | undefined;
-    const { ended } = watchTurn(this.runtime, threadId, { input }, (event) => {
+    const { ended } = await watchTurn(this.runtime, threadId, { input }, (event) => {
       for (const data of outputOf(event)) emit(data, event.seq);
       if (event.type === "usage.updated") usage = event.data.usage;
     });
@@ -301,8 +310,8 @@ export class AgentDriver {
     const input = inputOf(typeof msg.text === "string" ? msg.text : "", msg.attachments);
     if ("problem" in input) return this.send(errorEnvelope("invalid_attachment", input.problem, { groupId, conversationId: groupId }));
     await Promise.all(
-      chosen.map((persona) =>
-        this.runTurn(this.personaThread(groupId, persona), input, (data) =>
+      chosen.map(async (persona) =>
+        this.runTurn(await this.personaThread(groupId, persona), input, (data) =>
           this.send({ type: "yeaft_output", conversationId: groupId, groupId, persona: persona.name, data }),
         ),
       ),
@@ -310,16 +319,15 @@ export class AgentDriver {
     this.send({ type: "turn_completed", conversationId: groupId, groupId });
   }
 
-  private groupThreads(groupId: string): string[] {
-    return this.runtime
-      .listThreads({ originChannel: ORIGIN_CHANNEL }, { limit: 1000 })
-      .threads.filter((t) => t.channelContext?.startsWith(`group:${groupId}:`))
+  private async groupThreads(groupId: string): Promise<string[]> {
+    return (await this.runtime.listThreads({ originChannel: ORIGIN_CHANNEL }, { limit: 1000 })).threads
+      .filter((t) => t.channelContext?.startsWith(`group:${groupId}:`))
       .map((t) => t.id);
   }
 
-  private personaThread(groupId: string, persona: Persona): string {
+  private async personaThread(groupId: string, persona: Persona): Promise<string> {
     const channelContext = `group:${groupId}:${persona.name}`;
-    const existing = this.runtime.listThreads({ originChannel: ORIGIN_CHANNEL, channelContext }, { limit: 1 }).threads[0];
+    const existing = (await this.runtime.listThreads({ originChannel: ORIGIN_CHANNEL, channelContext }, { limit: 1 })).threads[0];
     if (existing) return existing.id;
     const thread = this.runtime.startThread({
       workspacePath: process.cwd(),
@@ -337,11 +345,11 @@ export class AgentDriver {
   }
 
   /** The conversation's thread: known, or found in the store (the agent restarted since). */
-  private threadOf(conversationId: string | undefined): string {
+  private async threadOf(conversationId: string | undefined): Promise<string> {
     let threadId = conversationId ? this.conversations.get(conversationId) : undefined;
     if (!threadId && conversationId) {
-      threadId = this.runtime.listThreads({ originChannel: ORIGIN_CHANNEL, channelContext: `conversation:${conversationId}` }, { limit: 1 })
-        .threads[0]?.id;
+      const context = `conversation:${conversationId}`;
+      threadId = (await this.runtime.listThreads({ originChannel: ORIGIN_CHANNEL, channelContext: context }, { limit: 1 })).threads[0]?.id;
       if (threadId) this.conversations.set(conversationId, threadId);
     }
     if (!threadId) throw new Error(`No conversation ${conversationId ?? "(none)"} on this agent.`);

@@ -33,8 +33,8 @@ const turn: Turn = {
 };
 
 const ctx: EventContext = {
-  thread: (id) => (id === "thr" ? wireThread(thread, { running: false, waitingOnApproval: false }) : undefined),
-  turn: (id) => (id === "turn" ? turn : undefined),
+  thread: async (id) => (id === "thr" ? wireThread(thread, { running: false, waitingOnApproval: false }) : undefined),
+  turn: async (id) => (id === "turn" ? turn : undefined),
 };
 
 function item<T extends ItemType>(type: T, payload: ItemPayloads[T]): Item {
@@ -45,8 +45,8 @@ function event(type: RuntimeEvent["type"], data: unknown, threadId = "thr"): Run
 }
 
 /** Maps and checks the result against the protocol table's schema for its method. */
-function map(e: RuntimeEvent, filter = new ItemFilter({})): Notification | undefined {
-  const n = toNotification(e, filter, ctx);
+async function map(e: RuntimeEvent, filter = new ItemFilter({})): Promise<Notification | undefined> {
+  const n = await toNotification(e, filter, ctx);
   if (n) {
     const schema = AppServerNotifications[n.method as keyof typeof AppServerNotifications];
     assert.ok(schema, `${n.method} is in the table`);
@@ -57,57 +57,63 @@ function map(e: RuntimeEvent, filter = new ItemFilter({})): Notification | undef
 }
 
 describe("AppServer wire: events to notifications", () => {
-  it("carries the thread and seq, and drops the plan from the thread", () => {
-    const n = map(event("thread.created", { thread }));
+  it("carries the thread and seq, and drops the plan from the thread", async () => {
+    const n = await map(event("thread.created", { thread }));
     assert.equal(n?.method, "thread/started");
     assert.equal(n?.params.seq, seq);
     assert.equal((n?.params.thread as Record<string, unknown>).plan, undefined);
   });
 
-  it("sends nothing for a thread or turn deleted before delivery", () => {
-    assert.equal(map(event("thread.created", { thread: { ...thread, id: "gone" } }, "gone")), undefined);
-    assert.equal(map(event("turn.completed", { turnId: "gone", completedAt: NOW })), undefined);
+  it("sends nothing for a thread or turn deleted before delivery", async () => {
+    assert.equal(await map(event("thread.created", { thread: { ...thread, id: "gone" } }, "gone")), undefined);
+    assert.equal(await map(event("turn.completed", { turnId: "gone", completedAt: NOW })), undefined);
   });
 
-  it("maps turn ends with the turn read from the runtime", () => {
-    assert.equal(map(event("turn.completed", { turnId: "turn", completedAt: NOW }))?.method, "turn/completed");
-    const failed = map(event("turn.failed", { turnId: "turn", completedAt: NOW, error: { code: "providerError", message: "boom" } }));
+  it("maps turn ends with the turn read from the runtime", async () => {
+    assert.equal((await map(event("turn.completed", { turnId: "turn", completedAt: NOW })))?.method, "turn/completed");
+    const failed = await map(event("turn.failed", { turnId: "turn", completedAt: NOW, error: { code: "providerError", message: "boom" } }));
     assert.deepEqual(failed?.params.error, { code: "providerError", message: "boom" });
-    assert.equal(map(event("turn.cancelled", { turnId: "turn", completedAt: NOW, reason: "interrupted" }))?.params.reason, "interrupted");
+    assert.equal(
+      (await map(event("turn.cancelled", { turnId: "turn", completedAt: NOW, reason: "interrupted" })))?.params.reason,
+      "interrupted",
+    );
   });
 
-  it("streams each delta kind to its own method", () => {
+  it("streams each delta kind to its own method", async () => {
     const delta = (kind: string, extra: object = {}) => event("item.delta", { turnId: "turn", itemId: "i", kind, delta: "x", ...extra });
-    assert.equal(map(delta("agentMessage"))?.method, "item/agentMessage/delta");
-    assert.equal(map(delta("reasoning"))?.method, "item/reasoning/delta");
-    assert.equal(map(delta("toolArguments"))?.method, "item/toolCall/argumentsDelta");
+    assert.equal((await map(delta("agentMessage")))?.method, "item/agentMessage/delta");
+    assert.equal((await map(delta("reasoning")))?.method, "item/reasoning/delta");
+    assert.equal((await map(delta("toolArguments")))?.method, "item/toolCall/argumentsDelta");
     const withOutput = new ItemFilter({ commandExecutionStreaming: true });
-    const output = map(delta("commandOutput", { stream: "stderr" }), withOutput);
+    const output = await map(delta("commandOutput", { stream: "stderr" }), withOutput);
     assert.equal(output?.method, "item/commandExecution/outputDelta");
     assert.equal(output?.params.stream, "stderr");
   });
 
-  it("filters by the client's capabilities", () => {
+  it("filters by the client's capabilities", async () => {
     const command = item("commandExecution", { callId: "c", command: "ls", cwd: "/ws", output: "" });
-    assert.equal(map(event("item.completed", { item: command })), undefined, "no commandExecutionStreaming: no command items");
+    assert.equal(await map(event("item.completed", { item: command })), undefined, "no commandExecutionStreaming: no command items");
     assert.equal(
-      map(event("item.completed", { item: command }), new ItemFilter({ commandExecutionStreaming: true }))?.method,
+      (await map(event("item.completed", { item: command }), new ItemFilter({ commandExecutionStreaming: true })))?.method,
       "item/completed",
     );
     const noStreaming = new ItemFilter({ streamingSupport: false });
-    assert.equal(map(event("item.delta", { turnId: "turn", itemId: "i", kind: "agentMessage", delta: "x" }), noStreaming), undefined);
-    assert.equal(map(event("item.completed", { item: item("agentMessage", { text: "done" }) }), noStreaming)?.method, "item/completed");
+    assert.equal(await map(event("item.delta", { turnId: "turn", itemId: "i", kind: "agentMessage", delta: "x" }), noStreaming), undefined);
+    assert.equal(
+      (await map(event("item.completed", { item: item("agentMessage", { text: "done" }) }), noStreaming))?.method,
+      "item/completed",
+    );
   });
 
-  it("reports usage per model call only, and keeps rules to itself", () => {
+  it("reports usage per model call only, and keeps rules to itself", async () => {
     const usage = { inputTokens: 1, outputTokens: 2, totalTokens: 3 };
-    assert.equal(map(event("usage.updated", { turnId: "turn", usage })), undefined, "older logs have no per-call figure");
-    const n = map(event("usage.updated", { turnId: "turn", usage, delta: usage }));
+    assert.equal(await map(event("usage.updated", { turnId: "turn", usage })), undefined, "older logs have no per-call figure");
+    const n = await map(event("usage.updated", { turnId: "turn", usage, delta: usage }));
     assert.deepEqual([n?.method, n?.params.total], ["item/usage/delta", usage]);
-    assert.equal(map(event("approval.ruleAdded", { workspacePath: "/ws", scopeKey: "shell:ls" })), undefined);
+    assert.equal(await map(event("approval.ruleAdded", { workspacePath: "/ws", scopeKey: "shell:ls" })), undefined);
   });
 
-  it("maps every kind of item to a valid item notification", () => {
+  it("maps every kind of item to a valid item notification", async () => {
     const items: Item[] = [
       item("userMessage", { text: "hi", input: [{ type: "text", text: "hi" }] }),
       item("agentMessage", { text: "hello" }),
@@ -118,6 +124,6 @@ describe("AppServer wire: events to notifications", () => {
       item("error", { code: "e", message: "m" }),
       item("systemNotice", { kind: "compaction", message: "m" }),
     ];
-    for (const it of items) assert.equal(map(event("item.started", { item: it }))?.method, "item/started");
+    for (const it of items) assert.equal((await map(event("item.started", { item: it })))?.method, "item/started");
   });
 });

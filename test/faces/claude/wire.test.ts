@@ -34,10 +34,10 @@ const turn: Turn = {
   input: [{ type: "text", text: "hi" }],
   items: [item("userMessage", { text: "hi", input: [] }), item("agentMessage", { text: "hello" })],
 };
-const lookup: TurnLookup = (id) => (id === "turn" ? turn : undefined);
+const lookup: TurnLookup = async (id) => (id === "turn" ? turn : undefined);
 
-function map(e: RuntimeEvent) {
-  const notes = toNotifications(e, lookup);
+async function map(e: RuntimeEvent) {
+  const notes = await toNotifications(e, lookup);
   for (const n of notes) {
     const schema = ClaudeNotifications[n.method];
     const parsed = schema.safeParse(n.params);
@@ -78,20 +78,20 @@ describe("claude wire: prompts and turns", () => {
 });
 
 describe("claude wire: events to notifications", () => {
-  it("streams text and thinking deltas, and nothing for tool arguments", () => {
-    const delta = (kind: string) => map(event("item.delta", { turnId: "turn", itemId: "i", kind, delta: "x" }));
-    assert.deepEqual(delta("agentMessage")[0]?.params, {
+  it("streams text and thinking deltas, and nothing for tool arguments", async () => {
+    const delta = async (kind: string) => await map(event("item.delta", { turnId: "turn", itemId: "i", kind, delta: "x" }));
+    assert.deepEqual((await delta("agentMessage"))[0]?.params, {
       thread_id: "thr",
       turn_id: "turn",
       item_id: "i",
       delta: { type: "text", text: "x" },
     });
-    assert.equal((delta("reasoning")[0]?.params as { delta: { type: string } }).delta.type, "thinking");
-    assert.deepEqual(delta("toolArguments"), []);
+    assert.equal(((await delta("reasoning"))[0]?.params as { delta: { type: string } }).delta.type, "thinking");
+    assert.deepEqual(await delta("toolArguments"), []);
   });
 
-  it("ends a failed turn with turn/error and then turn/completed, counting visible items", () => {
-    const notes = map(event("turn.failed", { turnId: "turn", completedAt: NOW, error: { code: "providerError", message: "boom" } }));
+  it("ends a failed turn with turn/error and then turn/completed, counting visible items", async () => {
+    const notes = await map(event("turn.failed", { turnId: "turn", completedAt: NOW, error: { code: "providerError", message: "boom" } }));
     assert.deepEqual(
       notes.map((n) => n.method),
       ["turn/error", "turn/completed"],
@@ -100,8 +100,8 @@ describe("claude wire: events to notifications", () => {
     assert.equal((notes[1]!.params as { items_count: number }).items_count, 1, "the prompt is not an item here");
   });
 
-  it("maps a completed item to item/created", () => {
-    const [n] = map(
+  it("maps a completed item to item/created", async () => {
+    const [n] = await map(
       event("item.completed", { item: item("toolCall", { callId: "c", toolName: "bash", argumentsText: '{"command":"ls"}' }) }),
     );
     assert.equal(n?.method, "item/created");

@@ -1,0 +1,100 @@
+// The event feed under reads that take time: a notification that needs one holds the events
+// after it, a replay answers only once what it sent is out, and an event committed while a
+// replay reads the log is sent once, in its place.
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import type { RuntimeEvent } from "../../src/domain/events.js";
+import { EventFeed, type FeedConnection } from "../../src/faces/event-feed.js";
+import { silentLogger } from "../../src/log.js";
+
+const connection: FeedConnection = {
+  closed: false,
+  overBudget: () => false,
+  pendingBytes: () => 0,
+  whenDrained: async () => {},
+};
+
+function renamed(seq: number, threadId = "t"): RuntimeEvent {
+  return { type: "thread.renamed", threadId, seq, ts: "2026-01-01T00:00:00.000Z", data: { displayName: `n${seq}` } };
+}
+
+/** A log the feed reads through `eventsAfter`; each read can be held until the test lets it go. */
+class SlowLog {
+  readonly events: RuntimeEvent[] = [];
+  private held: Array<() => void> | undefined;
+
+  hold(): void {
+    this.held = [];
+  }
+  release(): void {
+    const waiting = this.held ?? [];
+    this.held = undefined;
+    for (const go of waiting) go();
+  }
+  async eventsAfter(threadId: string, afterSeq: number, limit = 10_000): Promise<RuntimeEvent[]> {
+    if (this.held) await new Promise<void>((resolve) => this.held!.push(resolve));
+    return this.events.filter((e) => e.threadId === threadId && e.seq > afterSeq).slice(0, limit);
+  }
+}
+
+describe("event feed", () => {
+  it("holds the events after a notification that needs a read, and sends them in order", async () => {
+    const sent: number[] = [];
+    let finishRead!: () => void;
+    const read = new Promise<void>((resolve) => (finishRead = resolve));
+    const feed = new EventFeed(
+      new SlowLog(),
+      connection,
+      () => true,
+      (event) => (event.seq === 1 ? read.then(() => (sent.push(1), true)) : (sent.push(event.seq), true)),
+      silentLogger,
+    );
+    feed.live(renamed(1));
+    feed.live(renamed(2));
+    feed.live(renamed(3));
+    assert.deepEqual(sent, [], "nothing overtakes the event being made");
+    finishRead();
+    await read;
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual(sent, [1, 2, 3]);
+  });
+
+  it("replays from the log; an event committed during the read goes out once, after the replay's", async () => {
+    const log = new SlowLog();
+    log.events.push(renamed(1), renamed(2));
+    const sent: number[] = [];
+    const feed = new EventFeed(
+      log,
+      connection,
+      () => true,
+      (event) => (sent.push(event.seq), true),
+      silentLogger,
+    );
+    log.hold();
+    const replay = feed.replay("t", 0);
+    // Committed and delivered live while the replay's read is still out.
+    log.events.push(renamed(3));
+    feed.live(renamed(3));
+    assert.deepEqual(sent, []);
+    log.release();
+    assert.equal(await replay, 3);
+    assert.deepEqual(sent, [1, 2, 3]);
+    feed.live(renamed(4));
+    assert.deepEqual(sent, [1, 2, 3, 4], "live again once caught up");
+  });
+
+  it("a replay answers only once what it sent is out, also events whose notification needed a read", async () => {
+    const log = new SlowLog();
+    log.events.push(renamed(1), renamed(2));
+    const sent: number[] = [];
+    const feed = new EventFeed(
+      log,
+      connection,
+      () => true,
+      (event) => (event.seq === 1 ? Promise.resolve().then(() => (sent.push(1), true)) : (sent.push(event.seq), true)),
+      silentLogger,
+    );
+    await feed.replay("t", 0);
+    assert.deepEqual(sent, [1, 2]);
+  });
+});
