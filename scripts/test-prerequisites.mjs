@@ -1,9 +1,10 @@
 // Installs what the tests drive besides the repo's own code, unless it is there already:
 //  - the real external agents (test/agents/package.json, pinned versions);
-//  - Chromium and tmux from the system's packages, for the web client's browser tests (Playwright
-//    drives the system browser; browser downloads are not used) and the Codex terminal UI test.
+//  - Chromium, tmux and PostgreSQL from the system's packages, for the web client's browser tests
+//    (Playwright drives the system browser; browser downloads are not used), the Codex terminal
+//    UI test and the PostgreSQL store's tests (each starts its own server in a temp dir).
 // Tests that need a missing one skip with a message, so an install failure is reported, not fatal.
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { spawnSync } from "node:child_process";
 
 const dir = "test/agents";
@@ -30,17 +31,23 @@ if (process.env.SWITCHYARD_SKIP_AGENT_INSTALL) {
   }
 }
 
-// System packages, by the command each provides: Chromium for the web client's browser tests,
-// tmux to drive the Codex terminal UI.
+/** Debian keeps PostgreSQL's server programs off PATH, under /usr/lib/postgresql/<version>/bin. */
+const hasInitdb = () =>
+  onPath("initdb") ||
+  (existsSync("/usr/lib/postgresql") && readdirSync("/usr/lib/postgresql").some((v) => existsSync(`/usr/lib/postgresql/${v}/bin/initdb`)));
+
+// System packages: Chromium for the web client's browser tests, tmux to drive the Codex
+// terminal UI, PostgreSQL for the PostgreSQL store.
 const systemPackages = [
-  { command: "chromium", why: "the browser tests" },
-  { command: "tmux", why: "the Codex terminal UI test" },
+  { name: "chromium", present: () => onPath("chromium"), why: "the browser tests" },
+  { name: "tmux", present: () => onPath("tmux"), why: "the Codex terminal UI test" },
+  { name: "postgresql", present: hasInitdb, why: "the PostgreSQL store's tests" },
 ];
-const missing = process.env.SWITCHYARD_SKIP_BROWSER_INSTALL ? [] : systemPackages.filter(({ command }) => !onPath(command));
+const missing = process.env.SWITCHYARD_SKIP_BROWSER_INSTALL ? [] : systemPackages.filter(({ present }) => !present());
 if (missing.length === 0) {
   console.log("test system packages: present (or install skipped)");
 } else if (process.platform === "linux" && onPath("apt-get") && process.getuid?.() === 0) {
-  const names = missing.map(({ command }) => command);
+  const names = missing.map(({ name }) => name);
   console.log(`test system packages: installing ${names.join(", ")} from the system's packages`);
   const env = { ...process.env, DEBIAN_FRONTEND: "noninteractive" };
   const apt = (args) => spawnSync("apt-get", args, { stdio: "inherit", env }).status === 0;
@@ -49,7 +56,7 @@ if (missing.length === 0) {
     console.warn(`test system packages: could not install ${names.join(", ")}; ${missing.map((m) => m.why).join(" and ")} will be skipped`);
   }
 } else {
-  for (const { command, why } of missing) {
-    console.warn(`test system packages: no ${command} on PATH and no apt-get as root to install it; ${why} will be skipped`);
+  for (const { name, why } of missing) {
+    console.warn(`test system packages: no ${name} and no apt-get as root to install it; ${why} will be skipped`);
   }
 }

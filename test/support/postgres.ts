@@ -1,0 +1,94 @@
+// A throwaway PostgreSQL server for tests: the system's PostgreSQL, initialized in a temp
+// directory and listening on a free loopback port. PostgreSQL refuses to run as root, so under
+// root it runs as the `postgres` user the system package created.
+import { execFileSync, spawnSync } from "node:child_process";
+import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+
+/** The directory of PostgreSQL's server programs, or undefined when none is installed. */
+export function postgresBinDir(): string | undefined {
+  const debian = "/usr/lib/postgresql";
+  if (existsSync(debian)) {
+    const newest = readdirSync(debian)
+      .filter((v) => existsSync(path.join(debian, v, "bin", "initdb")))
+      .sort((a, b) => Number(b) - Number(a))[0];
+    if (newest) return path.join(debian, newest, "bin");
+  }
+  const found = spawnSync("sh", ["-c", "command -v initdb"], { encoding: "utf8" }).stdout.trim();
+  return found ? path.dirname(found) : undefined;
+}
+
+/** Why the PostgreSQL tests cannot run here, or undefined when they can. */
+export function postgresMissing(): string | undefined {
+  if (!postgresBinDir()) return "no PostgreSQL installed (initdb not found)";
+  if (process.getuid?.() === 0 && spawnSync("id", ["-u", "postgres"]).status !== 0) return "running as root with no postgres user";
+  return undefined;
+}
+
+async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+export class TestPostgres {
+  private constructor(
+    private readonly bin: string,
+    private readonly dir: string,
+    readonly port: number,
+    private readonly asUser: string[],
+  ) {}
+
+  /** The server's superuser connection URL for a database (default: postgres). */
+  url(database = "postgres"): string {
+    return `postgres://postgres@127.0.0.1:${this.port}/${database}`;
+  }
+
+  static async start(): Promise<TestPostgres> {
+    const bin = postgresBinDir();
+    if (!bin) throw new Error("no PostgreSQL installed");
+    const dir = mkdtempSync(path.join(os.tmpdir(), "switchyard-pg-"));
+    const asUser: string[] = [];
+    if (process.getuid?.() === 0) {
+      const uid = Number(execFileSync("id", ["-u", "postgres"], { encoding: "utf8" }));
+      const gid = Number(execFileSync("id", ["-g", "postgres"], { encoding: "utf8" }));
+      chownSync(dir, uid, gid);
+      asUser.push("runuser", "-u", "postgres", "--");
+    }
+    const pg = new TestPostgres(bin, dir, await freePort(), asUser);
+    const data = path.join(dir, "data");
+    pg.run("initdb", ["-D", data, "-U", "postgres", "--auth=trust", "--no-sync", "-E", "UTF8", "--locale=C"]);
+    pg.run("pg_ctl", [
+      "-D",
+      data,
+      "-l",
+      path.join(dir, "log"),
+      "-w",
+      "-o",
+      `-p ${pg.port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off`,
+      "start",
+    ]);
+    return pg;
+  }
+
+  /** A new, empty database; returns its URL. */
+  createDatabase(name: string): string {
+    this.run("createdb", ["-h", "127.0.0.1", "-p", String(this.port), "-U", "postgres", name]);
+    return this.url(name);
+  }
+
+  stop(): void {
+    this.run("pg_ctl", ["-D", path.join(this.dir, "data"), "-m", "immediate", "-w", "stop"]);
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+
+  private run(program: string, args: string[]): void {
+    const [command, ...prefix] = [...this.asUser, path.join(this.bin, program)];
+    const result = spawnSync(command!, [...prefix, ...args], { encoding: "utf8", cwd: this.dir });
+    if (result.status !== 0) throw new Error(`${program} failed: ${result.stderr || result.stdout}`);
+  }
+}
