@@ -6,9 +6,24 @@ import { mkdirSync } from "node:fs";
 import path from "node:path";
 import { RuntimeError } from "../domain/errors.js";
 import type { DeltaKind, EventType, NewEvent, RuntimeEvent } from "../domain/events.js";
-import type { ItemType, AgentMode, HistoryMode, Item, Thread, ThreadStatus, TokenUsage, Turn, TurnStatus } from "../domain/model.js";
+import type { ItemType, Item, Thread, TokenUsage, Turn } from "../domain/model.js";
 import type { Store, StorageStatus, StoredItemJson, ThreadFilter, ThreadPage } from "./store.js";
 import { BLOBS_SCHEMA, BlobStore, hydrated } from "./blobs.js";
+import { projectEvent, type ThreadColumn } from "./projection.js";
+import {
+  THREAD_COLUMNS,
+  decodeCursor,
+  encodeCursor,
+  parse,
+  toEvent,
+  toItem,
+  toThread,
+  toTurn,
+  type EventRow,
+  type ItemParams,
+  type ThreadRow,
+  type TurnRow,
+} from "./rows.js";
 
 export const DB_FILE = "switchyard.db";
 
@@ -118,129 +133,11 @@ function migrate(db: Database.Database): void {
   }
 }
 
-// ---------------------------------------------------------------------------------------------
-// Row types (exactly the columns selected).
-
-export interface EventRow {
-  seq: number;
-  thread_id: string;
-  type: string;
-  ts: string;
-  data: string;
-}
-
-export interface ThreadRow {
-  id: string;
-  workspace_path: string;
-  user_id: string | null;
-  origin_channel: string;
-  channel_context: string | null;
-  display_name: string | null;
-  status: string;
-  created_at: string;
-  last_active_at: string;
-  history_mode: string;
-  mode: string;
-  configuration: string | null;
-  metadata: string;
-  queued_inputs: string;
-  plan: string | null;
-  forked_from: string | null;
-  backend_session: string | null;
-}
-
-export interface TurnRow {
-  id: string;
-  thread_id: string;
-  status: string;
-  started_at: string;
-  completed_at: string | null;
-  token_usage: string | null;
-  error: string | null;
-  input: string;
-  model: string | null;
-  cancel_reason: string | null;
-  diff: string | null;
-}
-
-const THREAD_COLS =
-  "id, workspace_path, user_id, origin_channel, channel_context, display_name, status, created_at, " +
-  "last_active_at, history_mode, mode, configuration, metadata, queued_inputs, plan, forked_from, backend_session";
+const THREAD_COLS = THREAD_COLUMNS;
 // What reads select: the columns that may hold user input (so images) with blob references resolved.
 const THREAD_READ = THREAD_COLS.replace("queued_inputs", `${hydrated("queued_inputs")} AS queued_inputs`);
 const TURN_COLS = `id, thread_id, status, started_at, completed_at, token_usage, error, ${hydrated("input")} AS input, model, cancel_reason, diff`;
 const ITEM_DATA = hydrated("data");
-
-type ItemParams = { id: string; thread_id: string; turn_id: string; ord: number; type: string; data: string };
-
-// ---------------------------------------------------------------------------------------------
-// Row -> model conversion. Optional properties that are NULL are omitted, not set to null.
-
-const parse = <T>(text: string): T => JSON.parse(text) as T;
-const jsonOrNull = (value: unknown): string | null => (value === undefined || value === null ? null : JSON.stringify(value));
-
-function toThread(r: ThreadRow): Thread {
-  const t: Thread = {
-    id: r.id,
-    workspacePath: r.workspace_path,
-    originChannel: r.origin_channel,
-    status: r.status as ThreadStatus,
-    createdAt: r.created_at,
-    lastActiveAt: r.last_active_at,
-    historyMode: r.history_mode as HistoryMode,
-    mode: r.mode as AgentMode,
-    metadata: parse(r.metadata),
-    queuedInputs: parse(r.queued_inputs),
-  };
-  if (r.user_id !== null) t.userId = r.user_id;
-  if (r.channel_context !== null) t.channelContext = r.channel_context;
-  if (r.display_name !== null) t.displayName = r.display_name;
-  if (r.configuration !== null) t.configuration = parse(r.configuration);
-  if (r.plan !== null) t.plan = parse(r.plan);
-  if (r.forked_from !== null) t.forkedFrom = parse(r.forked_from);
-  if (r.backend_session !== null) t.backendSession = parse(r.backend_session);
-  return t;
-}
-
-function toTurn(r: TurnRow): Turn {
-  const t: Turn = {
-    id: r.id,
-    threadId: r.thread_id,
-    status: r.status as TurnStatus,
-    startedAt: r.started_at,
-    input: parse(r.input),
-  };
-  if (r.completed_at !== null) t.completedAt = r.completed_at;
-  if (r.token_usage !== null) t.tokenUsage = parse(r.token_usage);
-  if (r.error !== null) t.error = parse(r.error);
-  if (r.model !== null) t.model = r.model;
-  if (r.cancel_reason !== null) t.cancelReason = r.cancel_reason;
-  if (r.diff !== null) t.diff = r.diff;
-  return t;
-}
-
-/** Items are read as their JSON text only (one plucked column); the Item carries its own ids. */
-const toItem = (data: string): Item => parse(data);
-
-function toEvent(r: EventRow): RuntimeEvent {
-  return { seq: r.seq, threadId: r.thread_id, type: r.type, ts: r.ts, data: parse<unknown>(r.data) } as RuntimeEvent;
-}
-
-function encodeCursor(lastActiveAt: string, id: string): string {
-  return Buffer.from(JSON.stringify([lastActiveAt, id])).toString("base64url");
-}
-
-function decodeCursor(cursor: string): [string, string] {
-  try {
-    const value: unknown = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8"));
-    if (Array.isArray(value) && value.length === 2 && typeof value[0] === "string" && typeof value[1] === "string") {
-      return [value[0], value[1]];
-    }
-  } catch {
-    // fall through
-  }
-  throw new RuntimeError("invalidInput", "Invalid cursor: pass back the nextCursor of a previous page.");
-}
 
 // ---------------------------------------------------------------------------------------------
 
@@ -300,15 +197,7 @@ function prepareStatements(db: Database.Database) {
        @channel_context, @display_name, @status, @created_at, @last_active_at, @history_mode, @mode,
        @configuration, @metadata, @queued_inputs, @plan, @forked_from, @backend_session)`,
     ),
-    setLastActive: db.prepare<[string, string]>("UPDATE threads SET last_active_at = ? WHERE id = ?"),
     bumpLastActive: db.prepare<[string, string]>("UPDATE threads SET last_active_at = max(last_active_at, ?) WHERE id = ?"),
-    setDisplayName: db.prepare<[string, string]>("UPDATE threads SET display_name = ? WHERE id = ?"),
-    setConfiguration: db.prepare<[string | null, string]>("UPDATE threads SET configuration = ? WHERE id = ?"),
-    setMode: db.prepare<[string, string]>("UPDATE threads SET mode = ? WHERE id = ?"),
-    setStatus: db.prepare<[string, string]>("UPDATE threads SET status = ? WHERE id = ?"),
-    setBackendSession: db.prepare<[string, string]>("UPDATE threads SET backend_session = ? WHERE id = ?"),
-    setQueue: db.prepare<[string, string]>("UPDATE threads SET queued_inputs = ? WHERE id = ?"),
-    setPlan: db.prepare<[string, string]>("UPDATE threads SET plan = ? WHERE id = ?"),
     deleteThreadItems: db.prepare<[string]>("DELETE FROM items WHERE thread_id = ?"),
     deleteThreadTurns: db.prepare<[string]>("DELETE FROM turns WHERE thread_id = ?"),
     deleteThread: db.prepare<[string]>("DELETE FROM threads WHERE id = ?"),
@@ -385,6 +274,7 @@ export class SqliteStore implements Store {
   private readonly stmts: Statements;
   private readonly blobs: BlobStore;
   private readonly listStmts = new Map<string, Database.Statement<unknown[], ThreadRow>>();
+  private readonly threadSetters = new Map<ThreadColumn, Database.Statement<[string | null, string]>>();
   private readonly writeBatch: Database.Transaction<(batch: PendingEvent[]) => unknown[]>;
   private seq: number;
   private pending: PendingEvent[] = [];
@@ -582,115 +472,52 @@ export class SqliteStore implements Store {
     }
   }
 
-  private itemParams(item: Item, ord: number): ItemParams {
-    const data = this.blobs.dehydrate(JSON.stringify(item));
-    return { id: item.id, thread_id: item.threadId, turn_id: item.turnId, ord, type: item.type, data };
-  }
-
   /** Applies one event to the derived tables. Used by flush() and by rebuild(). */
   private applyEvent(e: RuntimeEvent): void {
     const s = this.stmts;
-    switch (e.type) {
-      case "thread.created": {
-        const t = e.data.thread;
-        s.insertThread.run({
-          id: t.id,
-          workspace_path: t.workspacePath,
-          user_id: t.userId ?? null,
-          origin_channel: t.originChannel,
-          channel_context: t.channelContext ?? null,
-          display_name: t.displayName ?? null,
-          status: t.status,
-          created_at: t.createdAt,
-          last_active_at: t.lastActiveAt,
-          history_mode: t.historyMode,
-          mode: t.mode,
-          configuration: jsonOrNull(t.configuration),
-          metadata: JSON.stringify(t.metadata ?? {}),
-          queued_inputs: this.blobs.dehydrate(JSON.stringify(t.queuedInputs ?? [])),
-          plan: jsonOrNull(t.plan),
-          forked_from: jsonOrNull(t.forkedFrom),
-          backend_session: jsonOrNull(t.backendSession),
-        });
-        return;
+    // Columns that may hold user input (so images) keep large data URLs in the blob table.
+    const dehydrate = (json: string): string => this.blobs.dehydrate(json);
+    for (const write of projectEvent(e)) {
+      switch (write.op) {
+        case "insertThread":
+          s.insertThread.run({ ...write.row, queued_inputs: dehydrate(write.row.queued_inputs) });
+          break;
+        case "setThread": {
+          const value = write.column === "queued_inputs" && write.value !== null ? dehydrate(write.value) : write.value;
+          this.threadSetter(write.column).run(value, write.threadId);
+          break;
+        }
+        case "touchThread":
+          s.bumpLastActive.run(write.at, write.threadId);
+          break;
+        case "deleteThread":
+          s.deleteThreadItems.run(write.threadId);
+          s.deleteThreadTurns.run(write.threadId);
+          s.deleteThread.run(write.threadId);
+          break;
+        case "insertTurn":
+          s.insertTurn.run({ ...write.row, input: dehydrate(write.row.input) });
+          break;
+        case "finishTurn":
+          s.finishTurn.run(write.status, write.completedAt, write.tokenUsage, write.error, write.cancelReason, write.turnId);
+          break;
+        case "setTurn":
+          (write.column === "diff" ? s.setTurnDiff : s.setTurnUsage).run(write.value, write.turnId);
+          break;
+        case "putItem":
+          (write.replace ? s.upsertItem : s.insertItem).run({ ...write.row, data: dehydrate(write.row.data) });
+          break;
+        case "insertRule":
+          s.insertRule.run(write.workspacePath, write.scopeKey);
+          break;
       }
-      case "thread.resumed":
-        s.setLastActive.run(e.data.lastActiveAt, e.threadId);
-        return;
-      case "thread.renamed":
-        s.setDisplayName.run(e.data.displayName, e.threadId);
-        return;
-      case "thread.configured":
-        s.setConfiguration.run(jsonOrNull(e.data.configuration), e.threadId);
-        return;
-      case "thread.modeChanged":
-        s.setMode.run(e.data.mode, e.threadId);
-        return;
-      case "thread.statusChanged":
-        s.setStatus.run(e.data.status, e.threadId);
-        return;
-      case "thread.backendSession":
-        s.setBackendSession.run(JSON.stringify(e.data.session), e.threadId);
-        return;
-      case "thread.deleted":
-        s.deleteThreadItems.run(e.threadId);
-        s.deleteThreadTurns.run(e.threadId);
-        s.deleteThread.run(e.threadId);
-        return;
-      case "thread.queueUpdated":
-        s.setQueue.run(this.blobs.dehydrate(JSON.stringify(e.data.queuedInputs)), e.threadId);
-        return;
-      case "turn.started": {
-        const t = e.data.turn;
-        s.insertTurn.run({
-          id: t.id,
-          thread_id: e.threadId,
-          seq: e.seq,
-          status: t.status,
-          started_at: t.startedAt,
-          completed_at: t.completedAt ?? null,
-          token_usage: jsonOrNull(t.tokenUsage),
-          error: jsonOrNull(t.error),
-          input: this.blobs.dehydrate(JSON.stringify(t.input ?? [])),
-          model: t.model ?? null,
-        });
-        s.bumpLastActive.run(e.ts, e.threadId);
-        return;
-      }
-      case "turn.completed":
-        s.finishTurn.run("completed", e.data.completedAt, jsonOrNull(e.data.tokenUsage), null, null, e.data.turnId);
-        return;
-      case "turn.failed":
-        s.finishTurn.run("failed", e.data.completedAt, jsonOrNull(e.data.tokenUsage), JSON.stringify(e.data.error), null, e.data.turnId);
-        return;
-      case "turn.cancelled":
-        // The reason is kept in its own column; Turn.error stays unset for a cancelled turn.
-        s.finishTurn.run("cancelled", e.data.completedAt, jsonOrNull(e.data.tokenUsage), null, e.data.reason, e.data.turnId);
-        return;
-      case "turn.diffUpdated":
-        s.setTurnDiff.run(e.data.diff, e.data.turnId);
-        return;
-      case "turn.planUpdated":
-        s.setPlan.run(JSON.stringify(e.data.plan), e.threadId);
-        return;
-      case "item.started":
-        s.insertItem.run(this.itemParams(e.data.item, e.seq));
-        return;
-      case "item.completed":
-        // Upsert: an item may complete without a started event; its ordinal is then this seq.
-        s.upsertItem.run(this.itemParams(e.data.item, e.seq));
-        return;
-      case "usage.updated":
-        s.setTurnUsage.run(JSON.stringify(e.data.usage), e.data.turnId);
-        return;
-      case "approval.ruleAdded":
-        s.insertRule.run(e.data.workspacePath, e.data.scopeKey);
-        return;
-      case "thread.runtimeChanged":
-      case "item.delta":
-      case "approval.resolved":
-        return; // log only
     }
+  }
+
+  private threadSetter(column: ThreadColumn): Database.Statement<[string | null, string]> {
+    let stmt = this.threadSetters.get(column);
+    if (!stmt) this.threadSetters.set(column, (stmt = this.db.prepare(`UPDATE threads SET ${column} = ? WHERE id = ?`)));
+    return stmt;
   }
 
   // -------------------------------------------------------------------------------------------
