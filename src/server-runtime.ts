@@ -8,7 +8,8 @@ import { setUpProviders } from "./config/providers.js";
 import type { Logger } from "./log.js";
 import { Runtime } from "./runtime/runtime.js";
 import type { ServerConfig } from "./server.js";
-import { openStore, type SqliteStore } from "./store/sqlite-store.js";
+import { openStore } from "./store/sqlite-store.js";
+import type { Store } from "./store/store.js";
 import { createDefaultRegistry } from "./tools/registry.js";
 import { loadSkillTool } from "./tools/load-skill.js";
 import { schedulePromptTool } from "./automation/schedule-prompt.js";
@@ -21,14 +22,18 @@ const BUILTIN_SKILLS_DIR = fileURLToPath(new URL("../../skills", import.meta.url
 
 export interface AssembledRuntime {
   runtime: Runtime;
-  store: SqliteStore;
+  store: Store;
   /** Loads what the first turn needs; called once a request has been answered. Idempotent. */
   prepareFirstTurn(): void;
 }
 
-export async function assembleRuntime(config: ServerConfig, log: Logger): Promise<AssembledRuntime> {
+/** `store`: one already open (PostgreSQL); else the data directory's SQLite store. */
+export async function assembleRuntime(
+  config: ServerConfig,
+  log: Logger,
+  store: Store = openStore(config.dataDir),
+): Promise<AssembledRuntime> {
   const providers = setUpProviders(config, log);
-  const store = openStore(config.dataDir);
   const workspace = new WorkspaceResources({
     builtinSkillsDir: BUILTIN_SKILLS_DIR,
     configDir: config.dataDir,

@@ -43,6 +43,8 @@ export interface ServerConfig {
   stallTimeoutMs?: number;
   /** How long running turns wait for the data directory to accept writes again before they fail. */
   storageTimeoutMs?: number;
+  /** PostgreSQL URL of the store; SQLite in dataDir when unset. */
+  storeUrl?: string;
   provider?: string;
   model?: string;
   /** The config file's `providers` section: keys and endpoints, under the environment's. */
@@ -79,6 +81,9 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
   // Loaded only when needed: a stdio-only server starts faster without it.
   const websocket = config.websocket ? await import("./transport/websocket.js") : undefined;
   if (config.websocket && websocket) websocket.assertSafeBind(config.websocket.host, config.token);
+  // A database that cannot be opened ends the server before it answers anyone.
+  const database = config.storeUrl ? await (await import("./store/postgres-store.js")).PostgresStore.open(config.storeUrl) : undefined;
+
   const lock = acquireDataDirLock(config.dataDir);
 
   // Connections opened before the runtime is up (stdio, at once) wait for it; it never rejects:
@@ -134,7 +139,7 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
   let runtime: Runtime;
   let store: AssembledRuntime["store"];
   try {
-    const ready = await (await import("./server-runtime.js")).assembleRuntime(config, log);
+    const ready = await (await import("./server-runtime.js")).assembleRuntime(config, log, database);
     ({ runtime, store } = ready);
     runtimeReady(ready);
   } catch (error) {

@@ -15,6 +15,8 @@ export interface AppServerFlags {
   port?: number;
   face?: string;
   dataDir?: string;
+  /** A PostgreSQL URL for the store; unset: SWITCHYARD_DATABASE_URL, else SQLite in the data directory. */
+  store?: string;
   provider?: string;
   model?: string;
   token?: string;
@@ -75,6 +77,15 @@ export function chooseProviderAndModel(
   return { ...(provider ? { provider } : {}), ...(model ? { model } : {}) };
 }
 
+/** A store URL as given, checked to be PostgreSQL's: never a silent fallback to SQLite. */
+function postgresUrl(value: string | undefined): string | undefined {
+  if (!value) return undefined;
+  if (!/^postgres(ql)?:\/\//.test(value)) {
+    throw new ConfigError(`--store must be a PostgreSQL URL (postgres://user@host:port/database), not "${value}".`);
+  }
+  return value;
+}
+
 export async function resolveServerConfig(flags: AppServerFlags, env: NodeJS.ProcessEnv): Promise<ServerConfig> {
   const dataDir = resolveDataDir(flags, env);
   const file = await loadConfigFile(dataDir);
@@ -92,8 +103,10 @@ export async function resolveServerConfig(flags: AppServerFlags, env: NodeJS.Pro
     // claude-app-server clients connect to any path of a `--transport ws` server.
     websocket = flags.transport === "ws" || flags.face === "claude" ? { ...parsed, anyPath: true } : parsed;
   }
+  const storeUrl = postgresUrl(flags.store ?? env.SWITCHYARD_DATABASE_URL);
   return {
     dataDir,
+    ...(storeUrl ? { storeUrl } : {}),
     ...(flags.face ? { face: flags.face } : {}),
     stdio,
     ...(websocket ? { websocket } : {}),

@@ -32,6 +32,11 @@ export function positiveInt(value: string): number {
 export const RUNTIME_OPTIONS: readonly OptionSpec[] = [
   { flag: "data-dir", value: "dir", description: "where threads are persisted (env SWITCHYARD_HOME, default ~/.switchyard)" },
   {
+    flag: "store",
+    value: "url",
+    description: "keep threads in PostgreSQL (postgres://…) instead of SQLite in the data directory (env SWITCHYARD_DATABASE_URL)",
+  },
+  {
     flag: "provider",
     value: "name",
     description: "model provider, e.g. openai | openai-chat | anthropic | ollama (env SWITCHYARD_PROVIDER)",

@@ -6,8 +6,9 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import Database from "better-sqlite3";
 import { openStore, type SqliteStore } from "../../src/store/sqlite-store.js";
+import { agentItem, makeThread, makeTurn, populate } from "../support/store-events.js";
 import { acquireDataDirLock, LOCK_FILE } from "../../src/store/lock.js";
-import type { Item, Plan, Thread, Turn } from "../../src/domain/model.js";
+import type { Item, Thread, Turn } from "../../src/domain/model.js";
 
 function tempDir(): string {
   return mkdtempSync(path.join(tmpdir(), "switchyard-store-"));
@@ -22,81 +23,6 @@ async function withStore(fn: (store: SqliteStore, dir: string) => void | Promise
     await store.close();
     rmSync(dir, { recursive: true, force: true });
   }
-}
-
-function makeThread(id: string, over: Partial<Thread> = {}): Thread {
-  return {
-    id,
-    workspacePath: "/ws/a",
-    originChannel: "cli",
-    status: "active",
-    createdAt: "2026-01-01T00:00:00.000Z",
-    lastActiveAt: "2026-01-01T00:00:00.000Z",
-    historyMode: "server",
-    mode: "agent",
-    metadata: {},
-    queuedInputs: [],
-    ...over,
-  };
-}
-
-function makeTurn(id: string, threadId: string): Turn {
-  return { id, threadId, status: "running", startedAt: "2026-01-01T00:01:00.000Z", input: [{ type: "text", text: "hi" }], model: "m1" };
-}
-
-function agentItem(id: string, threadId: string, turnId: string, text: string, done = false): Item {
-  const item: Item = {
-    id,
-    threadId,
-    turnId,
-    type: "agentMessage",
-    status: done ? "completed" : "started",
-    createdAt: "2026-01-01T00:01:01.000Z",
-    payload: { text },
-  };
-  if (done) item.completedAt = "2026-01-01T00:01:02.000Z";
-  return item;
-}
-
-/** A thread with two turns exercising every event type. */
-function populate(store: SqliteStore, threadId = "t1"): void {
-  const plan: Plan = { steps: [{ step: "do it", status: "in_progress" }], updatedAt: "2026-01-01T00:01:03.000Z", turnId: "u1" };
-  store.append({ type: "thread.created", threadId, data: { thread: makeThread(threadId, { userId: "alice", metadata: { k: 1 } }) } });
-  store.append({ type: "thread.resumed", threadId, data: { lastActiveAt: "2026-01-01T00:00:30.000Z" } });
-  store.append({ type: "thread.renamed", threadId, data: { displayName: "Hello" } });
-  store.append({ type: "thread.configured", threadId, data: { configuration: { model: "m1", approvalPolicy: "autoApprove" } } });
-  store.append({ type: "thread.modeChanged", threadId, data: { mode: "plan" } });
-  store.append({ type: "thread.statusChanged", threadId, data: { status: "paused" } });
-  store.append({ type: "thread.runtimeChanged", threadId, data: { runtime: { running: true, waitingOnApproval: false } } });
-  store.append({
-    type: "thread.queueUpdated",
-    threadId,
-    data: { queuedInputs: [{ id: "q1", input: [{ type: "text", text: "later" }], createdAt: "2026-01-01T00:00:40.000Z" }] },
-  });
-  store.append({ type: "turn.started", threadId, data: { turn: makeTurn("u1", threadId) } });
-  store.append({ type: "item.started", threadId, data: { item: agentItem("i1", threadId, "u1", "") } });
-  store.append({ type: "item.delta", threadId, data: { turnId: "u1", itemId: "i1", kind: "agentMessage", delta: "Hel" } });
-  store.append({ type: "item.delta", threadId, data: { turnId: "u1", itemId: "i1", kind: "agentMessage", delta: "lo" } });
-  store.append({ type: "item.completed", threadId, data: { item: agentItem("i1", threadId, "u1", "Hello", true) } });
-  store.append({ type: "turn.diffUpdated", threadId, data: { turnId: "u1", diff: "--- a\n+++ b\n" } });
-  store.append({ type: "turn.planUpdated", threadId, data: { turnId: "u1", plan } });
-  store.append({
-    type: "approval.resolved",
-    threadId,
-    data: { turnId: "u1", itemId: "i1", requestId: "r1", decision: "acceptAlways", source: "client" },
-  });
-  store.append({ type: "approval.ruleAdded", threadId, data: { workspacePath: "/ws/a", scopeKey: "shell:ls" } });
-  store.append({ type: "usage.updated", threadId, data: { turnId: "u1", usage: { inputTokens: 1, outputTokens: 2, totalTokens: 3 } } });
-  store.append({ type: "turn.completed", threadId, data: { turnId: "u1", completedAt: "2026-01-01T00:02:00.000Z" } });
-  store.append({ type: "turn.started", threadId, data: { turn: makeTurn("u2", threadId) } });
-  store.append({ type: "item.completed", threadId, data: { item: agentItem("i2", threadId, "u2", "x", true) } });
-  store.append({
-    type: "turn.failed",
-    threadId,
-    data: { turnId: "u2", completedAt: "2026-01-01T00:03:00.000Z", error: { code: "rateLimited", message: "slow down", httpStatus: 429 } },
-  });
-  store.append({ type: "turn.started", threadId, data: { turn: makeTurn("u3", threadId) } });
-  store.append({ type: "turn.cancelled", threadId, data: { turnId: "u3", completedAt: "2026-01-01T00:04:00.000Z", reason: "user" } });
 }
 
 test("round trip of every event type", async () => {

