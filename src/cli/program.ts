@@ -223,6 +223,17 @@ program
   });
 
 program
+  .command("db")
+  .description("Manage the PostgreSQL store.")
+  .command("migrate")
+  .description("Bring the PostgreSQL store's schema to this version of Switchyard (refuses a newer one).")
+  .option("--store <url>", "the database, postgres://… (env SWITCHYARD_DATABASE_URL)")
+  .action(async (flags: { store?: string }) => {
+    const { runDbMigrate } = await import("./db.js");
+    process.exitCode = await runDbMigrate(flags.store ?? process.env.SWITCHYARD_DATABASE_URL, (line) => process.stdout.write(`${line}\n`));
+  });
+
+program
   .command("schema")
   .description("Write every face's protocol as JSON Schema and TypeScript declarations, and with --docs its reference page.")
   .requiredOption("--out <dir>", "writes <dir>/<face>/<face>.schema.json and <dir>/<face>/<face>.d.ts")

@@ -7,6 +7,7 @@ import { after, afterEach, before, describe, it } from "node:test";
 import { spawnSync } from "node:child_process";
 import { CLI_PATH, tempDir } from "../support/server-process.js";
 import { postgresMissing, TestPostgres } from "../support/postgres.js";
+import { POSTGRES_SCHEMA_VERSION, postgresPool } from "../../src/store/postgres-store.js";
 import { itemsOf, ModelScript, startTypedHarness } from "../support/typed-harness.js";
 
 describe("app-server --store postgres://", { skip: postgresMissing() }, () => {
@@ -52,6 +53,23 @@ describe("app-server --store postgres://", { skip: postgresMissing() }, () => {
     } finally {
       await second.close();
     }
+  });
+
+  it("db migrate brings a database to this version; it and the server refuse a newer schema", async () => {
+    const url = server.createDatabase(`e2e${++databases}`);
+    const cli = (...args: string[]) => spawnSync(process.execPath, [CLI_PATH, ...args], { input: "", encoding: "utf8", timeout: 20_000 });
+    const migrated = cli("db", "migrate", "--store", url);
+    assert.equal(migrated.status, 0, migrated.stdout + migrated.stderr);
+    assert.match(migrated.stdout, new RegExp(`schema version ${POSTGRES_SCHEMA_VERSION}: up to date`));
+    const pool = await postgresPool(url);
+    await pool.query("UPDATE switchyard_schema SET version = version + 1");
+    await pool.end();
+    const refused = cli("db", "migrate", "--store", url);
+    assert.equal(refused.status, 1);
+    assert.match(refused.stdout, /newer than this Switchyard supports/);
+    const serve = cli("app-server", "--data-dir", tempDir("data"), "--store", url);
+    assert.equal(serve.status, 1);
+    assert.match(serve.stderr, /newer than this Switchyard supports/);
   });
 
   it("exits 1 with a clear message when the database cannot be opened", () => {
