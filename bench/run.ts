@@ -15,6 +15,7 @@ import { seedItemThreads, seedThreads } from "./seed.js";
 import { agentCompanyMonitor, agentCompanySync } from "./agentcompany.js";
 import { acpFirstDelta, acpPerDelta, type BenchKit } from "./backends.js";
 import { yeaftRelay } from "./yeaft.js";
+import { postgresMissing, TestPostgres } from "../test/support/postgres.js";
 
 const DELTAS = 2_000;
 const WATCHDOG_MS = 5 * 60_000;
@@ -386,6 +387,40 @@ async function streaming(): Promise<Row[]> {
   }
 }
 
+/** The same streaming turn on one node, with the store in SQLite and in PostgreSQL. */
+async function postgresTurn(): Promise<Row[]> {
+  const name = `One node on PostgreSQL: a ${fmt(DELTAS, 0)}-delta turn's time over the same turn on SQLite (median of 5 turns each, after a warm-up)`;
+  const missing = postgresMissing();
+  if (missing) return [{ name, measured: `not run: ${missing}`, target: "≤ 1.5×", pass: false }];
+  const postgres = await TestPostgres.start();
+  const fake = await FakeModelServer.start();
+  const turnTime = (args: string[]): Promise<number> =>
+    withServer({ env: modelEnv(fake), args }, async (conn) => {
+      const ws = workspace();
+      const samples: number[] = [];
+      for (let turn = 0; turn < 6; turn++) {
+        const threadId = ((await unlessDied(conn, conn.client.call("thread/start", threadStartParams(ws)))).thread as { id: string }).id;
+        fake.enqueue({ kind: "response", text: Array.from({ length: DELTAS }, (_, i) => `t${turn}d${i} `) });
+        const ended = conn.client.waitFor((m) => m.method === "turn/completed" && m.params?.threadId === threadId, 60_000);
+        const t0 = performance.now();
+        await unlessDied(conn, conn.client.call("turn/start", { threadId, input: text("Stream.") }));
+        await unlessDied(conn, ended);
+        if (turn > 0) samples.push(performance.now() - t0);
+        conn.client.received.splice(0);
+      }
+      return median(samples);
+    });
+  try {
+    const onSqlite = await turnTime([]);
+    const onPostgres = await turnTime(["--store", postgres.createDatabase("bench")]);
+    const ratio = onPostgres / onSqlite;
+    return [{ name, measured: `${fmt(ratio, 2)}× (${fmt(onPostgres)} vs ${fmt(onSqlite)} ms)`, target: "≤ 1.5×", pass: ratio <= 1.5 }];
+  } finally {
+    await fake.close();
+    postgres.stop();
+  }
+}
+
 async function idleMemory(): Promise<Row[]> {
   return withServer({}, async (conn) => {
     const ws = workspace();
@@ -605,6 +640,7 @@ async function main(): Promise<void> {
     ["Cold start", coldStart],
     ["First turn", firstTurn],
     ["Streaming", streaming],
+    ["PostgreSQL", postgresTurn],
     ["Idle memory", idleMemory],
     ["Memory under faults", memoryUnderFaults],
     ["thread/list", threadList],
