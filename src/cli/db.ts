@@ -1,5 +1,7 @@
-// `switchyard db migrate`: brings a PostgreSQL store's schema to this binary's version.
-import { postgresPool, migratePostgres } from "../store/postgres-store.js";
+// The PostgreSQL store's commands: `switchyard db migrate` brings its schema to this binary's
+// version; `switchyard cluster status` shows the nodes that share it.
+import { postgresPool, migratePostgres } from "../store/postgres-schema.js";
+import { DEFAULT_LEASE_TTL_MS, nodeAlive } from "../store/postgres-node.js";
 
 export async function runDbMigrate(url: string | undefined, print: (line: string) => void): Promise<number> {
   if (!url || !/^postgres(ql)?:\/\//.test(url)) {
@@ -12,6 +14,71 @@ export async function runDbMigrate(url: string | undefined, print: (line: string
     return 0;
   } catch (error) {
     print(`switchyard db migrate: ${error instanceof Error ? error.message : String(error)}`);
+    return 1;
+  } finally {
+    await pool.end();
+  }
+}
+
+interface NodeStatus {
+  num: number;
+  id: string;
+  host: string;
+  pid: number;
+  alive: boolean;
+  startedAt: string;
+  heartbeatAgeMs: number;
+  stoppedAt: string | null;
+  threads: number;
+  runningTurns: number;
+}
+
+/** `switchyard cluster status`: the nodes on the database, whether each is alive, what it owns. */
+export async function runClusterStatus(url: string | undefined, opts: { json?: boolean }, print: (line: string) => void): Promise<number> {
+  if (!url || !/^postgres(ql)?:\/\//.test(url)) {
+    print("switchyard cluster status: give the database as --store postgres://… (or SWITCHYARD_DATABASE_URL).");
+    return 1;
+  }
+  const pool = await postgresPool(url);
+  try {
+    const { rows } = await pool.query<NodeStatus>(
+      `SELECT n.num, n.id, n.host, n.pid, ${nodeAlive("n.num", DEFAULT_LEASE_TTL_MS)} AS alive,
+              to_char(n.started_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS "startedAt",
+              (extract(epoch FROM now() - n.heartbeat_at) * 1000)::int AS "heartbeatAgeMs",
+              n.stopped_at::text AS "stoppedAt",
+              (SELECT count(*) FROM thread_owners o WHERE o.node = n.num)::int AS threads,
+              (SELECT count(*) FROM thread_owners o JOIN turns t ON t.thread_id = o.thread_id
+                WHERE o.node = n.num AND t.status IN ('running', 'waitingApproval'))::int AS "runningTurns"
+       FROM nodes n
+       WHERE n.stopped_at IS NULL OR EXISTS (SELECT 1 FROM thread_owners o WHERE o.node = n.num)
+       ORDER BY n.num`,
+    );
+    if (opts.json) {
+      print(JSON.stringify({ nodes: rows }, null, 2));
+      return 0;
+    }
+    if (rows.length === 0) {
+      print("No nodes: no Switchyard server has used this database yet.");
+      return 0;
+    }
+    const table = [
+      ["NODE", "HOST", "PID", "ALIVE", "STARTED", "HEARTBEAT", "THREADS", "RUNNING"],
+      ...rows.map((n) => [
+        n.id,
+        n.host,
+        String(n.pid),
+        n.alive ? "yes" : n.stoppedAt ? "stopped" : "no",
+        n.startedAt,
+        `${(n.heartbeatAgeMs / 1000).toFixed(1)} s ago`,
+        String(n.threads),
+        String(n.runningTurns),
+      ]),
+    ];
+    const widths = table[0]!.map((_, c) => Math.max(...table.map((row) => row[c]!.length)));
+    for (const row of table) print(row.map((cell, c) => cell.padEnd(widths[c]!)).join("  ").trimEnd());
+    return 0;
+  } catch (error) {
+    print(`switchyard cluster status: ${error instanceof Error ? error.message : String(error)}`);
     return 1;
   } finally {
     await pool.end();

@@ -234,6 +234,20 @@ program
   });
 
 program
+  .command("cluster")
+  .description("See the Switchyard nodes that share a PostgreSQL store.")
+  .command("status")
+  .description("List the nodes on the database: alive or not, heartbeat age, threads owned, turns running.")
+  .option("--store <url>", "the database, postgres://… (env SWITCHYARD_DATABASE_URL)")
+  .option("--json", "print JSON")
+  .action(async (flags: { store?: string; json?: boolean }) => {
+    const { runClusterStatus } = await import("./db.js");
+    process.exitCode = await runClusterStatus(flags.store ?? process.env.SWITCHYARD_DATABASE_URL, flags, (line) =>
+      process.stdout.write(`${line}\n`),
+    );
+  });
+
+program
   .command("schema")
   .description("Write every face's protocol as JSON Schema and TypeScript declarations, and with --docs its reference page.")
   .requiredOption("--out <dir>", "writes <dir>/<face>/<face>.schema.json and <dir>/<face>/<face>.d.ts")

@@ -10,6 +10,8 @@ export type RuntimeErrorCode =
   | "replayGap"
   /** The data directory cannot be written (disk full, I/O error): reads still work. */
   | "storageUnavailable"
+  /** Another node of the cluster runs this thread's turn (retryable: it moves when idle). */
+  | "notOwner"
   | "skillNotFound"
   | "commandNotFound"
   | "mcpServerNotFound"

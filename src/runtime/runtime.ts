@@ -137,6 +137,7 @@ export class Runtime implements RuntimeApi {
   private readonly parents = new Map<string, string>();
   /** Per thread, the end of the chain of writes that act on what they read (see `serial`). */
   private readonly writing = new Map<string, Promise<unknown>>();
+  private recovering: Promise<number> = Promise.resolve(0);
 
   constructor(private readonly options: RuntimeOptions) {
     this.store = options.store;
@@ -154,6 +155,12 @@ export class Runtime implements RuntimeApi {
       for (const event of events) if (event.seq > (this.heads.get(event.threadId) ?? 0)) this.heads.set(event.threadId, event.seq);
     });
     this.store.onStorageStatus((status) => this.storageChanged(status));
+    // Another node took a thread whose turn ran here: that turn stops, writing nothing more.
+    this.store.onLost((threadId) => this.active.get(threadId)?.abort.abort());
+    // A node of the cluster is gone: its unfinished turns are failed here, once each.
+    this.store.onOrphans(() => {
+      this.recover("ownerLost").catch((error: unknown) => this.log.error({ err: error }, "could not take over a lost node's turns"));
+    });
   }
 
   storageStatus(): StorageStatus {
@@ -215,7 +222,10 @@ export class Runtime implements RuntimeApi {
    * act on the same state. Work under it must not wait for another `serial` of the same thread.
    */
   private serial<T>(threadId: string, work: () => Promise<T>): Promise<T> {
-    const run = (this.writing.get(threadId) ?? Promise.resolve()).then(work);
+    const run = (this.writing.get(threadId) ?? Promise.resolve()).then(async () => {
+      await this.own(threadId);
+      return work();
+    });
     const settled = run.then(
       () => undefined,
       () => undefined,
@@ -225,11 +235,34 @@ export class Runtime implements RuntimeApi {
     return run;
   }
 
+  /**
+   * Takes the right to write the thread (on a shared store, it moves here unless another node
+   * is running a turn on it).
+   */
+  private async own(threadId: string): Promise<void> {
+    if (await this.store.acquire(threadId)) return;
+    throw new RuntimeError("notOwner", `Thread ${threadId} is running a turn on another node of the cluster; retry once it ends.`, {
+      threadId,
+    });
+  }
+
   // ---- start-up ------------------------------------------------------------------------
 
-  /** Turns that were running when the process died are marked failed (see recovery.ts). */
-  recover(): Promise<number> {
-    return recoverUnfinishedTurns(this.store, (event) => this.emit(event));
+  /**
+   * Turns left running by a process that is gone are marked failed (see recovery.ts): this one's
+   * before a restart (serverRestarted), or another node's (ownerLost).
+   */
+  recover(code: "serverRestarted" | "ownerLost" = "serverRestarted"): Promise<number> {
+    // One pass at a time: a pass reads the turns the one before it closed as closed.
+    this.recovering = this.recovering
+      .catch(() => 0)
+      .then(() =>
+        recoverUnfinishedTurns(this.store, (event) => this.emit(event), {
+          code,
+          claim: async (threadId) => !this.active.has(threadId) && (await this.store.acquire(threadId)),
+        }),
+      );
+    return this.recovering;
   }
 
   // ---- threads ---------------------------------------------------------------------------
@@ -306,7 +339,7 @@ export class Runtime implements RuntimeApi {
   async resumeThread(threadId: string): Promise<Thread> {
     await this.getThread(threadId);
     // Resuming is how a client reads a thread back: it works while the disk is full, unrecorded.
-    if (this.store.storageStatus().available) {
+    if (this.store.storageStatus().available && !this.active.has(threadId) && (await this.store.acquire(threadId))) {
       this.emit({ type: "thread.resumed", threadId, data: { lastActiveAt: new Date().toISOString() } });
     }
     return this.getThread(threadId);
@@ -315,6 +348,7 @@ export class Runtime implements RuntimeApi {
   async renameThread(threadId: string, displayName: string): Promise<Thread> {
     this.writable();
     await this.getThread(threadId);
+    await this.own(threadId);
     this.emit({ type: "thread.renamed", threadId, data: { displayName } });
     return this.getThread(threadId);
   }
@@ -333,6 +367,7 @@ export class Runtime implements RuntimeApi {
   async setMode(threadId: string, mode: AgentMode): Promise<Thread> {
     this.writable();
     await this.getThread(threadId);
+    await this.own(threadId);
     this.emit({ type: "thread.modeChanged", threadId, data: { mode } });
     return this.getThread(threadId);
   }
@@ -400,6 +435,7 @@ export class Runtime implements RuntimeApi {
     await this.getThread(threadId);
     if (this.active.has(threadId)) await this.interrupt(threadId);
     await this.options.backends.release(threadId);
+    await this.own(threadId);
     this.emit({ type: "thread.deleted", threadId, data: {} });
     this.approvals.forgetThread(threadId);
   }

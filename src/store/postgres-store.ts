@@ -3,7 +3,15 @@
 // thread from 1; `gid` (an identity) and `xid` (the writing transaction) order the global feed.
 // Appends are synchronous: the thread's writer assigns seq from the head it holds in memory and
 // commits the batch on the next tick, events and projections in one transaction.
+//
+// One node writes a thread at a time: it claims the thread (bumping its epoch) and every commit
+// checks the epochs of its threads, so a node that lost a thread (it hung, another took over)
+// writes nothing more to it. Other nodes' commits arrive through the feed: each commit sends
+// one notification, and the node reads the events after its cursor, in (xid, gid) order, only
+// from transactions that have all ended (below the snapshot's xmin): none can commit behind it.
 import type { Pool, PoolClient } from "pg";
+import { migratePostgres, postgresPool } from "./postgres-schema.js";
+import { DEFAULT_LEASE_TTL_MS, FEED_CHANNEL, nodeAlive, PostgresNode } from "./postgres-node.js";
 import { RuntimeError } from "../domain/errors.js";
 import type { EventType, NewEvent, RuntimeEvent } from "../domain/events.js";
 import type { Item, ItemType, Thread, TokenUsage, Turn } from "../domain/model.js";
@@ -23,137 +31,14 @@ import {
 } from "./rows.js";
 import type { StorageStatus, Store, StoredItemJson, ThreadFilter, ThreadPage } from "./store.js";
 
-// ---------------------------------------------------------------------------------------------
-// Schema. `switchyard_schema.version` is the number of migrations applied; a later version
-// appends a step and never edits an earlier one.
-
-const MIGRATIONS: readonly string[] = [
-  `
-CREATE TABLE events (
-  thread_id TEXT   NOT NULL,
-  seq       BIGINT NOT NULL,
-  gid       BIGINT GENERATED ALWAYS AS IDENTITY,
-  xid       XID8   NOT NULL DEFAULT pg_current_xact_id(),
-  type      TEXT   NOT NULL,
-  ts        TEXT   NOT NULL,
-  data      TEXT   NOT NULL,
-  PRIMARY KEY (thread_id, seq)
-);
-CREATE INDEX events_gid ON events(gid);
-
-CREATE TABLE threads (
-  id              TEXT PRIMARY KEY,
-  workspace_path  TEXT NOT NULL,
-  user_id         TEXT,
-  origin_channel  TEXT NOT NULL,
-  channel_context TEXT,
-  display_name    TEXT,
-  status          TEXT NOT NULL,
-  created_at      TEXT NOT NULL,
-  last_active_at  TEXT NOT NULL,
-  history_mode    TEXT NOT NULL,
-  mode            TEXT NOT NULL,
-  configuration   TEXT,
-  metadata        TEXT NOT NULL,
-  queued_inputs   TEXT NOT NULL,
-  plan            TEXT,
-  forked_from     TEXT,
-  backend_session TEXT
-);
-CREATE INDEX threads_recent    ON threads(last_active_at, id);
-CREATE INDEX threads_user      ON threads(user_id, last_active_at, id);
-CREATE INDEX threads_workspace ON threads(workspace_path, last_active_at, id);
-CREATE INDEX threads_channel   ON threads(origin_channel, last_active_at, id);
-CREATE INDEX threads_status    ON threads(status, last_active_at, id);
-
-CREATE TABLE turns (
-  id            TEXT PRIMARY KEY,
-  thread_id     TEXT   NOT NULL,
-  seq           BIGINT NOT NULL,
-  status        TEXT   NOT NULL,
-  started_at    TEXT   NOT NULL,
-  completed_at  TEXT,
-  token_usage   TEXT,
-  error         TEXT,
-  cancel_reason TEXT,
-  input         TEXT   NOT NULL,
-  model         TEXT,
-  diff          TEXT
-);
-CREATE INDEX turns_thread ON turns(thread_id, seq);
-CREATE INDEX turns_unfinished ON turns(seq) WHERE status IN ('running', 'waitingApproval');
-
-CREATE TABLE items (
-  id        TEXT PRIMARY KEY,
-  thread_id TEXT   NOT NULL,
-  turn_id   TEXT   NOT NULL,
-  ord       BIGINT NOT NULL,
-  type      TEXT   NOT NULL,
-  data      TEXT   NOT NULL
-);
-CREATE INDEX items_turn   ON items(turn_id, ord);
-CREATE INDEX items_thread ON items(thread_id, ord);
-
-CREATE TABLE approval_rules (
-  workspace_path TEXT NOT NULL,
-  scope_key      TEXT NOT NULL,
-  PRIMARY KEY (workspace_path, scope_key)
-);
-`,
-];
-
-/** The schema version this binary writes. */
-export const POSTGRES_SCHEMA_VERSION = MIGRATIONS.length;
-
-/** Any two processes migrating at once take turns on this advisory lock. */
-const MIGRATION_LOCK = 0x5377_7964; // "Swyd"
-
-/** Applies the migrations this database lacks; refuses one newer than this binary. Returns the version. */
-export async function migratePostgres(pool: Pool): Promise<number> {
-  const client = await pool.connect();
-  try {
-    await client.query("BEGIN");
-    await client.query("SELECT pg_advisory_xact_lock($1)", [MIGRATION_LOCK]);
-    await client.query("CREATE TABLE IF NOT EXISTS switchyard_schema (version INTEGER NOT NULL)");
-    const { rows } = await client.query<{ version: number }>("SELECT version FROM switchyard_schema");
-    const current = rows[0]?.version ?? 0;
-    if (current > MIGRATIONS.length) {
-      throw new Error(`The database has Switchyard schema version ${current}, newer than this Switchyard supports (${MIGRATIONS.length}).`);
-    }
-    for (let version = current; version < MIGRATIONS.length; version++) await client.query(MIGRATIONS[version]!);
-    if (rows.length === 0) await client.query("INSERT INTO switchyard_schema (version) VALUES ($1)", [MIGRATIONS.length]);
-    else await client.query("UPDATE switchyard_schema SET version = $1", [MIGRATIONS.length]);
-    await client.query("COMMIT");
-    return MIGRATIONS.length;
-  } catch (error) {
-    await client.query("ROLLBACK").catch(() => undefined);
-    throw error;
-  } finally {
-    client.release();
-  }
-}
-
-/** A pool whose BIGINT columns read as numbers (seq, gid stay far below 2^53). */
-export async function postgresPool(url: string): Promise<Pool> {
-  const pg = (await import("pg")).default;
-  return new pg.Pool({
-    connectionString: url,
-    max: 4,
-    keepAlive: true,
-    types: {
-      getTypeParser: ((oid: number, format?: "text" | "binary") => (oid === 20 ? Number : pg.types.getTypeParser(oid, format))) as never,
-    },
-  });
-}
-
-// ---------------------------------------------------------------------------------------------
-
 const THREAD_SELECT = `SELECT ${THREAD_COLUMNS} FROM threads`;
 const TURN_COLUMNS = "id, thread_id, status, started_at, completed_at, token_usage, error, input, model, cancel_reason, diff";
 const EVENT_COLUMNS = "seq, thread_id, type, ts, data";
 
 interface PendingEvent {
   event: RuntimeEvent;
+  /** The thread's epoch when it was appended: the commit checks it still holds. */
+  epoch: number;
   /** Serialized at append time: the log holds what was appended, even if the caller later mutates `data`. */
   data: string;
 }
@@ -161,7 +46,12 @@ interface PendingEvent {
 export interface PostgresStoreOptions {
   /** Errors of background flushes. */
   onError?: (err: unknown) => void;
+  /** How long a node that stopped beating (hung) keeps its threads (default 10 s). */
+  leaseTtlMs?: number;
 }
+
+/** Events read from the feed per query. */
+const FEED_PAGE = 2_000;
 
 /** Commit retries while the database is unreachable: the first after this long, then doubling up to the max. */
 const RETRY_FIRST_MS = 200;
@@ -181,26 +71,43 @@ export class PostgresStore implements Store {
   private retryTimer: NodeJS.Timeout | undefined;
   private retryDelayMs = RETRY_FIRST_MS;
   private closed = false;
+  private node!: PostgresNode;
+  /** The threads this node writes: the epoch of its claim, and the thread's seq when it claimed. */
+  private readonly owned = new Map<string, { epoch: number; fromSeq: number }>();
+  /** The seq of the latest event appended to each owned thread. */
+  private readonly heads = new Map<string, number>();
+  private readonly lostListeners: Array<(threadId: string) => void> = [];
+  private readonly orphanListeners: Array<() => void> = [];
+  /** The last feed event read: (xid, gid). */
+  private cursor: { xid: string; gid: number };
+  private pulling: Promise<void> | undefined;
+  private pullAgain = false;
 
   private constructor(
     private readonly pool: Pool,
-    /** The seq of each thread's latest event appended. */
-    private readonly heads: Map<string, number>,
+    xmin: string,
     private readonly onError: (err: unknown) => void,
-  ) {}
+  ) {
+    this.cursor = { xid: xmin, gid: 0 };
+  }
 
-  /** Connects, migrates, and loads each thread's head seq. */
+  /** Connects, migrates, and joins the cluster as a node owning no thread yet. */
   static async open(url: string, opts: PostgresStoreOptions = {}): Promise<PostgresStore> {
     const pool = await postgresPool(url);
     try {
       await migratePostgres(pool);
-      const { rows } = await pool.query<{ thread_id: string; seq: number }>(
-        "SELECT thread_id, max(seq) AS seq FROM events GROUP BY thread_id",
-      );
-      const heads = new Map(rows.map((r) => [r.thread_id, r.seq]));
+      // The feed starts after every transaction that has ended: what they wrote is history.
+      const { rows } = await pool.query<{ xmin: string }>("SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS xmin");
       const onError = opts.onError ?? ((err) => process.stderr.write(`switchyard store: ${String(err)}\n`));
       pool.on("error", (err) => onError(err)); // an idle client lost its connection: the pool replaces it
-      return new PostgresStore(pool, heads, onError);
+      const store = new PostgresStore(pool, rows[0]!.xmin, onError);
+      store.node = await PostgresNode.join(pool, url, opts.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS, {
+        onFeed: () => void store.pull(),
+        onPeerGone: () => store.orphanListeners.forEach((listener) => listener()),
+        onLeaseLost: () => [...store.owned.keys()].forEach((threadId) => store.lose(threadId)),
+        onError,
+      });
+      return store;
     } catch (error) {
       await pool.end();
       const where = new URL(url);
@@ -226,10 +133,14 @@ export class PostgresStore implements Store {
         },
       );
     }
+    // A new thread belongs to the node that creates it (the commit records the claim).
+    if (event.type === "thread.created" && !this.heads.has(event.threadId)) this.owned.set(event.threadId, { epoch: 1, fromSeq: 0 });
+    const epoch = this.owned.get(event.threadId)?.epoch;
+    if (epoch === undefined) throw notOwner(event.threadId);
     const seq = (this.heads.get(event.threadId) ?? 0) + 1;
     this.heads.set(event.threadId, seq);
     const stored = { type: event.type, threadId: event.threadId, data: event.data, seq, ts: new Date().toISOString() } as RuntimeEvent;
-    this.pending.push({ event: stored, data });
+    this.pending.push({ event: stored, epoch, data });
     this.pendingBytes += data.length;
     if (this.storage.available) this.scheduled ??= setImmediate(() => void this.flush().catch(() => undefined));
     return stored as Extract<RuntimeEvent, { type: T }>;
@@ -246,25 +157,36 @@ export class PostgresStore implements Store {
   }
 
   private async commit(): Promise<void> {
-    if (this.pending.length === 0) return;
-    const batch = this.pending;
-    this.pending = [];
+    let batch: PendingEvent[] = [];
     let client: PoolClient | undefined;
     try {
       client = await this.pool.connect();
-      await client.query("BEGIN");
+      for (;;) {
+        batch = batch.concat(this.pending);
+        this.pending = [];
+        if (batch.length === 0) return;
+        await client.query("BEGIN");
+        const fenced = await this.fence(client, batch);
+        if (fenced.length === 0) break;
+        // Another node took these threads: their events are dropped, the rest is committed.
+        await client.query("ROLLBACK");
+        for (const threadId of fenced) this.lose(threadId);
+        batch = batch.filter((p) => this.owned.has(p.event.threadId));
+      }
       await client.query(
-        `INSERT INTO events (thread_id, seq, type, ts, data)
-         SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[])`,
+        `INSERT INTO events (thread_id, seq, type, ts, data, writer)
+         SELECT *, $6::int FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[])`,
         [
           batch.map((p) => p.event.threadId),
           batch.map((p) => p.event.seq),
           batch.map((p) => p.event.type),
           batch.map((p) => p.event.ts),
           batch.map((p) => p.data),
+          this.node.num,
         ],
       );
       for (const { event } of batch) for (const write of projectEvent(event)) await applyWrite(client, write);
+      await client.query("SELECT pg_notify($1, '')", [FEED_CHANNEL]); // one per commit, sent when it commits
       await client.query("COMMIT");
     } catch (error) {
       await client?.query("ROLLBACK").catch(() => undefined);
@@ -278,6 +200,115 @@ export class PostgresStore implements Store {
     if (!this.storage.available) this.setStorage({ available: true });
     const events = batch.map((p) => p.event);
     for (const listener of this.commitListeners) listener(events);
+  }
+
+  /**
+   * Records the claims of threads this batch creates, then checks (and holds, until commit) the
+   * epoch of every thread in it. Returns the threads whose epoch moved on: another node owns them.
+   */
+  private async fence(client: PoolClient, batch: PendingEvent[]): Promise<string[]> {
+    const created = batch.filter((p) => p.event.type === "thread.created").map((p) => p.event.threadId);
+    if (created.length > 0) {
+      await client.query("INSERT INTO thread_owners (thread_id, node, epoch) SELECT unnest($1::text[]), $2, 1 ON CONFLICT DO NOTHING", [
+        created,
+        this.node.num,
+      ]);
+    }
+    const epochs = new Map(batch.map((p) => [p.event.threadId, p.epoch]));
+    const { rows } = await client.query<{ thread_id: string }>(
+      `SELECT o.thread_id FROM thread_owners o JOIN unnest($1::text[], $2::bigint[]) AS b(thread_id, epoch)
+         ON o.thread_id = b.thread_id AND o.epoch = b.epoch
+       WHERE o.node = $3 FOR SHARE OF o`,
+      [[...epochs.keys()], [...epochs.values()], this.node.num],
+    );
+    const held = new Set(rows.map((r) => r.thread_id));
+    return [...epochs.keys()].filter((threadId) => !held.has(threadId));
+  }
+
+  /** This node no longer writes the thread: what it had not committed of it is dropped. */
+  private lose(threadId: string): void {
+    if (!this.owned.delete(threadId)) return;
+    this.heads.delete(threadId);
+    this.pending = this.pending.filter((p) => p.event.threadId !== threadId);
+    for (const listener of this.lostListeners) listener(threadId);
+  }
+
+  /** Reads the events other nodes committed since the cursor and reports them as commits. */
+  private pull(): Promise<void> {
+    if (this.pulling) {
+      this.pullAgain = true;
+      return this.pulling;
+    }
+    this.pulling = (async () => {
+      do {
+        this.pullAgain = false;
+        for (let full = true; full && !this.closed; ) {
+          const { rows } = await this.pool.query<EventRow & { xid: string; gid: number; writer: number | null }>(
+            `SELECT xid::text AS xid, gid, writer, ${EVENT_COLUMNS} FROM events
+             WHERE (xid, gid) > ($1::xid8, $2) AND xid < pg_snapshot_xmin(pg_current_snapshot())
+             ORDER BY xid, gid LIMIT ${FEED_PAGE}`,
+            [this.cursor.xid, this.cursor.gid],
+          );
+          full = rows.length === FEED_PAGE;
+          const last = rows.at(-1);
+          if (!last) break;
+          this.cursor = { xid: last.xid, gid: last.gid };
+          const events = rows.filter((r) => r.writer !== this.node.num).map(toEvent);
+          if (events.length === 0) continue;
+          // Another node wrote a thread this one holds, after it claimed it: the other owns it now.
+          for (const event of events) if (event.seq > (this.owned.get(event.threadId)?.fromSeq ?? Infinity)) this.lose(event.threadId);
+          for (const listener of this.commitListeners) listener(events);
+        }
+      } while (this.pullAgain && !this.closed);
+    })()
+      .catch((error: unknown) => this.onError(error))
+      .finally(() => (this.pulling = undefined));
+    return this.pulling;
+  }
+
+  async acquire(threadId: string): Promise<boolean> {
+    if (this.owned.has(threadId)) return true;
+    const client = await this.pool.connect();
+    try {
+      await client.query("BEGIN");
+      const { rows } = await client.query<{ node: number; epoch: number; alive: boolean; busy: boolean }>(
+        `SELECT o.node, o.epoch, ${nodeAlive("o.node", this.node.leaseTtlMs)} AS alive,
+                EXISTS (SELECT 1 FROM turns t WHERE t.thread_id = o.thread_id AND t.status IN ('running', 'waitingApproval')) AS busy
+         FROM thread_owners o WHERE o.thread_id = $1 FOR UPDATE`,
+        [threadId],
+      );
+      const owner = rows[0];
+      if (owner && owner.node !== this.node.num && owner.alive && owner.busy) {
+        await client.query("ROLLBACK");
+        return false;
+      }
+      // A claim always moves the epoch on, also over this node's own earlier claim: writes it
+      // made before it lost the thread can never land after.
+      const claimed = await client.query<{ epoch: number }>(
+        `INSERT INTO thread_owners (thread_id, node, epoch) VALUES ($1, $2, 1)
+         ON CONFLICT (thread_id) DO UPDATE SET node = excluded.node, epoch = thread_owners.epoch + 1, claimed_at = now()
+         RETURNING epoch`,
+        [threadId, this.node.num],
+      );
+      const head = await client.query<{ seq: number }>("SELECT coalesce(max(seq), 0) AS seq FROM events WHERE thread_id = $1", [threadId]);
+      await client.query("COMMIT");
+      this.owned.set(threadId, { epoch: claimed.rows[0]!.epoch, fromSeq: head.rows[0]!.seq });
+      this.heads.set(threadId, head.rows[0]!.seq);
+      return true;
+    } catch (error) {
+      await client.query("ROLLBACK").catch(() => undefined);
+      throw this.unavailable(error);
+    } finally {
+      client.release();
+    }
+  }
+
+  onLost(listener: (threadId: string) => void): void {
+    this.lostListeners.push(listener);
+  }
+
+  onOrphans(listener: () => void): void {
+    this.orphanListeners.push(listener);
   }
 
   /** The database refused or could not be reached: say so (once), retry on a timer. */
@@ -425,7 +456,10 @@ export class PostgresStore implements Store {
   }
 
   async lastSeq(threadId: string): Promise<number> {
-    return this.heads.get(threadId) ?? 0;
+    const head = this.heads.get(threadId);
+    if (head !== undefined) return head;
+    const [row] = await this.rows<{ seq: number }>("SELECT coalesce(max(seq), 0) AS seq FROM events WHERE thread_id = $1", [threadId]);
+    return row!.seq;
   }
 
   async deltasOf(itemId: string): Promise<string> {
@@ -475,9 +509,15 @@ export class PostgresStore implements Store {
       this.onError(new Error(`${this.pending.length} events could not be written before shutdown: ${String(error)}`));
     } finally {
       this.closed = true;
+      await this.pulling;
+      await this.node.leave();
       await this.pool.end();
     }
   }
+}
+
+function notOwner(threadId: string): RuntimeError {
+  return new RuntimeError("notOwner", `Thread ${threadId} is written by another node of the cluster; retry.`, { threadId });
 }
 
 /** Writes one projection change inside the caller's transaction. */

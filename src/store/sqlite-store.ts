@@ -407,6 +407,15 @@ export class SqliteStore implements Store {
     return this.storage;
   }
 
+  /** One process owns the data directory (its lock file), so it owns every thread. */
+  acquire(): Promise<boolean> {
+    return Promise.resolve(true);
+  }
+
+  onLost(): void {}
+
+  onOrphans(): void {}
+
   onStorageStatus(listener: (status: StorageStatus) => void): void {
     this.statusListeners.push(listener);
   }

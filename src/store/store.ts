@@ -48,8 +48,9 @@ export interface Store {
   /** Writes any buffered events now. */
   flush(): Promise<void>;
   /**
-   * Called after each batch of events is committed, in seq order. Whatever is told to the
-   * outside world goes through here, so nobody sees an event that a crash could still lose.
+   * Called after each batch of events is committed, in seq order within each thread, including
+   * batches other processes committed to a shared store. Whatever is told to the outside world
+   * goes through here, so nobody sees an event that a crash could still lose.
    */
   onCommit(listener: (events: RuntimeEvent[]) => void): void;
   /**
@@ -59,6 +60,19 @@ export interface Store {
   storageStatus(): StorageStatus;
   /** Called when the storage status changes. */
   onStorageStatus(listener: (status: StorageStatus) => void): void;
+
+  // Ownership. One process writes a thread's events at a time. With one process (SQLite) it
+  // owns every thread; on a shared store (PostgreSQL) threads are claimed, and `append` throws
+  // `notOwner` for a thread this process has not acquired.
+  /**
+   * Takes the right to write a thread's events; resolves false while another live process runs
+   * a turn on it. A thread appended by its `thread.created` belongs to its creator.
+   */
+  acquire(threadId: string): Promise<boolean>;
+  /** Called when another process took a thread this one owned (its writes since were refused). */
+  onLost(listener: (threadId: string) => void): void;
+  /** Called when another process is found gone: its threads' unfinished turns can be taken over. */
+  onOrphans(listener: () => void): void;
 
   // Reads see every event appended before them (they wait for the buffered ones to commit).
   getThread(threadId: string): Promise<Thread | undefined>;

@@ -7,7 +7,7 @@ import { after, afterEach, before, describe, it } from "node:test";
 import { spawnSync } from "node:child_process";
 import { CLI_PATH, tempDir } from "../support/server-process.js";
 import { postgresMissing, TestPostgres } from "../support/postgres.js";
-import { POSTGRES_SCHEMA_VERSION, postgresPool } from "../../src/store/postgres-store.js";
+import { POSTGRES_SCHEMA_VERSION, postgresPool } from "../../src/store/postgres-schema.js";
 import { itemsOf, ModelScript, startTypedHarness } from "../support/typed-harness.js";
 
 describe("app-server --store postgres://", { skip: postgresMissing() }, () => {

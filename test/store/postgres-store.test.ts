@@ -6,14 +6,22 @@ import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { PostgresStore, POSTGRES_SCHEMA_VERSION, postgresPool } from "../../src/store/postgres-store.js";
+import { PostgresStore } from "../../src/store/postgres-store.js";
+import { POSTGRES_SCHEMA_VERSION, postgresPool } from "../../src/store/postgres-schema.js";
 import { openStore } from "../../src/store/sqlite-store.js";
 import type { Store } from "../../src/store/store.js";
 import { postgresMissing, TestPostgres } from "../support/postgres.js";
 import { agentItem, makeThread, makeTurn, populate } from "../support/store-events.js";
 
-/** Every read of the Store interface, for these threads, as one comparable value. */
-async function everything(store: Store, threadIds: string[]) {
+/**
+ * Every read of the Store interface, for these threads, as one comparable value. Times the
+ * stores took from their clocks at append (a thread's lastActiveAt) are left out.
+ */
+async function everything(store: Store, threadIds: string[]): Promise<unknown> {
+  return JSON.parse(JSON.stringify(await reads(store, threadIds), (key, value: unknown) => (key === "lastActiveAt" ? "(time)" : value)));
+}
+
+async function reads(store: Store, threadIds: string[]) {
   const out: Record<string, unknown> = {
     list: await store.listThreads({}, { limit: 100 }),
     listAlice: await store.listThreads({ userId: "alice", hideArchived: true }, { limit: 100 }),
@@ -58,10 +66,11 @@ describe("PostgreSQL store", { skip: postgresMissing() }, () => {
         store.append({ type: "item.started", threadId: "t3", data: { item: agentItem("i9", "t3", "u9", "") } });
         store.append({ type: "thread.deleted", threadId: "t2", data: {} });
       }
-      assert.deepEqual(await everything(postgres, ["t1", "t2", "t3"]), await everything(sqlite, ["t1", "t2", "t3"]));
+      const ids = ["t1", "t2", "t3"];
+      assert.deepEqual(await everything(postgres, ids), await everything(sqlite, ids));
       // And after rebuilding the projections from the log.
       await postgres.rebuild();
-      assert.deepEqual(await everything(postgres, ["t1", "t2", "t3"]), await everything(sqlite, ["t1", "t2", "t3"]));
+      assert.deepEqual(await everything(postgres, ids), await everything(sqlite, ids));
     } finally {
       await sqlite.close();
       await postgres.close();
@@ -89,6 +98,11 @@ describe("PostgreSQL store", { skip: postgresMissing() }, () => {
     store = await PostgresStore.open(url);
     try {
       assert.equal(await store.lastSeq("t1"), t1.length);
+      // A new process owns no thread until it claims it.
+      assert.throws(() => store.append({ type: "thread.renamed", threadId: "t1", data: { displayName: "unclaimed" } }), {
+        code: "notOwner",
+      });
+      assert.equal(await store.acquire("t1"), true);
       const next = store.append({ type: "thread.renamed", threadId: "t1", data: { displayName: "again" } });
       assert.equal(next.seq, t1.length + 1);
       assert.equal((await store.getThread("t1"))?.displayName, "again");
@@ -111,6 +125,49 @@ describe("PostgreSQL store", { skip: postgresMissing() }, () => {
       assert.equal(told.length, await store.lastSeq("t1"));
     } finally {
       await store.close();
+    }
+  });
+
+  it("fences a node that lost a thread: what it writes after is dropped; the other node's writes reach it", async () => {
+    const url = freshUrl();
+    const [a, b] = [await PostgresStore.open(url), await PostgresStore.open(url)];
+    try {
+      const lost: string[] = [];
+      a.onLost((threadId) => lost.push(threadId));
+      const seenByA: string[] = [];
+      const fresh = new Promise<void>((resolve) =>
+        a.onCommit((events) => {
+          for (const e of events) if (e.type === "thread.renamed") seenByA.push(e.data.displayName);
+          if (seenByA.includes("fresh")) resolve();
+        }),
+      );
+      a.append({ type: "thread.created", threadId: "t1", data: { thread: makeThread("t1") } });
+      await a.flush();
+
+      assert.equal(await b.acquire("t1"), true, "an idle thread moves to the node that asks");
+      a.append({ type: "thread.renamed", threadId: "t1", data: { displayName: "stale" } });
+      await a.flush();
+      assert.deepEqual(lost, ["t1"]);
+      assert.throws(() => a.append({ type: "thread.renamed", threadId: "t1", data: { displayName: "later" } }), { code: "notOwner" });
+
+      b.append({ type: "thread.renamed", threadId: "t1", data: { displayName: "fresh" } });
+      b.append({ type: "turn.started", threadId: "t1", data: { turn: makeTurn("u1", "t1") } });
+      await b.flush();
+      assert.deepEqual(
+        (await b.eventsAfter("t1", 0)).map((e) => [e.seq, e.type]),
+        [
+          [1, "thread.created"],
+          [2, "thread.renamed"],
+          [3, "turn.started"],
+        ],
+      );
+      assert.equal((await a.getThread("t1"))?.displayName, "fresh");
+      await fresh; // through the feed, though a no longer writes the thread
+      assert.deepEqual(seenByA, ["fresh"]);
+      assert.equal(await a.acquire("t1"), false, "not while another live node runs a turn on it");
+    } finally {
+      await a.close();
+      await b.close();
     }
   });
 

@@ -19,6 +19,7 @@ export const ClaudeErrorCode = {
   Overloaded: -32005,
   ThreadNotActive: -32006,
   StorageUnavailable: -32007,
+  NotOwner: -32008,
 } as const;
 
 const RUNTIME_ERROR_CODES: Record<RuntimeError["code"], number> = {
@@ -32,6 +33,7 @@ const RUNTIME_ERROR_CODES: Record<RuntimeError["code"], number> = {
   invalidInput: ClaudeErrorCode.InvalidParams,
   replayGap: ClaudeErrorCode.InvalidRequest,
   storageUnavailable: ClaudeErrorCode.StorageUnavailable,
+  notOwner: ClaudeErrorCode.NotOwner,
   // A skill or command the request names does not exist: a bad parameter.
   skillNotFound: ClaudeErrorCode.InvalidParams,
   commandNotFound: ClaudeErrorCode.InvalidParams,

@@ -1,0 +1,130 @@
+// This process as one node of a cluster on a PostgreSQL store. A node is alive while it holds
+// its advisory lock (on a connection of its own, so the lock goes when the process dies) and
+// beats its row within the lease TTL (so a node that hangs loses it too). The same connection
+// LISTENs for the one notification each commit sends; a timer polls as a backstop, so a missed
+// notification only delays the feed. The node also notices peers that are gone.
+import os from "node:os";
+import type { Client, Pool } from "pg";
+import { newId } from "../ids.js";
+
+/** The advisory lock class of node liveness locks: pg_advisory_lock(NODE_LOCK_CLASS, num). */
+const NODE_LOCK_CLASS = 0x5377_7964; // "Swyd"
+export const FEED_CHANNEL = "switchyard_events";
+export const DEFAULT_LEASE_TTL_MS = 10_000;
+/** How often the feed is polled without a notification, and peers are checked. */
+const TICK_MS = 1_000;
+
+/** SQL: whether the node numbered by `num` (an expression) is alive. */
+export function nodeAlive(num: string, ttlMs: number): string {
+  return `EXISTS (
+    SELECT 1 FROM nodes n JOIN pg_locks l
+      ON l.locktype = 'advisory' AND l.classid = ${NODE_LOCK_CLASS} AND l.objid = n.num::oid AND l.objsubid = 2 AND l.granted
+     AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+    WHERE n.num = ${num} AND n.stopped_at IS NULL AND n.heartbeat_at > now() - interval '${Math.round(ttlMs)} milliseconds')`;
+}
+
+export interface NodeEvents {
+  /** The feed may have new events (a notification, or the poll). */
+  onFeed(): void;
+  /** A peer was found gone: its threads can be claimed. */
+  onPeerGone(): void;
+  /** This node's lease lapsed (it hung past the TTL, or lost its connection): it owns nothing now. */
+  onLeaseLost(): void;
+  onError(err: unknown): void;
+}
+
+export class PostgresNode {
+  private tick: NodeJS.Timeout | undefined;
+  private closed = false;
+
+  /** Whether the lock connection broke (the lock went with it); the next beat reconnects. */
+  private broken = false;
+
+  private constructor(
+    private readonly pool: Pool,
+    private readonly url: string,
+    private control: Client,
+    readonly num: number,
+    readonly id: string,
+    readonly leaseTtlMs: number,
+    private readonly events: NodeEvents,
+  ) {}
+
+  /** Registers the node, takes its lock on a dedicated connection, and starts listening. */
+  static async join(pool: Pool, url: string, leaseTtlMs: number, events: NodeEvents): Promise<PostgresNode> {
+    const id = newId("node");
+    const { rows } = await pool.query<{ num: number }>("INSERT INTO nodes (id, host, pid) VALUES ($1, $2, $3) RETURNING num", [
+      id,
+      os.hostname(),
+      process.pid,
+    ]);
+    const num = rows[0]!.num;
+    const node = new PostgresNode(pool, url, await PostgresNode.lock(url, num), num, id, leaseTtlMs, events);
+    node.watch();
+    node.schedule();
+    return node;
+  }
+
+  private static async lock(url: string, num: number): Promise<Client> {
+    const pg = (await import("pg")).default;
+    const control = new pg.Client({ connectionString: url, keepAlive: true });
+    await control.connect();
+    await control.query("SELECT pg_advisory_lock($1, $2)", [NODE_LOCK_CLASS, num]);
+    await control.query(`LISTEN ${FEED_CHANNEL}`);
+    return control;
+  }
+
+  private watch(): void {
+    this.control.on("notification", () => this.events.onFeed());
+    // The lock is gone with the connection: this node must not write as an owner any more.
+    this.control.on("error", (err) => {
+      this.events.onError(err);
+      if (this.closed || this.broken) return;
+      this.broken = true;
+      this.events.onLeaseLost();
+    });
+  }
+
+  private schedule(): void {
+    this.tick = setTimeout(() => {
+      void this.beat().finally(() => {
+        if (!this.closed) this.schedule();
+      });
+    }, TICK_MS);
+    this.tick.unref();
+  }
+
+  /** Renews the lease, reads the feed, and looks for peers that are gone. */
+  private async beat(): Promise<void> {
+    try {
+      if (this.broken) {
+        this.control = await PostgresNode.lock(this.url, this.num);
+        this.broken = false;
+        this.watch();
+      }
+      const renewed = await this.pool.query("UPDATE nodes SET heartbeat_at = now() WHERE num = $1 AND stopped_at IS NULL", [this.num]);
+      if (renewed.rowCount === 0 && !this.closed) {
+        // Peers found this node gone (it hung past the TTL) and may have taken its threads:
+        // it lets go of all of them, then comes back as a live node owning nothing.
+        this.events.onLeaseLost();
+        await this.pool.query("UPDATE nodes SET stopped_at = NULL, heartbeat_at = now() WHERE num = $1", [this.num]);
+      }
+      this.events.onFeed();
+      const gone = await this.pool.query(
+        `UPDATE nodes SET stopped_at = now() WHERE stopped_at IS NULL AND num <> $1 AND NOT ${nodeAlive("nodes.num", this.leaseTtlMs)}`,
+        [this.num],
+      );
+      if ((gone.rowCount ?? 0) > 0) this.events.onPeerGone();
+    } catch (error) {
+      this.events.onError(error);
+    }
+  }
+
+  /** Leaves the cluster: peers see this node gone at once. */
+  async leave(): Promise<void> {
+    this.closed = true;
+    clearTimeout(this.tick);
+    await this.pool.query("UPDATE nodes SET stopped_at = now() WHERE num = $1", [this.num]).catch(() => undefined);
+    await this.control.end().catch(() => undefined);
+  }
+}

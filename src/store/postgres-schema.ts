@@ -1,0 +1,150 @@
+// The PostgreSQL store's schema: versioned migrations, and the pool every connection comes from.
+import type { Pool } from "pg";
+
+// Schema. `switchyard_schema.version` is the number of migrations applied; a later version
+// appends a step and never edits an earlier one.
+
+const MIGRATIONS: readonly string[] = [
+  `
+CREATE TABLE events (
+  thread_id TEXT   NOT NULL,
+  seq       BIGINT NOT NULL,
+  gid       BIGINT GENERATED ALWAYS AS IDENTITY,
+  xid       XID8   NOT NULL DEFAULT pg_current_xact_id(),
+  type      TEXT   NOT NULL,
+  ts        TEXT   NOT NULL,
+  data      TEXT   NOT NULL,
+  PRIMARY KEY (thread_id, seq)
+);
+CREATE INDEX events_gid ON events(gid);
+
+CREATE TABLE threads (
+  id              TEXT PRIMARY KEY,
+  workspace_path  TEXT NOT NULL,
+  user_id         TEXT,
+  origin_channel  TEXT NOT NULL,
+  channel_context TEXT,
+  display_name    TEXT,
+  status          TEXT NOT NULL,
+  created_at      TEXT NOT NULL,
+  last_active_at  TEXT NOT NULL,
+  history_mode    TEXT NOT NULL,
+  mode            TEXT NOT NULL,
+  configuration   TEXT,
+  metadata        TEXT NOT NULL,
+  queued_inputs   TEXT NOT NULL,
+  plan            TEXT,
+  forked_from     TEXT,
+  backend_session TEXT
+);
+CREATE INDEX threads_recent    ON threads(last_active_at, id);
+CREATE INDEX threads_user      ON threads(user_id, last_active_at, id);
+CREATE INDEX threads_workspace ON threads(workspace_path, last_active_at, id);
+CREATE INDEX threads_channel   ON threads(origin_channel, last_active_at, id);
+CREATE INDEX threads_status    ON threads(status, last_active_at, id);
+
+CREATE TABLE turns (
+  id            TEXT PRIMARY KEY,
+  thread_id     TEXT   NOT NULL,
+  seq           BIGINT NOT NULL,
+  status        TEXT   NOT NULL,
+  started_at    TEXT   NOT NULL,
+  completed_at  TEXT,
+  token_usage   TEXT,
+  error         TEXT,
+  cancel_reason TEXT,
+  input         TEXT   NOT NULL,
+  model         TEXT,
+  diff          TEXT
+);
+CREATE INDEX turns_thread ON turns(thread_id, seq);
+CREATE INDEX turns_unfinished ON turns(seq) WHERE status IN ('running', 'waitingApproval');
+
+CREATE TABLE items (
+  id        TEXT PRIMARY KEY,
+  thread_id TEXT   NOT NULL,
+  turn_id   TEXT   NOT NULL,
+  ord       BIGINT NOT NULL,
+  type      TEXT   NOT NULL,
+  data      TEXT   NOT NULL
+);
+CREATE INDEX items_turn   ON items(turn_id, ord);
+CREATE INDEX items_thread ON items(thread_id, ord);
+
+CREATE TABLE approval_rules (
+  workspace_path TEXT NOT NULL,
+  scope_key      TEXT NOT NULL,
+  PRIMARY KEY (workspace_path, scope_key)
+);
+`,
+  // 2: the cluster. Nodes hold an advisory lock while alive and beat their row; each thread has
+  // one owner node and an epoch the owner's writes must match; every event says which node
+  // wrote it, and (xid, gid) orders the feed other nodes read.
+  `
+CREATE TABLE nodes (
+  num          SERIAL PRIMARY KEY,
+  id           TEXT        NOT NULL UNIQUE,
+  host         TEXT        NOT NULL,
+  pid          INTEGER     NOT NULL,
+  started_at   TIMESTAMPTZ NOT NULL DEFAULT now(),
+  heartbeat_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+  stopped_at   TIMESTAMPTZ
+);
+
+CREATE TABLE thread_owners (
+  thread_id  TEXT        PRIMARY KEY,
+  node       INTEGER     NOT NULL,
+  epoch      BIGINT      NOT NULL,
+  claimed_at TIMESTAMPTZ NOT NULL DEFAULT now()
+);
+CREATE INDEX thread_owners_node ON thread_owners(node);
+
+ALTER TABLE events ADD COLUMN writer INTEGER;
+CREATE INDEX events_feed ON events(xid, gid);
+`,
+];
+
+/** The schema version this binary writes. */
+export const POSTGRES_SCHEMA_VERSION = MIGRATIONS.length;
+
+/** Any two processes migrating at once take turns on this advisory lock. */
+const MIGRATION_LOCK = 0x5377_7964; // "Swyd"
+
+/** Applies the migrations this database lacks; refuses one newer than this binary. Returns the version. */
+export async function migratePostgres(pool: Pool): Promise<number> {
+  const client = await pool.connect();
+  try {
+    await client.query("BEGIN");
+    await client.query("SELECT pg_advisory_xact_lock($1)", [MIGRATION_LOCK]);
+    await client.query("CREATE TABLE IF NOT EXISTS switchyard_schema (version INTEGER NOT NULL)");
+    const { rows } = await client.query<{ version: number }>("SELECT version FROM switchyard_schema");
+    const current = rows[0]?.version ?? 0;
+    if (current > MIGRATIONS.length) {
+      throw new Error(`The database has Switchyard schema version ${current}, newer than this Switchyard supports (${MIGRATIONS.length}).`);
+    }
+    for (let version = current; version < MIGRATIONS.length; version++) await client.query(MIGRATIONS[version]!);
+    if (rows.length === 0) await client.query("INSERT INTO switchyard_schema (version) VALUES ($1)", [MIGRATIONS.length]);
+    else await client.query("UPDATE switchyard_schema SET version = $1", [MIGRATIONS.length]);
+    await client.query("COMMIT");
+    return MIGRATIONS.length;
+  } catch (error) {
+    await client.query("ROLLBACK").catch(() => undefined);
+    throw error;
+  } finally {
+    client.release();
+  }
+}
+
+/** A pool whose BIGINT columns read as numbers (seq, gid stay far below 2^53). */
+export async function postgresPool(url: string): Promise<Pool> {
+  const pg = (await import("pg")).default;
+  return new pg.Pool({
+    connectionString: url,
+    max: 4,
+    keepAlive: true,
+    types: {
+      getTypeParser: ((oid: number, format?: "text" | "binary") => (oid === 20 ? Number : pg.types.getTypeParser(oid, format))) as never,
+    },
+  });
+}
+

@@ -1,0 +1,176 @@
+// Several servers on one PostgreSQL database: a client on one node and a watcher on another see
+// the same events, in order, with no gap or duplicate, as the events table holds them; an idle
+// thread moves to the node that starts its next turn; when the owner is killed mid-turn,
+// another node fails the turn (ownerLost) and closes the cut item with its persisted text.
+import assert from "node:assert/strict";
+import { after, afterEach, before, describe, it } from "node:test";
+import { spawnSync } from "node:child_process";
+import type { Pool } from "pg";
+import { CLI_PATH } from "../support/server-process.js";
+import { postgresMissing, TestPostgres } from "../support/postgres.js";
+import { postgresPool } from "../../src/store/postgres-schema.js";
+import { itemsOf, ModelScript, startTypedHarness, type TypedHarness } from "../support/typed-harness.js";
+
+const DELTAS = 2_000;
+
+/** The seq of every notification a client received for the thread, in arrival order. */
+function recordSeqs(node: TypedHarness, threadId: string): number[] {
+  const seqs: number[] = [];
+  node.client.onEvent((event) => {
+    const params = (event as { params?: { threadId?: unknown; seq?: unknown } }).params;
+    if (params?.threadId === threadId && typeof params.seq === "number") seqs.push(params.seq);
+  });
+  return seqs;
+}
+
+function assertInOrder(seqs: number[], logged: number[], who: string): void {
+  assert.ok(seqs.length > 0, `${who} received events`);
+  for (let i = 1; i < seqs.length; i++) assert.ok(seqs[i]! > seqs[i - 1]!, `${who}: seq ${seqs[i]} after ${seqs[i - 1]}`);
+  const inLog = new Set(logged);
+  assert.deepEqual(
+    seqs.filter((s) => !inLog.has(s)),
+    [],
+    `${who} received only committed events`,
+  );
+}
+
+describe("a cluster: several app-servers on one PostgreSQL", { skip: postgresMissing() }, () => {
+  let model: ModelScript;
+  let postgres: TestPostgres;
+  let databases = 0;
+  const open: Array<TypedHarness | Pool> = [];
+  before(async () => {
+    model = await ModelScript.start();
+    postgres = await TestPostgres.start();
+  });
+  afterEach(async () => {
+    for (const thing of open.splice(0)) await ("client" in thing ? thing.close() : thing.end()).catch(() => undefined);
+    model.assertConsumed();
+  });
+  after(async () => {
+    postgres?.stop();
+    await model?.fake.close();
+  });
+
+  async function cluster(nodes: number): Promise<{ nodes: TypedHarness[]; db: Pool; url: string }> {
+    const url = postgres.createDatabase(`cluster${++databases}`);
+    const started = await Promise.all(Array.from({ length: nodes }, () => startTypedHarness({ model, args: ["--store", url] })));
+    const db = await postgresPool(url);
+    open.push(...started, db);
+    return { nodes: started, db, url };
+  }
+
+  async function loggedSeqs(db: Pool, threadId: string): Promise<number[]> {
+    const { rows } = await db.query<{ seq: number }>("SELECT seq FROM events WHERE thread_id = $1 ORDER BY seq", [threadId]);
+    return rows.map((r) => r.seq);
+  }
+
+  it("streams a turn to a watcher on another node: the same events, in order, none missing or repeated", async () => {
+    const {
+      nodes: [owner, watcher],
+      db,
+    } = await cluster(2);
+    const threadId = await owner!.startThread();
+    const ownerSeqs = recordSeqs(owner!, threadId);
+    const watcherSeqs = recordSeqs(watcher!, threadId);
+    await watcher!.client.request("thread/subscribe", { threadId });
+
+    const text = Array.from({ length: DELTAS }, (_, i) => `d${i} `);
+    model.enqueue({ kind: "response", text });
+    const turnId = await owner!.startTurn(threadId, "stream");
+    const seen = await watcher!.notification("turn/completed", (p) => p.turn.id === turnId, 30_000);
+    await owner!.client.turnEnd(turnId);
+
+    const logged = await loggedSeqs(db, threadId);
+    assert.deepEqual(
+      logged,
+      Array.from({ length: logged.length }, (_, i) => i + 1),
+      "seq is 1..N in the table",
+    );
+    assertInOrder(ownerSeqs, logged, "the owner's client");
+    assertInOrder(watcherSeqs, logged, "the watcher");
+    // Since the watcher subscribed, both clients received the same events.
+    assert.deepEqual(
+      watcherSeqs,
+      ownerSeqs.filter((s) => s >= watcherSeqs[0]!),
+    );
+    assert.ok(logged.includes(seen.seq));
+    const message = itemsOf(watcher!.completedItems(threadId), "agentMessage")[0];
+    assert.equal(message?.payload.text, text.join(""));
+  });
+
+  it("moves an idle thread to the node that starts its next turn; the first node sees that turn", async () => {
+    const {
+      nodes: [first, second],
+      db,
+    } = await cluster(2);
+    const threadId = await first!.startThread();
+    model.enqueue({ kind: "response", text: "one" });
+    assert.equal((await first!.runTurn(threadId, "first")).method, "turn/completed");
+
+    model.enqueue({ kind: "response", text: "two" });
+    const turnId = await second!.startTurn(threadId, "second");
+    assert.equal((await second!.client.turnEnd(turnId)).method, "turn/completed");
+    await first!.notification("turn/completed", (p) => p.turn.id === turnId, 10_000);
+
+    const { rows } = await db.query<{ epoch: number; writers: number }>(
+      `SELECT o.epoch, (SELECT count(DISTINCT writer) FROM events WHERE thread_id = $1)::int AS writers
+       FROM thread_owners o WHERE o.thread_id = $1`,
+      [threadId],
+    );
+    assert.deepEqual(rows[0], { epoch: 2, writers: 2 }, "claimed once by each node");
+    const logged = await loggedSeqs(db, threadId);
+    assert.deepEqual(
+      logged,
+      Array.from({ length: logged.length }, (_, i) => i + 1),
+    );
+    const read = (await first!.client.readThread(threadId)).thread;
+    assert.deepEqual(
+      read.turns?.map((t) => t.status),
+      ["completed", "completed"],
+    );
+  });
+
+  it("fails a killed owner's turn on another node (ownerLost), closing the cut message with its persisted text", async () => {
+    const {
+      nodes: [owner, watcher],
+      db,
+      url,
+    } = await cluster(2);
+    const threadId = await owner!.startThread();
+    await watcher!.client.request("thread/subscribe", { threadId });
+    const watcherSeqs = recordSeqs(watcher!, threadId);
+    const text = Array.from({ length: 200 }, (_, i) => `w${i} `);
+    model.enqueue({ kind: "response", text, holdOpen: true });
+    const turnId = await owner!.startTurn(threadId, "stream, then hang");
+    // Every delta has reached the watcher: they are committed.
+    await watcher!.client.waitFor("item/agentMessage/delta", (p) => p.delta === text.at(-1), 10_000);
+
+    const killedAt = Date.now();
+    await owner!.crashServer();
+    const failed = await watcher!.notification("turn/failed", (p) => p.turn.id === turnId, 15_000);
+    const takeoverMs = Date.now() - killedAt;
+    assert.equal(failed.error.code, "ownerLost");
+    assert.ok(takeoverMs < 10_000, `taken over in ${takeoverMs} ms`);
+    const message = itemsOf(watcher!.completedItems(threadId), "agentMessage")[0];
+    assert.equal(message?.payload.text, text.join(""), "the cut message keeps its streamed text");
+
+    const logged = await loggedSeqs(db, threadId);
+    assert.deepEqual(
+      logged,
+      Array.from({ length: logged.length }, (_, i) => i + 1),
+    );
+    assertInOrder(watcherSeqs, logged, "the watcher");
+    assert.equal(watcherSeqs.at(-1), logged.at(-1));
+
+    // `cluster status`: the killed node is gone, the other owns the thread now.
+    const status = spawnSync(process.execPath, [CLI_PATH, "cluster", "status", "--store", url, "--json"], { encoding: "utf8", timeout: 20_000 });
+    assert.equal(status.status, 0, status.stderr);
+    const nodes = (JSON.parse(status.stdout) as { nodes: Array<{ alive: boolean; threads: number; runningTurns: number }> }).nodes;
+    assert.deepEqual(
+      nodes.map((n) => [n.alive, n.threads, n.runningTurns]),
+      [[true, 1, 0]],
+      "only the live node is listed (the dead one owns nothing any more)",
+    );
+  });
+});
