@@ -157,6 +157,10 @@ export class Runtime implements RuntimeApi {
     this.store.onStorageStatus((status) => this.storageChanged(status));
     // Another node took a thread whose turn ran here: that turn stops, writing nothing more.
     this.store.onLost((threadId) => this.active.get(threadId)?.abort.abort());
+    // Another node's client steers or interrupts a turn that runs here.
+    this.store.onCommand((threadId, command) =>
+      command.kind === "steer" ? this.steer(threadId, command.input, command.expectedTurnId) : this.interrupt(threadId, command.turnId),
+    );
     // A node of the cluster is gone: its unfinished turns are failed here, once each.
     this.store.onOrphans(() => {
       this.recover("ownerLost").catch((error: unknown) => this.log.error({ err: error }, "could not take over a lost node's turns"));
@@ -626,6 +630,8 @@ export class Runtime implements RuntimeApi {
   async steer(threadId: string, input: InputPart[], expectedTurnId?: string): Promise<Turn> {
     await this.getThread(threadId);
     const active = this.active.get(threadId);
+    const forwarded = active ? undefined : await this.store.forward(threadId, { kind: "steer", input, ...(expectedTurnId ? { expectedTurnId } : {}) });
+    if (forwarded) return forwarded.result as Turn;
     if (!active) throw new RuntimeError("turnNotRunning", `No turn is running on thread ${threadId}.`, { threadId });
     if (expectedTurnId && expectedTurnId !== active.turn.id) {
       throw new RuntimeError("turnNotRunning", `Turn ${expectedTurnId} is not the running turn (${active.turn.id}).`, {
@@ -657,6 +663,8 @@ export class Runtime implements RuntimeApi {
   async interrupt(threadId: string, turnId?: string): Promise<Turn> {
     await this.getThread(threadId);
     const active = this.active.get(threadId);
+    const forwarded = active ? undefined : await this.store.forward(threadId, { kind: "interrupt", ...(turnId ? { turnId } : {}) });
+    if (forwarded) return forwarded.result as Turn;
     if (turnId && active?.turn.id !== turnId) {
       if (!(await this.store.getTurn(turnId))) throw new RuntimeError("turnNotFound", `Turn not found: ${turnId}`, { turnId });
       throw new RuntimeError("turnNotRunning", `Turn ${turnId} is not running.`, { threadId, turnId });

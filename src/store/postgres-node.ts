@@ -10,6 +10,8 @@ import { newId } from "../ids.js";
 /** The advisory lock class of node liveness locks: pg_advisory_lock(NODE_LOCK_CLASS, num). */
 const NODE_LOCK_CLASS = 0x5377_7964; // "Swyd"
 export const FEED_CHANNEL = "switchyard_events";
+/** Commands forwarded to a thread's owner, and their answers. */
+export const COMMAND_CHANNEL = "switchyard_commands";
 export const DEFAULT_LEASE_TTL_MS = 10_000;
 /** How often the feed is polled without a notification, and peers are checked. */
 const TICK_MS = 1_000;
@@ -26,6 +28,8 @@ export function nodeAlive(num: string, ttlMs: number): string {
 export interface NodeEvents {
   /** The feed may have new events (a notification, or the poll). */
   onFeed(): void;
+  /** A command, or a command's answer, may be waiting (a notification, or the poll). */
+  onCommands(): void;
   /** A peer was found gone: its threads can be claimed. */
   onPeerGone(): void;
   /** This node's lease lapsed (it hung past the TTL, or lost its connection): it owns nothing now. */
@@ -70,12 +74,12 @@ export class PostgresNode {
     const control = new pg.Client({ connectionString: url, keepAlive: true });
     await control.connect();
     await control.query("SELECT pg_advisory_lock($1, $2)", [NODE_LOCK_CLASS, num]);
-    await control.query(`LISTEN ${FEED_CHANNEL}`);
+    await control.query(`LISTEN ${FEED_CHANNEL}; LISTEN ${COMMAND_CHANNEL}`);
     return control;
   }
 
   private watch(): void {
-    this.control.on("notification", () => this.events.onFeed());
+    this.control.on("notification", (message) => (message.channel === FEED_CHANNEL ? this.events.onFeed() : this.events.onCommands()));
     // The lock is gone with the connection: this node must not write as an owner any more.
     this.control.on("error", (err) => {
       this.events.onError(err);
@@ -110,6 +114,7 @@ export class PostgresNode {
         await this.pool.query("UPDATE nodes SET stopped_at = NULL, heartbeat_at = now() WHERE num = $1", [this.num]);
       }
       this.events.onFeed();
+      this.events.onCommands();
       const gone = await this.pool.query(
         `UPDATE nodes SET stopped_at = now() WHERE stopped_at IS NULL AND num <> $1 AND NOT ${nodeAlive("nodes.num", this.leaseTtlMs)}`,
         [this.num],

@@ -102,6 +102,18 @@ CREATE INDEX thread_owners_node ON thread_owners(node);
 ALTER TABLE events ADD COLUMN writer INTEGER;
 CREATE INDEX events_feed ON events(xid, gid);
 `,
+  // 3: commands (steer, interrupt) to a turn that another node runs; each applies once.
+  `
+CREATE TABLE thread_commands (
+  id         TEXT        PRIMARY KEY,
+  thread_id  TEXT        NOT NULL,
+  command    TEXT        NOT NULL,
+  created_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+  applied_at TIMESTAMPTZ,
+  result     TEXT
+);
+CREATE INDEX thread_commands_pending ON thread_commands(thread_id, created_at) WHERE applied_at IS NULL;
+`,
 ];
 
 /** The schema version this binary writes. */

@@ -11,7 +11,8 @@
 // from transactions that have all ended (below the snapshot's xmin): none can commit behind it.
 import type { Pool, PoolClient } from "pg";
 import { migratePostgres, postgresPool } from "./postgres-schema.js";
-import { DEFAULT_LEASE_TTL_MS, FEED_CHANNEL, nodeAlive, PostgresNode } from "./postgres-node.js";
+import { COMMAND_CHANNEL, DEFAULT_LEASE_TTL_MS, FEED_CHANNEL, nodeAlive, PostgresNode } from "./postgres-node.js";
+import { newId } from "../ids.js";
 import { RuntimeError } from "../domain/errors.js";
 import type { EventType, NewEvent, RuntimeEvent } from "../domain/events.js";
 import type { Item, ItemType, Thread, TokenUsage, Turn } from "../domain/model.js";
@@ -29,7 +30,7 @@ import {
   type ThreadRow,
   type TurnRow,
 } from "./rows.js";
-import type { StorageStatus, Store, StoredItemJson, ThreadFilter, ThreadPage } from "./store.js";
+import type { StorageStatus, Store, StoredItemJson, ThreadCommand, ThreadFilter, ThreadPage } from "./store.js";
 
 const THREAD_SELECT = `SELECT ${THREAD_COLUMNS} FROM threads`;
 const TURN_COLUMNS = "id, thread_id, status, started_at, completed_at, token_usage, error, input, model, cancel_reason, diff";
@@ -52,6 +53,41 @@ export interface PostgresStoreOptions {
 
 /** Events read from the feed per query. */
 const FEED_PAGE = 2_000;
+/** How long a forwarded command waits for the owner's answer. */
+const COMMAND_TIMEOUT_MS = 10_000;
+/** Answered commands are kept this long (for whoever waits on them), then deleted. */
+const COMMAND_RETENTION = "1 hour";
+
+/** Runs `work`, or once more after the run in progress: calls in between coalesce into one. */
+class Coalesced {
+  private running: Promise<void> | undefined;
+  private again = false;
+
+  constructor(private readonly work: () => Promise<void>) {}
+
+  run(): Promise<void> {
+    if (this.running) {
+      this.again = true;
+      return this.running;
+    }
+    this.running = (async () => {
+      do {
+        this.again = false;
+        await this.work();
+      } while (this.again);
+    })().finally(() => (this.running = undefined));
+    return this.running;
+  }
+
+  idle(): Promise<void> {
+    return this.running?.catch(() => undefined) ?? Promise.resolve();
+  }
+}
+
+interface WaitingCommand {
+  resolve: (answer: { result: unknown }) => void;
+  reject: (error: Error) => void;
+}
 
 /** Commit retries while the database is unreachable: the first after this long, then doubling up to the max. */
 const RETRY_FIRST_MS = 200;
@@ -80,8 +116,11 @@ export class PostgresStore implements Store {
   private readonly orphanListeners: Array<() => void> = [];
   /** The last feed event read: (xid, gid). */
   private cursor: { xid: string; gid: number };
-  private pulling: Promise<void> | undefined;
-  private pullAgain = false;
+  private readonly feed = new Coalesced(() => this.readFeed());
+  private readonly commands = new Coalesced(() => this.serveCommands());
+  private commandHandler: ((threadId: string, command: ThreadCommand) => Promise<unknown>) | undefined;
+  /** Commands this node forwarded, by id, until their answer arrives. */
+  private readonly waiting = new Map<string, WaitingCommand>();
 
   private constructor(
     private readonly pool: Pool,
@@ -102,7 +141,8 @@ export class PostgresStore implements Store {
       pool.on("error", (err) => onError(err)); // an idle client lost its connection: the pool replaces it
       const store = new PostgresStore(pool, rows[0]!.xmin, onError);
       store.node = await PostgresNode.join(pool, url, opts.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS, {
-        onFeed: () => void store.pull(),
+        onFeed: () => void store.feed.run().catch(onError),
+        onCommands: () => void store.commands.run().catch(onError),
         onPeerGone: () => store.orphanListeners.forEach((listener) => listener()),
         onLeaseLost: () => [...store.owned.keys()].forEach((threadId) => store.lose(threadId)),
         onError,
@@ -234,36 +274,102 @@ export class PostgresStore implements Store {
   }
 
   /** Reads the events other nodes committed since the cursor and reports them as commits. */
-  private pull(): Promise<void> {
-    if (this.pulling) {
-      this.pullAgain = true;
-      return this.pulling;
+  private async readFeed(): Promise<void> {
+    for (let full = true; full && !this.closed; ) {
+      const { rows } = await this.pool.query<EventRow & { xid: string; gid: number; writer: number | null }>(
+        `SELECT xid::text AS xid, gid, writer, ${EVENT_COLUMNS} FROM events
+         WHERE (xid, gid) > ($1::xid8, $2) AND xid < pg_snapshot_xmin(pg_current_snapshot())
+         ORDER BY xid, gid LIMIT ${FEED_PAGE}`,
+        [this.cursor.xid, this.cursor.gid],
+      );
+      full = rows.length === FEED_PAGE;
+      const last = rows.at(-1);
+      if (!last) break;
+      this.cursor = { xid: last.xid, gid: last.gid };
+      const events = rows.filter((r) => r.writer !== this.node.num).map(toEvent);
+      if (events.length === 0) continue;
+      // Another node wrote a thread this one holds, after it claimed it: the other owns it now.
+      for (const event of events) if (event.seq > (this.owned.get(event.threadId)?.fromSeq ?? Infinity)) this.lose(event.threadId);
+      for (const listener of this.commitListeners) listener(events);
     }
-    this.pulling = (async () => {
-      do {
-        this.pullAgain = false;
-        for (let full = true; full && !this.closed; ) {
-          const { rows } = await this.pool.query<EventRow & { xid: string; gid: number; writer: number | null }>(
-            `SELECT xid::text AS xid, gid, writer, ${EVENT_COLUMNS} FROM events
-             WHERE (xid, gid) > ($1::xid8, $2) AND xid < pg_snapshot_xmin(pg_current_snapshot())
-             ORDER BY xid, gid LIMIT ${FEED_PAGE}`,
-            [this.cursor.xid, this.cursor.gid],
-          );
-          full = rows.length === FEED_PAGE;
-          const last = rows.at(-1);
-          if (!last) break;
-          this.cursor = { xid: last.xid, gid: last.gid };
-          const events = rows.filter((r) => r.writer !== this.node.num).map(toEvent);
-          if (events.length === 0) continue;
-          // Another node wrote a thread this one holds, after it claimed it: the other owns it now.
-          for (const event of events) if (event.seq > (this.owned.get(event.threadId)?.fromSeq ?? Infinity)) this.lose(event.threadId);
-          for (const listener of this.commitListeners) listener(events);
+  }
+
+  async forward(threadId: string, command: ThreadCommand): Promise<{ result: unknown } | undefined> {
+    if (this.owned.has(threadId)) return undefined;
+    const id = newId("cmd");
+    const { rowCount } = await this.pool.query(
+      `INSERT INTO thread_commands (id, thread_id, command)
+       SELECT $1, $2, $3 WHERE EXISTS (
+         SELECT 1 FROM thread_owners o WHERE o.thread_id = $2 AND o.node <> $4
+            AND EXISTS (SELECT 1 FROM turns t WHERE t.thread_id = $2 AND t.status IN ('running', 'waitingApproval')))`,
+      [id, threadId, JSON.stringify(command), this.node.num],
+    );
+    if (rowCount === 0) return undefined; // no turn runs elsewhere
+    await this.pool.query("SELECT pg_notify($1, $2)", [COMMAND_CHANNEL, threadId]);
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.waiting.delete(id);
+        reject(
+          new RuntimeError(
+            "notOwner",
+            `The node running thread ${threadId}'s turn did not answer in ${COMMAND_TIMEOUT_MS / 1000} s; the command applies once, when a node takes the thread over.`,
+            { threadId, commandId: id },
+          ),
+        );
+      }, COMMAND_TIMEOUT_MS);
+      const settle = (): void => {
+        clearTimeout(timer);
+        this.waiting.delete(id);
+      };
+      this.waiting.set(id, {
+        resolve: (answer) => (settle(), resolve(answer)),
+        reject: (error) => (settle(), reject(error)),
+      });
+    });
+  }
+
+  onCommand(handler: (threadId: string, command: ThreadCommand) => Promise<unknown>): void {
+    this.commandHandler = handler;
+  }
+
+  /** Applies the commands forwarded to threads this node owns (each once), and collects the answers to its own. */
+  private async serveCommands(): Promise<void> {
+    if (this.commandHandler) {
+      const { rows } = await this.pool.query<{ id: string; thread_id: string; command: string; created_at: Date }>(
+        `UPDATE thread_commands SET applied_at = now() WHERE id IN (
+           SELECT c.id FROM thread_commands c JOIN thread_owners o ON o.thread_id = c.thread_id AND o.node = $1
+           WHERE c.applied_at IS NULL FOR UPDATE OF c SKIP LOCKED)
+         RETURNING id, thread_id, command, created_at`,
+        [this.node.num],
+      );
+      for (const row of rows.sort((a, b) => a.created_at.getTime() - b.created_at.getTime())) {
+        let answer: { result: unknown } | { error: { code: string; message: string; data?: unknown } };
+        try {
+          answer = { result: (await this.commandHandler(row.thread_id, parse<ThreadCommand>(row.command))) ?? null };
+        } catch (error) {
+          answer =
+            error instanceof RuntimeError
+              ? { error: { code: error.code, message: error.message, data: error.data } }
+              : { error: { code: "internal", message: String(error) } };
         }
-      } while (this.pullAgain && !this.closed);
-    })()
-      .catch((error: unknown) => this.onError(error))
-      .finally(() => (this.pulling = undefined));
-    return this.pulling;
+        await this.pool.query("UPDATE thread_commands SET result = $2 WHERE id = $1", [row.id, JSON.stringify(answer)]);
+        await this.pool.query("SELECT pg_notify($1, '')", [COMMAND_CHANNEL]);
+      }
+    }
+    if (this.waiting.size > 0) {
+      const { rows } = await this.pool.query<{ id: string; result: string }>(
+        "SELECT id, result FROM thread_commands WHERE id = ANY($1) AND result IS NOT NULL",
+        [[...this.waiting.keys()]],
+      );
+      for (const row of rows) {
+        const answer = parse<{ result: unknown } | { error: { code: RuntimeError["code"]; message: string; data?: Record<string, unknown> } }>(
+          row.result,
+        );
+        if ("error" in answer) this.waiting.get(row.id)?.reject(new RuntimeError(answer.error.code, answer.error.message, answer.error.data));
+        else this.waiting.get(row.id)?.resolve(answer);
+      }
+    }
+    await this.pool.query(`DELETE FROM thread_commands WHERE applied_at < now() - interval '${COMMAND_RETENTION}'`);
   }
 
   async acquire(threadId: string): Promise<boolean> {
@@ -509,7 +615,7 @@ export class PostgresStore implements Store {
       this.onError(new Error(`${this.pending.length} events could not be written before shutdown: ${String(error)}`));
     } finally {
       this.closed = true;
-      await this.pulling;
+      await Promise.all([this.feed.idle(), this.commands.idle()]);
       await this.node.leave();
       await this.pool.end();
     }

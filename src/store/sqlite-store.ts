@@ -416,6 +416,12 @@ export class SqliteStore implements Store {
 
   onOrphans(): void {}
 
+  forward(): Promise<undefined> {
+    return Promise.resolve(undefined);
+  }
+
+  onCommand(): void {}
+
   onStorageStatus(listener: (status: StorageStatus) => void): void {
     this.statusListeners.push(listener);
   }

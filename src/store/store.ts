@@ -1,7 +1,7 @@
 // The store: an append-only event log plus tables derived from it (threads, turns, items,
 // approval rules). Derived tables can always be rebuilt by replaying the log.
 import type { EventType, NewEvent, RuntimeEvent } from "../domain/events.js";
-import type { Item, ItemType, Thread, ThreadStatus, TokenUsage, Turn } from "../domain/model.js";
+import type { InputPart, Item, ItemType, Thread, ThreadStatus, TokenUsage, Turn } from "../domain/model.js";
 
 export interface ThreadFilter {
   userId?: string;
@@ -35,6 +35,9 @@ export type StorageStatus =
       message: string;
       since: string;
     };
+
+/** What a client asks of a running turn, handed to the process that runs it. */
+export type ThreadCommand = { kind: "steer"; input: InputPart[]; expectedTurnId?: string } | { kind: "interrupt"; turnId?: string };
 
 export interface Store {
   /**
@@ -73,6 +76,14 @@ export interface Store {
   onLost(listener: (threadId: string) => void): void;
   /** Called when another process is found gone: its threads' unfinished turns can be taken over. */
   onOrphans(listener: () => void): void;
+  /**
+   * Hands a command to the process that runs the thread's turn, and resolves with its answer;
+   * undefined when no other process runs it (this one answers). Rejects with that process's
+   * RuntimeError, or `notOwner` when it did not answer in time (the command still applies once).
+   */
+  forward(threadId: string, command: ThreadCommand): Promise<{ result: unknown } | undefined>;
+  /** Answers the commands other processes forward to the turns this one runs. */
+  onCommand(handler: (threadId: string, command: ThreadCommand) => Promise<unknown>): void;
 
   // Reads see every event appended before them (they wait for the buffered ones to commit).
   getThread(threadId: string): Promise<Thread | undefined>;

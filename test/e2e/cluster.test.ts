@@ -131,6 +131,27 @@ describe("a cluster: several app-servers on one PostgreSQL", { skip: postgresMis
     );
   });
 
+  it("lets a client on another node steer and interrupt the turn the owner runs", async () => {
+    const {
+      nodes: [owner, other],
+    } = await cluster(2);
+    const threadId = await owner!.startThread();
+    await other!.client.request("thread/subscribe", { threadId });
+    model.enqueue({ kind: "response", text: ["working", " on it"], holdOpen: true });
+    const turnId = await owner!.startTurn(threadId, "hang");
+    await other!.client.waitFor("item/agentMessage/delta", (p) => p.delta === " on it", 10_000);
+
+    const steered = await other!.client.request("turn/steer", { threadId, input: [{ type: "text", text: "also this" }], expectedTurnId: turnId });
+    assert.equal(steered.turnId, turnId);
+    await assert.rejects(other!.client.request("turn/steer", { threadId, input: [{ type: "text", text: "x" }], expectedTurnId: "turn_other" }), {
+      code: -32014,
+    });
+    const interrupted = await other!.client.request("turn/interrupt", { threadId });
+    assert.equal(interrupted.turn.id, turnId);
+    assert.equal(interrupted.turn.status, "cancelled");
+    assert.equal((await owner!.client.turnEnd(turnId)).method, "turn/cancelled");
+  });
+
   it("fails a killed owner's turn on another node (ownerLost), closing the cut message with its persisted text", async () => {
     const {
       nodes: [owner, watcher],
