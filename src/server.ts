@@ -45,6 +45,8 @@ export interface ServerConfig {
   storageTimeoutMs?: number;
   /** PostgreSQL URL of the store; SQLite in dataDir when unset. */
   storeUrl?: string;
+  /** With storeUrl: how long a node that stopped beating keeps its threads. */
+  leaseTtlMs?: number;
   provider?: string;
   model?: string;
   /** The config file's `providers` section: keys and endpoints, under the environment's. */
@@ -82,7 +84,13 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
   const websocket = config.websocket ? await import("./transport/websocket.js") : undefined;
   if (config.websocket && websocket) websocket.assertSafeBind(config.websocket.host, config.token);
   // A database that cannot be opened ends the server before it answers anyone.
-  const database = config.storeUrl ? await (await import("./store/postgres-store.js")).PostgresStore.open(config.storeUrl) : undefined;
+  const database = config.storeUrl
+    ? await (
+        await import("./store/postgres-store.js")
+      ).PostgresStore.open(config.storeUrl, {
+        ...(config.leaseTtlMs ? { leaseTtlMs: config.leaseTtlMs } : {}),
+      })
+    : undefined;
 
   const lock = acquireDataDirLock(config.dataDir);
 

@@ -17,6 +17,7 @@ export interface AppServerFlags {
   dataDir?: string;
   /** A PostgreSQL URL for the store; unset: SWITCHYARD_DATABASE_URL, else SQLite in the data directory. */
   store?: string;
+  leaseTtlMs?: number;
   provider?: string;
   model?: string;
   token?: string;
@@ -107,6 +108,7 @@ export async function resolveServerConfig(flags: AppServerFlags, env: NodeJS.Pro
   return {
     dataDir,
     ...(storeUrl ? { storeUrl } : {}),
+    ...(storeUrl && flags.leaseTtlMs ? { leaseTtlMs: flags.leaseTtlMs } : {}),
     ...(flags.face ? { face: flags.face } : {}),
     stdio,
     ...(websocket ? { websocket } : {}),

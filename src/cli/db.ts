@@ -75,7 +75,13 @@ export async function runClusterStatus(url: string | undefined, opts: { json?: b
       ]),
     ];
     const widths = table[0]!.map((_, c) => Math.max(...table.map((row) => row[c]!.length)));
-    for (const row of table) print(row.map((cell, c) => cell.padEnd(widths[c]!)).join("  ").trimEnd());
+    for (const row of table)
+      print(
+        row
+          .map((cell, c) => cell.padEnd(widths[c]!))
+          .join("  ")
+          .trimEnd(),
+      );
     return 0;
   } catch (error) {
     print(`switchyard cluster status: ${error instanceof Error ? error.message : String(error)}`);

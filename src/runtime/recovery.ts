@@ -30,7 +30,15 @@ export async function recoverUnfinishedTurns(store: Store, emit: (event: NewEven
     }
     const message =
       opts.code === "ownerLost" ? "The cluster node running this turn was lost." : "The server stopped while this turn was running.";
-    emit(turnEndEvent(turn.threadId, turn.id, { status: "failed", error: { code: opts.code, message } }, new Date().toISOString(), turn.tokenUsage));
+    emit(
+      turnEndEvent(
+        turn.threadId,
+        turn.id,
+        { status: "failed", error: { code: opts.code, message } },
+        new Date().toISOString(),
+        turn.tokenUsage,
+      ),
+    );
   }
   await store.flush();
   return closed;

@@ -112,6 +112,8 @@ interface ActiveTurn {
   usage?: TokenUsage;
   /** Set when the turn is stopped for a reason of the server's (the disk stayed full): how it ends. */
   failure?: TurnError;
+  /** Set when another node took the thread over: this process records nothing more of the turn. */
+  lost?: boolean;
   done: Promise<void>;
 }
 
@@ -156,7 +158,12 @@ export class Runtime implements RuntimeApi {
     });
     this.store.onStorageStatus((status) => this.storageChanged(status));
     // Another node took a thread whose turn ran here: that turn stops, writing nothing more.
-    this.store.onLost((threadId) => this.active.get(threadId)?.abort.abort());
+    this.store.onLost((threadId) => {
+      const active = this.active.get(threadId);
+      if (!active) return;
+      active.lost = true;
+      active.abort.abort();
+    });
     // Another node's client steers or interrupts a turn that runs here.
     this.store.onCommand((threadId, command) =>
       command.kind === "steer" ? this.steer(threadId, command.input, command.expectedTurnId) : this.interrupt(threadId, command.turnId),
@@ -630,7 +637,9 @@ export class Runtime implements RuntimeApi {
   async steer(threadId: string, input: InputPart[], expectedTurnId?: string): Promise<Turn> {
     await this.getThread(threadId);
     const active = this.active.get(threadId);
-    const forwarded = active ? undefined : await this.store.forward(threadId, { kind: "steer", input, ...(expectedTurnId ? { expectedTurnId } : {}) });
+    const forwarded = active
+      ? undefined
+      : await this.store.forward(threadId, { kind: "steer", input, ...(expectedTurnId ? { expectedTurnId } : {}) });
     if (forwarded) return forwarded.result as Turn;
     if (!active) throw new RuntimeError("turnNotRunning", `No turn is running on thread ${threadId}.`, { threadId });
     if (expectedTurnId && expectedTurnId !== active.turn.id) {
@@ -774,6 +783,12 @@ export class Runtime implements RuntimeApi {
 
   private async finish(threadId: string, active: ActiveTurn, result: TurnOutcome): Promise<void> {
     const outcome: TurnOutcome = active.failure ? { status: "failed", error: active.failure } : result;
+    if (active.lost) {
+      this.log.warn({ threadId, turnId: active.turn.id }, "turn stopped: another node of the cluster took the thread over");
+      this.active.delete(threadId);
+      this.parents.delete(threadId);
+      return;
+    }
     this.emit(turnEndEvent(threadId, active.turn.id, outcome, new Date().toISOString(), active.usage));
     this.active.delete(threadId);
     this.parents.delete(threadId);

@@ -159,4 +159,3 @@ export async function postgresPool(url: string): Promise<Pool> {
     },
   });
 }
-

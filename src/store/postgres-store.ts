@@ -275,7 +275,7 @@ export class PostgresStore implements Store {
 
   /** Reads the events other nodes committed since the cursor and reports them as commits. */
   private async readFeed(): Promise<void> {
-    for (let full = true; full && !this.closed; ) {
+    for (let full = true; full && !this.closed;) {
       const { rows } = await this.pool.query<EventRow & { xid: string; gid: number; writer: number | null }>(
         `SELECT xid::text AS xid, gid, writer, ${EVENT_COLUMNS} FROM events
          WHERE (xid, gid) > ($1::xid8, $2) AND xid < pg_snapshot_xmin(pg_current_snapshot())
@@ -362,10 +362,11 @@ export class PostgresStore implements Store {
         [[...this.waiting.keys()]],
       );
       for (const row of rows) {
-        const answer = parse<{ result: unknown } | { error: { code: RuntimeError["code"]; message: string; data?: Record<string, unknown> } }>(
-          row.result,
-        );
-        if ("error" in answer) this.waiting.get(row.id)?.reject(new RuntimeError(answer.error.code, answer.error.message, answer.error.data));
+        const answer = parse<
+          { result: unknown } | { error: { code: RuntimeError["code"]; message: string; data?: Record<string, unknown> } }
+        >(row.result);
+        if ("error" in answer)
+          this.waiting.get(row.id)?.reject(new RuntimeError(answer.error.code, answer.error.message, answer.error.data));
         else this.waiting.get(row.id)?.resolve(answer);
       }
     }

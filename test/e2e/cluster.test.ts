@@ -5,8 +5,11 @@
 import assert from "node:assert/strict";
 import { after, afterEach, before, describe, it } from "node:test";
 import { spawnSync } from "node:child_process";
+import fs from "node:fs";
+import path from "node:path";
 import type { Pool } from "pg";
 import { CLI_PATH } from "../support/server-process.js";
+import { eventually } from "../support/agentcraft.js";
 import { postgresMissing, TestPostgres } from "../support/postgres.js";
 import { postgresPool } from "../../src/store/postgres-schema.js";
 import { itemsOf, ModelScript, startTypedHarness, type TypedHarness } from "../support/typed-harness.js";
@@ -21,6 +24,11 @@ function recordSeqs(node: TypedHarness, threadId: string): number[] {
     if (params?.threadId === threadId && typeof params.seq === "number") seqs.push(params.seq);
   });
   return seqs;
+}
+
+/** The pid of a harness's server (its data directory's lock names it). */
+function serverPid(node: TypedHarness): number {
+  return (JSON.parse(fs.readFileSync(path.join(node.dataDir, "switchyard.lock"), "utf8")) as { pid: number }).pid;
 }
 
 function assertInOrder(seqs: number[], logged: number[], who: string): void {
@@ -52,9 +60,9 @@ describe("a cluster: several app-servers on one PostgreSQL", { skip: postgresMis
     await model?.fake.close();
   });
 
-  async function cluster(nodes: number): Promise<{ nodes: TypedHarness[]; db: Pool; url: string }> {
+  async function cluster(nodes: number, args: string[] = []): Promise<{ nodes: TypedHarness[]; db: Pool; url: string }> {
     const url = postgres.createDatabase(`cluster${++databases}`);
-    const started = await Promise.all(Array.from({ length: nodes }, () => startTypedHarness({ model, args: ["--store", url] })));
+    const started = await Promise.all(Array.from({ length: nodes }, () => startTypedHarness({ model, args: ["--store", url, ...args] })));
     const db = await postgresPool(url);
     open.push(...started, db);
     return { nodes: started, db, url };
@@ -141,11 +149,18 @@ describe("a cluster: several app-servers on one PostgreSQL", { skip: postgresMis
     const turnId = await owner!.startTurn(threadId, "hang");
     await other!.client.waitFor("item/agentMessage/delta", (p) => p.delta === " on it", 10_000);
 
-    const steered = await other!.client.request("turn/steer", { threadId, input: [{ type: "text", text: "also this" }], expectedTurnId: turnId });
-    assert.equal(steered.turnId, turnId);
-    await assert.rejects(other!.client.request("turn/steer", { threadId, input: [{ type: "text", text: "x" }], expectedTurnId: "turn_other" }), {
-      code: -32014,
+    const steered = await other!.client.request("turn/steer", {
+      threadId,
+      input: [{ type: "text", text: "also this" }],
+      expectedTurnId: turnId,
     });
+    assert.equal(steered.turnId, turnId);
+    await assert.rejects(
+      other!.client.request("turn/steer", { threadId, input: [{ type: "text", text: "x" }], expectedTurnId: "turn_other" }),
+      {
+        code: -32014,
+      },
+    );
     const interrupted = await other!.client.request("turn/interrupt", { threadId });
     assert.equal(interrupted.turn.id, turnId);
     assert.equal(interrupted.turn.status, "cancelled");
@@ -185,7 +200,10 @@ describe("a cluster: several app-servers on one PostgreSQL", { skip: postgresMis
     assert.equal(watcherSeqs.at(-1), logged.at(-1));
 
     // `cluster status`: the killed node is gone, the other owns the thread now.
-    const status = spawnSync(process.execPath, [CLI_PATH, "cluster", "status", "--store", url, "--json"], { encoding: "utf8", timeout: 20_000 });
+    const status = spawnSync(process.execPath, [CLI_PATH, "cluster", "status", "--store", url, "--json"], {
+      encoding: "utf8",
+      timeout: 20_000,
+    });
     assert.equal(status.status, 0, status.stderr);
     const nodes = (JSON.parse(status.stdout) as { nodes: Array<{ alive: boolean; threads: number; runningTurns: number }> }).nodes;
     assert.deepEqual(
@@ -193,5 +211,46 @@ describe("a cluster: several app-servers on one PostgreSQL", { skip: postgresMis
       [[true, 1, 0]],
       "only the live node is listed (the dead one owns nothing any more)",
     );
+  });
+
+  it("fences a hung owner: past the lease another node takes the turn over, and once resumed the old owner writes nothing", async () => {
+    const {
+      nodes: [owner, watcher],
+      db,
+    } = await cluster(2, ["--lease-ttl-ms", "2000"]);
+    const threadId = await owner!.startThread();
+    await watcher!.client.request("thread/subscribe", { threadId });
+    // Deltas keep coming for seconds: the hung owner finds more in its socket when it resumes.
+    const text = Array.from({ length: 150 }, (_, i) => `h${i} `);
+    model.enqueue({ kind: "response", text, chunkDelayMs: 20 });
+    const turnId = await owner!.startTurn(threadId, "stream slowly");
+    await watcher!.client.waitFor("item/agentMessage/delta", (p) => p.delta === text[10], 10_000);
+
+    const pid = serverPid(owner!);
+    process.kill(pid, "SIGSTOP");
+    let failed;
+    try {
+      failed = await watcher!.notification("turn/failed", (p) => p.turn.id === turnId, 15_000);
+    } finally {
+      process.kill(pid, "SIGCONT");
+    }
+    assert.equal(failed.error.code, "ownerLost");
+    const claimed = await loggedSeqs(db, threadId);
+
+    // The resumed owner reads the rest of its stream, is refused, and hears of the takeover.
+    await owner!.notification("turn/failed", (p) => p.turn.id === turnId, 15_000);
+    await eventually(
+      async () => (/turn stopped: another node of the cluster took the thread over/.test(owner!.serverLog()) ? true : undefined),
+      "the old owner to stop its turn",
+    );
+    const logged = await loggedSeqs(db, threadId);
+    assert.deepEqual(logged, claimed, "nothing was written after the takeover");
+    assert.deepEqual(
+      logged,
+      Array.from({ length: logged.length }, (_, i) => i + 1),
+    );
+    // The old owner is a live node again, owning nothing: it can run the thread's next turn.
+    model.enqueue({ kind: "response", text: "after" });
+    assert.equal((await owner!.runTurn(threadId, "again")).method, "turn/completed");
   });
 });
