@@ -14,7 +14,7 @@ import { CLI_PATH } from "../test/support/server-process.js";
 import type { Message } from "../test/support/test-client.js";
 
 export interface BenchKit {
-  withServer<T>(opts: { env?: Record<string, string> }, fn: (conn: BenchConn) => Promise<T>): Promise<T>;
+  withServer<T>(opts: { env?: Record<string, string>; args?: string[] }, fn: (conn: BenchConn) => Promise<T>): Promise<T>;
   cpuNs(pid: number): number;
   median(xs: number[]): number;
   fmt(n: number, digits?: number): string;
@@ -30,6 +30,8 @@ export interface BenchConn {
     waitFor(match: (m: Message) => boolean, timeoutMs?: number): Promise<Message>;
     notifications(method: string): Array<Record<string, unknown>>;
     received: Message[];
+    keep: boolean;
+    onMessage: ((m: Message) => void) | undefined;
   };
   lastChunkAt: number;
 }

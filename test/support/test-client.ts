@@ -36,6 +36,10 @@ export class TestClient {
   readonly closed = new Promise<void>((resolve) => (this.closedResolve = resolve));
   /** Leave "jsonrpc" out of what this client sends, as Codex's clients do. */
   omitJsonrpc = false;
+  /** Whether messages are kept in `received` (a bench of 100,000s of events turns it off). */
+  keep = true;
+  /** Called with every message as it is parsed. */
+  onMessage: ((m: Message) => void) | undefined;
 
   private constructor(
     private readonly write: (text: string) => void,
@@ -92,7 +96,8 @@ export class TestClient {
   private receive(text: string): void {
     const message = JSON.parse(text) as Message | Message[];
     for (const m of Array.isArray(message) ? message : [message]) {
-      this.received.push(m);
+      if (this.keep) this.received.push(m);
+      this.onMessage?.(m);
       if (m.method && m.id !== undefined && m.id !== null) void this.answer(m);
       this.waiters = this.waiters.filter((w) => {
         if (!w.match(m)) return true;
