@@ -107,12 +107,16 @@ export class EventFeed {
 
   /** Sends what waited behind a notification that needed a read, in order. */
   private async sendWaiting(first: Promise<boolean>): Promise<void> {
+    // An index, not shift(): shifting a long queue copies it each time.
+    let next = 0;
     for (let current: boolean | Promise<boolean> = first; ;) {
       if (typeof current !== "boolean")
         await current.catch((error: unknown) => this.log.error({ err: error }, "could not make a notification"));
-      const next = this.waiting?.shift();
-      if (!next) break;
-      current = this.connection.closed ? false : this.send(next);
+      const waiting = this.waiting!;
+      if (next >= waiting.length) break;
+      const event = waiting[next]!;
+      waiting[next++] = undefined as never; // sent: not kept alive by the queue
+      current = this.connection.closed ? false : this.send(event);
     }
     this.waiting = undefined;
   }
