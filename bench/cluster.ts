@@ -130,3 +130,82 @@ async function committedEvents(url: string, threads: string[]): Promise<number> 
     await pool.end();
   }
 }
+
+const KILLS = 10;
+
+/**
+ * Failover: a node runs a streaming turn watched from another; it is killed (SIGKILL) mid-stream,
+ * 10 times. Takeover: from the kill until the watcher hears the turn failed (ownerLost) from a
+ * live node. Each time the watcher's events are checked against the events table.
+ */
+export async function clusterFailover(kit: BenchKit): Promise<BenchRow[]> {
+  const names = {
+    takeover: `Cluster failover: owner killed mid-stream ${KILLS} times, takeover p99 (kill → the watcher hears turn/failed ownerLost)`,
+    gaps: "Cluster failover: the watcher's events after each kill equal the events table (no gap, no duplicate)",
+  };
+  const missing = postgresMissing();
+  if (missing) return Object.values(names).map((name) => ({ name, measured: `not run: ${missing}`, target: "", pass: false }));
+  const postgres = await TestPostgres.start();
+  const fake = await FakeModelServer.start();
+  const url = postgres.createDatabase("failover");
+  const opts = { env: modelEnv(fake), args: ["--store", url] };
+  const { postgresPool } = await import("../src/store/postgres-schema.js");
+  const db = await postgresPool(url);
+  try {
+    return await kit.withServer(opts, async (watcher) =>
+      kit.withServer(opts, async () => {
+        const ws = kit.workspace();
+        const takeovers: number[] = [];
+        let mismatches = 0;
+        for (let round = 0; round < KILLS; round++) {
+          await kit.withServer(opts, async (owner) => {
+            const threadId = ((await owner.client.call("thread/start", threadStartParams(ws))).thread as { id: string }).id;
+            await watcher.client.call("thread/subscribe", { threadId });
+            const seqs: number[] = [];
+            watcher.client.keep = false;
+            let failedAt = 0;
+            let failed!: () => void;
+            const turnFailed = new Promise<void>((resolve) => (failed = resolve));
+            let deltas = 0;
+            let midStream!: () => void;
+            const streaming = new Promise<void>((resolve) => (midStream = resolve));
+            watcher.client.onMessage = (m: Message) => {
+              const params = m.params as { threadId?: string; seq?: number; error?: { code?: string } } | undefined;
+              if (m.id !== undefined || params?.threadId !== threadId || typeof params.seq !== "number") return;
+              seqs.push(params.seq);
+              if (m.method === "item/agentMessage/delta" && ++deltas === 50) midStream();
+              if (m.method === "turn/failed" && params.error?.code === "ownerLost") {
+                failedAt = performance.now();
+                failed();
+              }
+            };
+            fake.enqueue({ kind: "response", text: Array.from({ length: 2_000 }, (_, i) => `k${i} `), chunkDelayMs: 1 });
+            await owner.client.call("turn/start", { threadId, input: text("Stream.") });
+            await streaming;
+            const killedAt = performance.now();
+            process.kill(owner.server.child.pid!, "SIGKILL");
+            await turnFailed;
+            takeovers.push(failedAt - killedAt);
+            const { rows } = await db.query<{ seq: number }>("SELECT seq FROM events WHERE thread_id = $1 ORDER BY seq", [threadId]);
+            const logged = rows.map((r) => r.seq);
+            const contiguous = logged.every((seq, i) => seq === i + 1);
+            const inOrder = seqs.every((seq, i) => i === 0 || seq > seqs[i - 1]!);
+            if (!contiguous || !inOrder || seqs.at(-1) !== logged.at(-1) || seqs.some((s) => !logged.includes(s))) mismatches++;
+            watcher.client.onMessage = undefined;
+          });
+        }
+        takeovers.sort((a, b) => a - b);
+        const p99 = takeovers[Math.ceil(takeovers.length * 0.99) - 1]!;
+        kit.notes.push(`Cluster failover takeovers (ms): ${takeovers.map((t) => kit.fmt(t, 0)).join(", ")}.`);
+        return [
+          { name: names.takeover, measured: `${kit.fmt(p99, 0)} ms`, target: "≤ 3,000 ms", pass: p99 <= 3_000 },
+          { name: names.gaps, measured: `${mismatches} of ${KILLS} differ`, target: "0", pass: mismatches === 0 },
+        ];
+      }),
+    );
+  } finally {
+    await db.end();
+    await fake.close();
+    postgres.stop();
+  }
+}

@@ -15,7 +15,7 @@ import { seedItemThreads, seedThreads } from "./seed.js";
 import { agentCompanyMonitor, agentCompanySync } from "./agentcompany.js";
 import { acpFirstDelta, acpPerDelta, type BenchKit } from "./backends.js";
 import { yeaftRelay } from "./yeaft.js";
-import { clusterFanOut } from "./cluster.js";
+import { clusterFailover, clusterFanOut } from "./cluster.js";
 import { postgresMissing, TestPostgres } from "../test/support/postgres.js";
 
 const DELTAS = 2_000;
@@ -652,6 +652,7 @@ async function main(): Promise<void> {
     ["AgentCompany monitor.snapshot", () => agentCompanyMonitor(kit)],
     ["Yeaft relay", () => yeaftRelay(kit)],
     ["Cluster", () => clusterFanOut(kit)],
+    ["Cluster failover", () => clusterFailover(kit)],
   ];
   // `npm run bench -- "First turn"` runs only the benchmarks whose names contain an argument.
   const only = process.argv.slice(2);
