@@ -75,9 +75,9 @@ describe("a cluster: several app-servers on one PostgreSQL", { skip: postgresMis
 
   it("streams a turn to a watcher on another node: the same events, in order, none missing or repeated", async () => {
     const {
-      nodes: [owner, watcher],
+      nodes: [owner, watcher, late],
       db,
-    } = await cluster(2);
+    } = await cluster(3);
     const threadId = await owner!.startThread();
     const ownerSeqs = recordSeqs(owner!, threadId);
     const watcherSeqs = recordSeqs(watcher!, threadId);
@@ -105,6 +105,14 @@ describe("a cluster: several app-servers on one PostgreSQL", { skip: postgresMis
     assert.ok(logged.includes(seen.seq));
     const message = itemsOf(watcher!.completedItems(threadId), "agentMessage")[0];
     assert.equal(message?.payload.text, text.join(""));
+
+    // A client that comes late, on a third node, catches up from the database: what the owner's client saw.
+    const replayed = recordSeqs(late!, threadId);
+    await late!.client.request("thread/subscribe", { threadId, afterSeq: 0 });
+    await eventually(async () => (replayed.at(-1) === ownerSeqs.at(-1) ? true : undefined), "the replay");
+    // (and the thread's start, which the owner's client had as its thread/start answer)
+    assert.deepEqual(replayed, [1, ...ownerSeqs.filter((seq) => seq > 1)]);
+    await assert.rejects(late!.client.request("thread/subscribe", { threadId, afterSeq: logged.length + 1 }), { code: -32600 });
   });
 
   it("moves an idle thread to the node that starts its next turn; the first node sees that turn", async () => {
