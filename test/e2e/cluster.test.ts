@@ -110,8 +110,11 @@ describe("a cluster: several app-servers on one PostgreSQL", { skip: postgresMis
     const replayed = recordSeqs(late!, threadId);
     await late!.client.request("thread/subscribe", { threadId, afterSeq: 0 });
     await eventually(async () => (replayed.at(-1) === ownerSeqs.at(-1) ? true : undefined), "the replay");
-    // (and the thread's start, which the owner's client had as its thread/start answer)
-    assert.deepEqual(replayed, [1, ...ownerSeqs.filter((seq) => seq > 1)]);
+    // (the thread's start, seq 1, the owner's client had as its thread/start answer)
+    assert.deepEqual(
+      replayed.filter((seq) => seq > 1),
+      ownerSeqs.filter((seq) => seq > 1),
+    );
     await assert.rejects(late!.client.request("thread/subscribe", { threadId, afterSeq: logged.length + 1 }), { code: -32600 });
   });
 
