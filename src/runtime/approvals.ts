@@ -64,7 +64,55 @@ export class ApprovalBroker {
    * `lineage` gives a thread and the threads it works for (a subagent's parent, ...): a client
    * following any of them can answer for it.
    */
-  constructor(private readonly lineage: (threadId: string) => string[] = (threadId) => [threadId]) {}
+  constructor(
+    private readonly lineage: (threadId: string) => string[] = (threadId) => [threadId],
+    /**
+     * In a cluster, clients on other nodes may answer too: a node whose clients can answer says
+     * so within this window (see `remoteSeen`), or the request goes on without them.
+     */
+    private readonly remoteWindowMs?: number,
+  ) {}
+
+  /** Requests clients on other nodes may answer, by request id. */
+  private readonly remote = new Map<string, { seen(): void; answer(decision: ApprovalDecision): void }>();
+
+  /** Another node's clients are being asked: the request waits for them (up to its timeout). */
+  remoteSeen(requestId: string): void {
+    this.remote.get(requestId)?.seen();
+  }
+
+  /** A client on another node answered. */
+  remoteAnswer(requestId: string, decision: ApprovalDecision): void {
+    this.remote.get(requestId)?.answer(decision);
+  }
+
+  /** Whether a client here can answer for the thread. */
+  canAnswer(threadId: string): boolean {
+    return this.answering(threadId).length > 0;
+  }
+
+  /**
+   * Asks this process's clients a request another node's turn made; the first answer wins.
+   * Undefined when none can answer, all fail, or `signal` aborts (answered elsewhere).
+   */
+  async askHere(request: ApprovalRequest, signal: AbortSignal): Promise<ApprovalDecision | undefined> {
+    const askable = this.answering(request.threadId);
+    if (askable.length === 0 || signal.aborted) return undefined;
+    const done = new AbortController();
+    try {
+      return await new Promise<ApprovalDecision | undefined>((resolve) => {
+        let failures = 0;
+        signal.addEventListener("abort", () => resolve(undefined), { signal: done.signal });
+        for (const approver of askable) {
+          approver.ask(request, done.signal).then(resolve, () => {
+            if (++failures === askable.length) resolve(undefined);
+          });
+        }
+      });
+    } finally {
+      done.abort();
+    }
+  }
 
   private answering(threadId: string): Approver[] {
     const threads = this.lineage(threadId);
@@ -149,32 +197,50 @@ export class ApprovalBroker {
   }
 
   /**
-   * Asks every approver that can answer for the thread; the first answer wins. Falls back to
-   * the policy when there is no approver, all of them fail, or the timeout passes. `turnSignal`
-   * aborting (interrupt) resolves as "cancel".
+   * Asks every approver that can answer for the thread (and, in a cluster, the clients of other
+   * nodes); the first answer wins. Falls back to the policy when nobody can answer, all of them
+   * fail, or the timeout passes. `turnSignal` aborting (interrupt) resolves as "cancel".
    */
   async ask(request: ApprovalRequest, settings: GateSettings, turnSignal: AbortSignal): Promise<ApprovalOutcome> {
     const askable = this.answering(request.threadId);
     const fallback = (source: ApprovalSource): ApprovalOutcome => ({ decision: fallbackDecision(settings.policy), source });
-    if (askable.length === 0) return fallback("policy");
+    if (askable.length === 0 && this.remoteWindowMs === undefined) return fallback("policy");
     if (turnSignal.aborted) return { decision: "cancel", source: "policy" };
 
     const done = new AbortController();
     try {
       return await new Promise<ApprovalOutcome>((resolve) => {
+        const answered = (decision: ApprovalDecision): void =>
+          resolve({ decision: request.decisions.includes(decision) ? decision : "decline", source: "client" });
         let failures = 0;
+        // Whether someone may still answer: a client here, another node that said it asks, or
+        // (until the window closes) another node that has not said so yet.
+        let remoteAsking = false;
+        let windowOpen = this.remoteWindowMs !== undefined;
+        const nobodyLeft = (): void => {
+          if (failures === askable.length && !remoteAsking && !windowOpen) resolve(fallback("policy"));
+        };
         const timer = setBoundedTimeout(() => resolve(fallback("timeout")), settings.timeoutMs);
         done.signal.addEventListener("abort", () => clearTimeout(timer));
         turnSignal.addEventListener("abort", () => resolve({ decision: "cancel", source: "policy" }), {
           signal: done.signal,
         });
+        if (this.remoteWindowMs !== undefined) {
+          this.remote.set(request.requestId, { seen: () => (remoteAsking = true), answer: answered });
+          const window = setTimeout(() => {
+            windowOpen = false;
+            nobodyLeft();
+          }, this.remoteWindowMs);
+          done.signal.addEventListener("abort", () => {
+            clearTimeout(window);
+            this.remote.delete(request.requestId);
+          });
+        }
         for (const approver of askable) {
-          approver.ask(request, done.signal).then(
-            (decision) => resolve({ decision: request.decisions.includes(decision) ? decision : "decline", source: "client" }),
-            () => {
-              if (++failures === askable.length) resolve(fallback("policy"));
-            },
-          );
+          approver.ask(request, done.signal).then(answered, () => {
+            failures++;
+            nobodyLeft();
+          });
         }
       });
     } finally {

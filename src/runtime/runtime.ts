@@ -14,6 +14,7 @@ import { ApprovalBroker } from "./approvals.js";
 import { approve, type ApprovalGateDeps, type GatedTurn } from "./approval-gate.js";
 import { EventDelivery, type RuntimeListener } from "./delivery.js";
 import { forkThread } from "./fork.js";
+import { ClusterApprovals, REMOTE_APPROVAL_WINDOW_MS } from "./cluster-approvals.js";
 import { recoverUnfinishedTurns } from "./recovery.js";
 import { turnEndEvent } from "./turn-end.js";
 import { RuntimeError } from "../domain/errors.js";
@@ -145,7 +146,7 @@ export class Runtime implements RuntimeApi {
     this.store = options.store;
     this.log = options.logger;
     this.workspace = options.workspace;
-    this.approvals = new ApprovalBroker((threadId) => this.lineage(threadId));
+    this.approvals = new ApprovalBroker((threadId) => this.lineage(threadId), this.store.shared ? REMOTE_APPROVAL_WINDOW_MS : undefined);
     const cron = new CronService(this, options.cronFile, this.log);
     this.automation = {
       cron,
@@ -164,10 +165,24 @@ export class Runtime implements RuntimeApi {
       active.lost = true;
       active.abort.abort();
     });
-    // Another node's client steers or interrupts a turn that runs here.
-    this.store.onCommand((threadId, command) =>
-      command.kind === "steer" ? this.steer(threadId, command.input, command.expectedTurnId) : this.interrupt(threadId, command.turnId),
-    );
+    // Another node's client steers, interrupts or answers an approval of a turn that runs here;
+    // and this node's clients answer approvals of turns that run elsewhere.
+    this.store.onCommand(async (threadId, command) => {
+      switch (command.kind) {
+        case "steer":
+          return this.steer(threadId, command.input, command.expectedTurnId);
+        case "interrupt":
+          return this.interrupt(threadId, command.turnId);
+        case "approvalSeen":
+          return this.approvals.remoteSeen(command.requestId);
+        case "approve":
+          return this.approvals.remoteAnswer(command.requestId, command.decision);
+      }
+    });
+    if (this.store.shared) {
+      const cluster = new ClusterApprovals(this.store, this.approvals, (threadId) => this.active.has(threadId), this.log);
+      this.delivery.subscribe((event) => cluster.observe(event));
+    }
     // A node of the cluster is gone: its unfinished turns are failed here, once each.
     this.store.onOrphans(() => {
       this.recover("ownerLost").catch((error: unknown) => this.log.error({ err: error }, "could not take over a lost node's turns"));

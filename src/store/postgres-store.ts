@@ -96,6 +96,7 @@ const RETRY_MAX_MS = 5_000;
 const MAX_PENDING_BYTES = 64 * 1024 * 1024;
 
 export class PostgresStore implements Store {
+  readonly shared = true;
   private pending: PendingEvent[] = [];
   private pendingBytes = 0;
   private scheduled: NodeJS.Immediate | undefined;

@@ -269,6 +269,7 @@ function prepareStatements(db: Database.Database) {
 type Statements = ReturnType<typeof prepareStatements>;
 
 export class SqliteStore implements Store {
+  readonly shared = false;
   private readonly db: Database.Database;
   private readonly onError: (err: unknown) => void;
   private readonly stmts: Statements;

@@ -1,7 +1,7 @@
 // The store: an append-only event log plus tables derived from it (threads, turns, items,
 // approval rules). Derived tables can always be rebuilt by replaying the log.
 import type { EventType, NewEvent, RuntimeEvent } from "../domain/events.js";
-import type { InputPart, Item, ItemType, Thread, ThreadStatus, TokenUsage, Turn } from "../domain/model.js";
+import type { ApprovalDecision, InputPart, Item, ItemType, Thread, ThreadStatus, TokenUsage, Turn } from "../domain/model.js";
 
 export interface ThreadFilter {
   userId?: string;
@@ -37,9 +37,16 @@ export type StorageStatus =
     };
 
 /** What a client asks of a running turn, handed to the process that runs it. */
-export type ThreadCommand = { kind: "steer"; input: InputPart[]; expectedTurnId?: string } | { kind: "interrupt"; turnId?: string };
+export type ThreadCommand =
+  | { kind: "steer"; input: InputPart[]; expectedTurnId?: string }
+  | { kind: "interrupt"; turnId?: string }
+  /** This process's clients are being asked an approval the turn requested. */
+  | { kind: "approvalSeen"; requestId: string }
+  | { kind: "approve"; requestId: string; decision: ApprovalDecision };
 
 export interface Store {
+  /** Whether other processes write this store too (a cluster): their clients may answer this one's turns. */
+  readonly shared: boolean;
   /**
    * Appends an event to the log and applies it to the derived tables. Returns the stored event
    * with its sequence number, strictly increasing within its thread. Synchronous: the process

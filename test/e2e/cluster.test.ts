@@ -12,7 +12,7 @@ import { CLI_PATH } from "../support/server-process.js";
 import { eventually } from "../support/agentcraft.js";
 import { postgresMissing, TestPostgres } from "../support/postgres.js";
 import { postgresPool } from "../../src/store/postgres-schema.js";
-import { itemsOf, ModelScript, startTypedHarness, type TypedHarness } from "../support/typed-harness.js";
+import { itemsOf, ModelScript, startTypedHarness, type TypedHarness, type TypedHarnessOptions } from "../support/typed-harness.js";
 
 const DELTAS = 2_000;
 
@@ -60,9 +60,15 @@ describe("a cluster: several app-servers on one PostgreSQL", { skip: postgresMis
     await model?.fake.close();
   });
 
-  async function cluster(nodes: number, args: string[] = []): Promise<{ nodes: TypedHarness[]; db: Pool; url: string }> {
+  async function cluster(
+    nodes: number,
+    args: string[] = [],
+    options: Array<Partial<TypedHarnessOptions>> = [],
+  ): Promise<{ nodes: TypedHarness[]; db: Pool; url: string }> {
     const url = postgres.createDatabase(`cluster${++databases}`);
-    const started = await Promise.all(Array.from({ length: nodes }, () => startTypedHarness({ model, args: ["--store", url, ...args] })));
+    const started = await Promise.all(
+      Array.from({ length: nodes }, (_, i) => startTypedHarness({ model, args: ["--store", url, ...args], ...options[i] })),
+    );
     const db = await postgresPool(url);
     open.push(...started, db);
     return { nodes: started, db, url };
@@ -176,6 +182,27 @@ describe("a cluster: several app-servers on one PostgreSQL", { skip: postgresMis
     assert.equal(interrupted.turn.id, turnId);
     assert.equal(interrupted.turn.status, "cancelled");
     assert.equal((await owner!.client.turnEnd(turnId)).method, "turn/cancelled");
+  });
+
+  it("asks an approval of a turn on one node to a client on another, and runs the command on its answer", async () => {
+    const {
+      nodes: [owner, other],
+    } = await cluster(2, [], [{ capabilities: { approvalSupport: false } }, { onApproval: () => "accept" }]);
+    const threadId = await owner!.startThread();
+    await other!.client.request("thread/subscribe", { threadId });
+    model.enqueue({ kind: "response", toolCalls: [{ id: "call_x", name: "bash", arguments: { command: "echo approved-elsewhere" } }] });
+    model.enqueue({ kind: "response", text: "done" });
+    const end = await owner!.runTurn(threadId, "run it");
+    assert.equal(end.method, "turn/completed");
+    assert.equal(other!.approvals.length, 1, "the other node's client was asked");
+    assert.equal(other!.approvals[0]!.operation, "echo approved-elsewhere");
+    const resolved = await owner!.notification("item/approval/resolved", (p) => p.threadId === threadId);
+    assert.deepEqual([resolved.decision, resolved.source], ["accept", "client"]);
+    const output = owner!
+      .notifications("item/commandExecution/outputDelta", threadId)
+      .map((p) => p.delta)
+      .join("");
+    assert.match(output, /approved-elsewhere/);
   });
 
   it("fails a killed owner's turn on another node (ownerLost), closing the cut message with its persisted text", async () => {
