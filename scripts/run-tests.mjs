@@ -16,5 +16,21 @@ if (files.length === 0) {
   console.error("no test files matched");
   process.exit(1);
 }
-const result = spawnSync(process.execPath, ["--test", "--test-concurrency=2", ...files], { stdio: "inherit" });
+// SWITCHYARD_TEST_STORE=postgres: every spawned server keeps its threads in PostgreSQL (one
+// server for the run, a database per data directory; see test/support/postgres.ts).
+let postgres;
+const env = { ...process.env };
+if (process.env.SWITCHYARD_TEST_STORE === "postgres") {
+  const { TestPostgres, postgresMissing } = await import("../dist/test/support/postgres.js");
+  const missing = postgresMissing();
+  if (missing) {
+    console.error(`SWITCHYARD_TEST_STORE=postgres: not run, ${missing}`);
+    process.exit(0);
+  }
+  postgres = await TestPostgres.start();
+  env.SWITCHYARD_TEST_PG_PORT = String(postgres.port);
+  console.error(`SWITCHYARD_TEST_STORE=postgres: every server keeps its threads in PostgreSQL on port ${postgres.port}`);
+}
+const result = spawnSync(process.execPath, ["--test", "--test-concurrency=2", ...files], { stdio: "inherit", env });
+postgres?.stop();
 process.exit(result.status ?? 1);

@@ -214,7 +214,7 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
   }
   stdioChannel?.onClose(stdioClosed);
   if (config.exitWhenIdleMs && ws) exitWhenIdle(config.exitWhenIdleMs, ws, runtime, requestStop, log);
-  log.info({ startupMs: Math.round(performance.now()), version: VERSION }, "ready");
+  log.info({ startupMs: Math.round(performance.now()), version: VERSION, store: config.storeUrl ? "postgres" : "sqlite" }, "ready");
   return { runtime, ...(ws ? { websocketUrl: ws.url } : {}), closed, stop };
 }
 

@@ -2,6 +2,7 @@
 // directory and listening on a free loopback port. PostgreSQL refuses to run as root, so under
 // root it runs as the `postgres` user the system package created.
 import { execFileSync, spawnSync } from "node:child_process";
+import { createHash } from "node:crypto";
 import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import net from "node:net";
 import os from "node:os";
@@ -75,6 +76,13 @@ export class TestPostgres {
     return pg;
   }
 
+  /** The server a test runner started (scripts/run-tests.mjs), on this port. */
+  static attach(port: number): TestPostgres {
+    const bin = postgresBinDir();
+    if (!bin) throw new Error("no PostgreSQL installed");
+    return new TestPostgres(bin, os.tmpdir(), port, process.getuid?.() === 0 ? ["runuser", "-u", "postgres", "--"] : []);
+  }
+
   /** A new, empty database; returns its URL. */
   createDatabase(name: string): string {
     this.run("createdb", ["-h", "127.0.0.1", "-p", String(this.port), "-U", "postgres", name]);
@@ -92,3 +100,26 @@ export class TestPostgres {
     if (result.status !== 0) throw new Error(`${program} failed: ${result.stderr || result.stdout}`);
   }
 }
+
+/**
+ * With SWITCHYARD_TEST_STORE=postgres (the runner then starts one server and gives its port),
+ * every server a test spawns keeps its threads in PostgreSQL: one database per data directory,
+ * so a restarted server finds its history as it would in the directory.
+ */
+export function testStoreEnv(dataDir: string): Record<string, string> {
+  const port = process.env.SWITCHYARD_TEST_PG_PORT;
+  if (process.env.SWITCHYARD_TEST_STORE !== "postgres" || !port) return {};
+  const name = `d_${createHash("sha1").update(path.resolve(dataDir)).digest("hex").slice(0, 20)}`;
+  const server = TestPostgres.attach(Number(port));
+  if (!createdDatabases.has(name)) {
+    try {
+      server.createDatabase(name);
+    } catch (error) {
+      if (!/already exists/.test(String(error))) throw error;
+    }
+    createdDatabases.add(name);
+  }
+  return { SWITCHYARD_DATABASE_URL: server.url(name) };
+}
+
+const createdDatabases = new Set<string>();

@@ -6,6 +6,7 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { after } from "node:test";
+import { testStoreEnv } from "./postgres.js";
 
 export const CLI_PATH = fileURLToPath(new URL("../../switchyard.js", import.meta.url));
 
@@ -69,7 +70,7 @@ export class ServerProcess {
 
   static spawn(opts: SpawnOptions = {}): ServerProcess {
     const dataDir = opts.dataDir ?? tempDir("data");
-    const env = childEnv(opts.env);
+    const env = childEnv({ ...testStoreEnv(dataDir), ...opts.env });
     const child = spawn(
       process.execPath,
       [...(opts.nodeArgs ?? []), CLI_PATH, ...[opts.command ?? "app-server"].flat(), "--data-dir", dataDir, ...(opts.args ?? [])],

@@ -21,6 +21,7 @@ import {
 import { FakeModelServer, type ScriptStep } from "./fake-model-server.js";
 import { makeWorkspace, modelEnv, threadStartParams } from "./harness.js";
 import { CHILD_ENV_CHANGES, tempDir } from "./server-process.js";
+import { testStoreEnv } from "./postgres.js";
 
 /** The fake's routes that take a scripted step (anything else, e.g. GET /v1/models, takes none). */
 const MODEL_ROUTES = new Set(["/v1/chat/completions", "/v1/responses", "/v1/messages"]);
@@ -180,7 +181,7 @@ export async function startTypedHarness(opts: TypedHarnessOptions = {}): Promise
         transport: "stdio",
         args: ["--data-dir", dataDir, ...(opts.args ?? [])],
         // As ServerProcess.spawn (the client applies these changes to this process's environment).
-        env: { ...CHILD_ENV_CHANGES, ...modelEnv(fake), ...opts.env },
+        env: { ...CHILD_ENV_CHANGES, ...testStoreEnv(dataDir), ...modelEnv(fake), ...opts.env },
         cwd: dataDir,
         stderr: (text) => (log += text),
       },
