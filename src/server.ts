@@ -88,6 +88,7 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
     ? await (
         await import("./store/postgres-store.js")
       ).PostgresStore.open(config.storeUrl, {
+        onError: (err) => log.warn({ err }, "database"),
         ...(config.leaseTtlMs ? { leaseTtlMs: config.leaseTtlMs } : {}),
       })
     : undefined;

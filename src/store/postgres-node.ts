@@ -32,8 +32,6 @@ export interface NodeEvents {
   onCommands(): void;
   /** A peer was found gone: its threads can be claimed. */
   onPeerGone(): void;
-  /** This node's lease lapsed (it hung past the TTL, or lost its connection): it owns nothing now. */
-  onLeaseLost(): void;
   onError(err: unknown): void;
 }
 
@@ -72,20 +70,28 @@ export class PostgresNode {
   private static async lock(url: string, num: number): Promise<Client> {
     const pg = (await import("pg")).default;
     const control = new pg.Client({ connectionString: url, keepAlive: true });
-    await control.connect();
+    // Until watch() takes over: a connection that breaks while it is set up fails the calls below.
+    const early = (): void => undefined;
+    control.on("error", early);
+    await control.connect().catch(async (error: unknown) => {
+      await control.end().catch(() => undefined);
+      throw error;
+    });
     await control.query("SELECT pg_advisory_lock($1, $2)", [NODE_LOCK_CLASS, num]);
     await control.query(`LISTEN ${FEED_CHANNEL}; LISTEN ${COMMAND_CHANNEL}`);
     return control;
   }
 
   private watch(): void {
+    this.control.removeAllListeners("error");
     this.control.on("notification", (message) => (message.channel === FEED_CHANNEL ? this.events.onFeed() : this.events.onCommands()));
-    // The lock is gone with the connection: this node must not write as an owner any more.
+    // The lock went with the connection (the database restarted, the network broke): the next
+    // beat takes it again. Meanwhile peers may find this node gone and take its running threads;
+    // its commits to those are then refused (fenced), so it need not let go of anything here.
     this.control.on("error", (err) => {
-      this.events.onError(err);
       if (this.closed || this.broken) return;
       this.broken = true;
-      this.events.onLeaseLost();
+      this.events.onError(err);
     });
   }
 
@@ -108,9 +114,8 @@ export class PostgresNode {
       }
       const renewed = await this.pool.query("UPDATE nodes SET heartbeat_at = now() WHERE num = $1 AND stopped_at IS NULL", [this.num]);
       if (renewed.rowCount === 0 && !this.closed) {
-        // Peers found this node gone (it hung past the TTL) and may have taken its threads:
-        // it lets go of all of them, then comes back as a live node owning nothing.
-        this.events.onLeaseLost();
+        // Peers found this node gone (it hung past the TTL) and took over its running threads,
+        // which fences its writes to them: it comes back as a live node.
         await this.pool.query("UPDATE nodes SET stopped_at = NULL, heartbeat_at = now() WHERE num = $1", [this.num]);
       }
       this.events.onFeed();

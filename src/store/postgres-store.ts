@@ -145,7 +145,6 @@ export class PostgresStore implements Store {
         onFeed: () => void store.feed.run().catch(onError),
         onCommands: () => void store.commands.run().catch(onError),
         onPeerGone: () => store.orphanListeners.forEach((listener) => listener()),
-        onLeaseLost: () => [...store.owned.keys()].forEach((threadId) => store.lose(threadId)),
         onError,
       });
       return store;
@@ -201,7 +200,7 @@ export class PostgresStore implements Store {
     let batch: PendingEvent[] = [];
     let client: PoolClient | undefined;
     try {
-      client = await this.pool.connect();
+      client = await this.checkout();
       for (;;) {
         batch = batch.concat(this.pending);
         this.pending = [];
@@ -231,6 +230,8 @@ export class PostgresStore implements Store {
       await client.query("COMMIT");
     } catch (error) {
       await client?.query("ROLLBACK").catch(() => undefined);
+      client?.release(true); // its connection may be what failed: not reused
+      client = undefined;
       // Nothing was committed: the batch goes back in front, so seq order is kept.
       this.pending = batch.concat(this.pending);
       throw this.unavailable(error);
@@ -376,7 +377,8 @@ export class PostgresStore implements Store {
 
   async acquire(threadId: string): Promise<boolean> {
     if (this.owned.has(threadId)) return true;
-    const client = await this.pool.connect();
+    const client = await this.checkout();
+    let failed = false;
     try {
       await client.query("BEGIN");
       const { rows } = await client.query<{ node: number; epoch: number; alive: boolean; busy: boolean }>(
@@ -405,10 +407,23 @@ export class PostgresStore implements Store {
       return true;
     } catch (error) {
       await client.query("ROLLBACK").catch(() => undefined);
+      failed = true;
       throw this.unavailable(error);
     } finally {
-      client.release();
+      client.release(failed);
     }
+  }
+
+  /**
+   * A pooled connection for a transaction. Its connection can break while it is checked out
+   * (the database restarts); the error then surfaces in the query in flight, and this listener
+   * keeps it from being an uncaught 'error' event meanwhile. Released with `true` after a
+   * failure, so the pool drops it instead of reusing it.
+   */
+  private async checkout(): Promise<PoolClient> {
+    const client = await this.pool.connect();
+    if (client.listenerCount("error") === 0) client.on("error", (error) => this.onError(error));
+    return client;
   }
 
   onLost(listener: (threadId: string) => void): void {
@@ -586,7 +601,8 @@ export class PostgresStore implements Store {
 
   async rebuild(): Promise<void> {
     await this.flush();
-    const client = await this.pool.connect();
+    const client = await this.checkout();
+    let failed = false;
     try {
       await client.query("BEGIN");
       await client.query("DELETE FROM items; DELETE FROM turns; DELETE FROM threads; DELETE FROM approval_rules;");
@@ -602,9 +618,10 @@ export class PostgresStore implements Store {
       await client.query("COMMIT");
     } catch (error) {
       await client.query("ROLLBACK").catch(() => undefined);
+      failed = true;
       throw error;
     } finally {
-      client.release();
+      client.release(failed);
     }
   }
 

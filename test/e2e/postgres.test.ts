@@ -55,6 +55,46 @@ describe("app-server --store postgres://", { skip: postgresMissing() }, () => {
     }
   });
 
+  it("rides out a database restart mid-turn: the turn completes, every committed event reaches the client once", async () => {
+    const url = server.createDatabase(`e2e${++databases}`);
+    const h = await startTypedHarness({ model, args: ["--store", url] });
+    try {
+      const threadId = await h.startThread();
+      const seqs: number[] = [];
+      h.client.onEvent((event) => {
+        const params = (event as { params?: { threadId?: unknown; seq?: unknown } }).params;
+        if (params?.threadId === threadId && typeof params.seq === "number") seqs.push(params.seq);
+      });
+      const text = Array.from({ length: 300 }, (_, i) => `r${i} `);
+      model.enqueue({ kind: "response", text, chunkDelayMs: 10 });
+      const turnId = await h.startTurn(threadId, "stream through a restart");
+      await h.client.waitFor("item/agentMessage/delta", (p) => p.delta === text[20], 10_000);
+      await server.restart();
+      const end = await h.client.turnEnd(turnId, 60_000);
+      assert.equal(end.method, "turn/completed");
+
+      const pool = await postgresPool(url);
+      const { rows } = await pool.query<{ seq: number }>("SELECT seq FROM events WHERE thread_id = $1 ORDER BY seq", [threadId]);
+      await pool.end();
+      const logged = rows.map((r) => r.seq);
+      assert.deepEqual(
+        logged,
+        logged.map((_, i) => i + 1),
+      );
+      for (let i = 1; i < seqs.length; i++) assert.ok(seqs[i]! > seqs[i - 1]!, "in order, once each");
+      assert.deepEqual(
+        seqs.filter((seq) => !logged.includes(seq)),
+        [],
+        "nothing reported that was not committed",
+      );
+      const read = (await h.client.readThread(threadId)).thread;
+      assert.equal(itemsOf(read.turns![0]!.items!, "agentMessage")[0]!.payload.text, text.join(""));
+      assert.match(h.serverLog(), /The database cannot be written/, "the outage was seen (and ridden out)");
+    } finally {
+      await h.close();
+    }
+  });
+
   it("db migrate brings a database to this version; it and the server refuse a newer schema", async () => {
     const url = server.createDatabase(`e2e${++databases}`);
     const cli = (...args: string[]) => spawnSync(process.execPath, [CLI_PATH, ...args], { input: "", encoding: "utf8", timeout: 20_000 });

@@ -1,7 +1,8 @@
 // A throwaway PostgreSQL server for tests: the system's PostgreSQL, initialized in a temp
 // directory and listening on a free loopback port. PostgreSQL refuses to run as root, so under
 // root it runs as the `postgres` user the system package created.
-import { execFileSync, spawnSync } from "node:child_process";
+import { execFile, execFileSync, spawnSync } from "node:child_process";
+import { promisify } from "node:util";
 import { createHash } from "node:crypto";
 import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import net from "node:net";
@@ -87,6 +88,16 @@ export class TestPostgres {
   createDatabase(name: string): string {
     this.run("createdb", ["-h", "127.0.0.1", "-p", String(this.port), "-U", "postgres", name]);
     return this.url(name);
+  }
+
+  /**
+   * Restarts the server as an administrator would (fast shutdown: sessions are cut, commits
+   * kept). Asynchronous, so this process (a fake model, a client) goes on meanwhile.
+   */
+  async restart(): Promise<void> {
+    const [command, ...prefix] = [...this.asUser, path.join(this.bin, "pg_ctl")];
+    const args = ["-D", path.join(this.dir, "data"), "-l", path.join(this.dir, "log"), "-m", "fast", "-w", "restart"];
+    await promisify(execFile)(command!, [...prefix, ...args], { cwd: this.dir });
   }
 
   stop(): void {
