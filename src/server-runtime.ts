@@ -79,6 +79,7 @@ export async function assembleRuntime(
     workspace,
     cronFile: path.join(config.dataDir, "cron", "jobs.json"),
     env: config.env,
+    ...(config.workspaceRoots ? { workspaceRoots: config.workspaceRoots } : {}),
     defaults: {
       backend: config.backend ?? { type: "builtin" },
       ...(providers.defaults.model ? { model: providers.defaults.model } : {}),

@@ -47,6 +47,8 @@ export interface ServerConfig {
   storeUrl?: string;
   /** With storeUrl: how long a node that stopped beating keeps its threads. */
   leaseTtlMs?: number;
+  /** The directories whose threads this server runs (a cluster node that reaches only some); all when absent. */
+  workspaceRoots?: string[];
   provider?: string;
   model?: string;
   /** The config file's `providers` section: keys and endpoints, under the environment's. */

@@ -18,6 +18,7 @@ export interface AppServerFlags {
   /** A PostgreSQL URL for the store; unset: SWITCHYARD_DATABASE_URL, else SQLite in the data directory. */
   store?: string;
   leaseTtlMs?: number;
+  workspaceRoot?: string[];
   provider?: string;
   model?: string;
   token?: string;
@@ -109,6 +110,7 @@ export async function resolveServerConfig(flags: AppServerFlags, env: NodeJS.Pro
     dataDir,
     ...(storeUrl ? { storeUrl } : {}),
     ...(storeUrl && flags.leaseTtlMs ? { leaseTtlMs: flags.leaseTtlMs } : {}),
+    ...(flags.workspaceRoot?.length ? { workspaceRoots: flags.workspaceRoot.map((dir) => path.resolve(dir)) } : {}),
     ...(flags.face ? { face: flags.face } : {}),
     stdio,
     ...(websocket ? { websocket } : {}),

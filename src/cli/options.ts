@@ -37,6 +37,12 @@ export const RUNTIME_OPTIONS: readonly OptionSpec[] = [
     description: "keep threads in PostgreSQL (postgres://…) instead of SQLite in the data directory (env SWITCHYARD_DATABASE_URL)",
   },
   {
+    flag: "workspace-root",
+    value: "dir",
+    description: "with --store: run only threads whose workspace is under this directory (repeatable; default: any)",
+    repeatable: true,
+  },
+  {
     flag: "lease-ttl-ms",
     value: "n",
     description: "with --store: how long a node that stopped beating keeps its threads (default 10000)",

@@ -62,6 +62,11 @@ export interface RuntimeOptions {
   cronFile?: string;
   /** The server's environment (secrets of webhook channels); process.env when absent. */
   env?: NodeJS.ProcessEnv;
+  /**
+   * The directories whose threads this process runs (a cluster node that reaches only some
+   * workspaces): it creates, claims and takes over no other. All when absent.
+   */
+  workspaceRoots?: string[];
   defaults: {
     /** The backend of threads that name none. */
     backend: BackendSpec;
@@ -266,10 +271,30 @@ export class Runtime implements RuntimeApi {
    * is running a turn on it).
    */
   private async own(threadId: string): Promise<void> {
+    if (!(await this.mayRun(threadId))) {
+      throw new RuntimeError(
+        "notOwner",
+        `This server does not run threads in ${(await this.getThread(threadId)).workspacePath} (outside its --workspace-root); use a node that reaches it.`,
+        { threadId },
+      );
+    }
     if (await this.store.acquire(threadId)) return;
     throw new RuntimeError("notOwner", `Thread ${threadId} is running a turn on another node of the cluster; retry once it ends.`, {
       threadId,
     });
+  }
+
+  /** Whether this process runs threads in the workspace (see RuntimeOptions.workspaceRoots). */
+  private reaches(workspacePath: string): boolean {
+    const roots = this.options.workspaceRoots;
+    return (
+      !roots || roots.some((root) => workspacePath === root || workspacePath.startsWith(root.endsWith(path.sep) ? root : root + path.sep))
+    );
+  }
+
+  /** Whether this process may run the thread (its workspace is under a root it has). */
+  private async mayRun(threadId: string): Promise<boolean> {
+    return !this.options.workspaceRoots || this.reaches((await this.getThread(threadId)).workspacePath);
   }
 
   // ---- start-up ------------------------------------------------------------------------
@@ -285,7 +310,7 @@ export class Runtime implements RuntimeApi {
       .then(() =>
         recoverUnfinishedTurns(this.store, (event) => this.emit(event), {
           code,
-          claim: async (threadId) => !this.active.has(threadId) && (await this.store.acquire(threadId)),
+          claim: async (threadId) => !this.active.has(threadId) && (await this.mayRun(threadId)) && (await this.store.acquire(threadId)),
         }),
       );
     return this.recovering;
@@ -298,6 +323,9 @@ export class Runtime implements RuntimeApi {
     const workspacePath = path.resolve(params.workspacePath);
     if (!isDirectory(workspacePath)) {
       throw new RuntimeError("invalidInput", `Workspace "${params.workspacePath}" is not an existing directory.`);
+    }
+    if (!this.reaches(workspacePath)) {
+      throw new RuntimeError("invalidInput", `Workspace "${workspacePath}" is outside this server's --workspace-root.`);
     }
     const now = new Date().toISOString();
     const thread: Thread = {
@@ -365,7 +393,12 @@ export class Runtime implements RuntimeApi {
   async resumeThread(threadId: string): Promise<Thread> {
     await this.getThread(threadId);
     // Resuming is how a client reads a thread back: it works while the disk is full, unrecorded.
-    if (this.store.storageStatus().available && !this.active.has(threadId) && (await this.store.acquire(threadId))) {
+    if (
+      this.store.storageStatus().available &&
+      !this.active.has(threadId) &&
+      (await this.mayRun(threadId)) &&
+      (await this.store.acquire(threadId))
+    ) {
       this.emit({ type: "thread.resumed", threadId, data: { lastActiveAt: new Date().toISOString() } });
     }
     return this.getThread(threadId);

@@ -30,7 +30,7 @@ export interface NodeEvents {
   onFeed(): void;
   /** A command, or a command's answer, may be waiting (a notification, or the poll). */
   onCommands(): void;
-  /** A peer was found gone: its threads can be claimed. */
+  /** Turns of a peer that is gone are unfinished: their threads can be claimed. */
   onPeerGone(): void;
   onError(err: unknown): void;
 }
@@ -120,11 +120,19 @@ export class PostgresNode {
       }
       this.events.onFeed();
       this.events.onCommands();
-      const gone = await this.pool.query(
+      await this.pool.query(
         `UPDATE nodes SET stopped_at = now() WHERE stopped_at IS NULL AND num <> $1 AND NOT ${nodeAlive("nodes.num", this.leaseTtlMs)}`,
         [this.num],
       );
-      if ((gone.rowCount ?? 0) > 0) this.events.onPeerGone();
+      // Every node looks (not only the one that marked the peer gone): the threads may be in a
+      // workspace only some nodes reach.
+      const { rows } = await this.pool.query<{ orphans: boolean }>(
+        `SELECT EXISTS (
+           SELECT 1 FROM turns t JOIN thread_owners o ON o.thread_id = t.thread_id
+           WHERE t.status IN ('running', 'waitingApproval') AND o.node <> $1 AND NOT ${nodeAlive("o.node", this.leaseTtlMs)}) AS orphans`,
+        [this.num],
+      );
+      if (rows[0]?.orphans) this.events.onPeerGone();
     } catch (error) {
       this.events.onError(error);
     }

@@ -8,7 +8,7 @@ import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import type { Pool } from "pg";
-import { CLI_PATH } from "../support/server-process.js";
+import { CLI_PATH, tempDir } from "../support/server-process.js";
 import { eventually } from "../support/agentcraft.js";
 import { postgresMissing, TestPostgres } from "../support/postgres.js";
 import { postgresPool } from "../../src/store/postgres-schema.js";
@@ -67,7 +67,9 @@ describe("a cluster: several app-servers on one PostgreSQL", { skip: postgresMis
   ): Promise<{ nodes: TypedHarness[]; db: Pool; url: string }> {
     const url = postgres.createDatabase(`cluster${++databases}`);
     const started = await Promise.all(
-      Array.from({ length: nodes }, (_, i) => startTypedHarness({ model, args: ["--store", url, ...args], ...options[i] })),
+      Array.from({ length: nodes }, (_, i) =>
+        startTypedHarness({ model, ...options[i], args: ["--store", url, ...args, ...(options[i]?.args ?? [])] }),
+      ),
     );
     const db = await postgresPool(url);
     open.push(...started, db);
@@ -290,5 +292,31 @@ describe("a cluster: several app-servers on one PostgreSQL", { skip: postgresMis
     // The old owner is a live node again, owning nothing: it can run the thread's next turn.
     model.enqueue({ kind: "response", text: "after" });
     assert.equal((await owner!.runTurn(threadId, "again")).method, "turn/completed");
+  });
+
+  it("runs and takes over only threads whose workspace a node reaches (--workspace-root)", async () => {
+    const elsewhere = tempDir("elsewhere");
+    const {
+      nodes: [owner, outside, inside],
+      db,
+    } = await cluster(3, [], [{}, { args: ["--workspace-root", elsewhere] }, {}]);
+    const threadId = await owner!.startThread();
+    await assert.rejects(outside!.client.request("turn/start", { threadId, input: [{ type: "text", text: "here?" }] }), {
+      code: -32032,
+      message: /outside its --workspace-root/,
+    });
+    await assert.rejects(outside!.startThread({ identity: { workspacePath: owner!.workspace } }), { code: -32602 });
+
+    await inside!.client.request("thread/subscribe", { threadId });
+    model.enqueue({ kind: "response", text: ["cut", " here"], holdOpen: true });
+    const turnId = await owner!.startTurn(threadId, "hang");
+    await inside!.client.waitFor("item/agentMessage/delta", (p) => p.delta === " here", 10_000);
+    await owner!.crashServer();
+    await inside!.notification("turn/failed", (p) => p.turn.id === turnId, 15_000);
+    const { rows } = await db.query<{ pid: number }>(
+      "SELECT n.pid FROM thread_owners o JOIN nodes n ON n.num = o.node WHERE o.thread_id = $1",
+      [threadId],
+    );
+    assert.deepEqual(rows, [{ pid: serverPid(inside!) }], "the node that reaches the workspace took it over");
   });
 });
