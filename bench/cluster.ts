@@ -148,7 +148,7 @@ export async function clusterFailover(kit: BenchKit): Promise<BenchRow[]> {
   const postgres = await TestPostgres.start();
   const fake = await FakeModelServer.start();
   const url = postgres.createDatabase("failover");
-  const opts = { env: modelEnv(fake), args: ["--store", url] };
+  const opts = { env: modelEnv(fake), args: ["--store", url, "--failover", "fail"] };
   const { postgresPool } = await import("../src/store/postgres-schema.js");
   const db = await postgresPool(url);
   try {

@@ -80,6 +80,7 @@ export async function assembleRuntime(
     cronFile: path.join(config.dataDir, "cron", "jobs.json"),
     env: config.env,
     ...(config.workspaceRoots ? { workspaceRoots: config.workspaceRoots } : {}),
+    ...(config.failover ? { failover: config.failover } : {}),
     defaults: {
       backend: config.backend ?? { type: "builtin" },
       ...(providers.defaults.model ? { model: providers.defaults.model } : {}),

@@ -49,6 +49,8 @@ export interface ServerConfig {
   leaseTtlMs?: number;
   /** The directories whose threads this server runs (a cluster node that reaches only some); all when absent. */
   workspaceRoots?: string[];
+  /** A lost cluster node's running turns: continued (default) or failed. */
+  failover?: "continue" | "fail";
   provider?: string;
   model?: string;
   /** The config file's `providers` section: keys and endpoints, under the environment's. */

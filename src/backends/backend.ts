@@ -28,6 +28,12 @@ export interface TurnContext {
   readonly backendSpec: BackendSpec;
   readonly turnId: string;
   readonly input: InputPart[];
+  /**
+   * The turn was cut when the process running it was lost, and continues here (cluster
+   * failover, built-in engine only): `history()` includes what it recorded so far, input and
+   * all, and the backend goes on from there without taking the input again.
+   */
+  readonly resume?: boolean;
   /** The conversation, for threads that keep their history on the client. */
   readonly messages?: ClientMessage[];
   /** Per-turn model selection (overrides the thread's configuration). */

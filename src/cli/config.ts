@@ -19,6 +19,7 @@ export interface AppServerFlags {
   store?: string;
   leaseTtlMs?: number;
   workspaceRoot?: string[];
+  failover?: "continue" | "fail";
   provider?: string;
   model?: string;
   token?: string;
@@ -110,6 +111,7 @@ export async function resolveServerConfig(flags: AppServerFlags, env: NodeJS.Pro
     dataDir,
     ...(storeUrl ? { storeUrl } : {}),
     ...(storeUrl && flags.leaseTtlMs ? { leaseTtlMs: flags.leaseTtlMs } : {}),
+    ...(flags.failover ? { failover: flags.failover } : {}),
     ...(flags.workspaceRoot?.length ? { workspaceRoots: flags.workspaceRoot.map((dir) => path.resolve(dir)) } : {}),
     ...(flags.face ? { face: flags.face } : {}),
     stdio,

@@ -43,6 +43,12 @@ export const RUNTIME_OPTIONS: readonly OptionSpec[] = [
     repeatable: true,
   },
   {
+    flag: "failover",
+    value: "mode",
+    description: "with --store: a lost node's running turns are continued by the node that takes them over, or fail (ownerLost)",
+    choices: ["continue", "fail"],
+  },
+  {
     flag: "lease-ttl-ms",
     value: "n",
     description: "with --store: how long a node that stopped beating keeps its threads (default 10000)",

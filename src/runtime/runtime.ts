@@ -67,6 +67,8 @@ export interface RuntimeOptions {
    * workspaces): it creates, claims and takes over no other. All when absent.
    */
   workspaceRoots?: string[];
+  /** A cluster node's turns taken over when it is lost: continued (default) or failed with ownerLost. */
+  failover?: "continue" | "fail";
   defaults: {
     /** The backend of threads that name none. */
     backend: BackendSpec;
@@ -311,6 +313,7 @@ export class Runtime implements RuntimeApi {
         recoverUnfinishedTurns(this.store, (event) => this.emit(event), {
           code,
           claim: async (threadId) => !this.active.has(threadId) && (await this.mayRun(threadId)) && (await this.store.acquire(threadId)),
+          ...((this.options.failover ?? "continue") === "continue" ? { resume: (turn: Turn) => this.resumeTurn(turn) } : {}),
         }),
       );
     return this.recovering;
@@ -765,30 +768,48 @@ export class Runtime implements RuntimeApi {
       input: params.input,
       ...(model ? { model } : {}),
     };
+    this.emit({ type: "turn.started", threadId: thread.id, data: { turn: { ...turn, items: [] } } });
+    this.run(thread, turn, params);
+    return { ...turn, items: [] };
+  }
+
+  /**
+   * Takes over a turn another node was running when it was lost (failover: continue): the
+   * built-in engine asks the model again from what the turn recorded. Other backends keep their
+   * conversation in their own process, which is gone: false, the turn fails.
+   */
+  private async resumeTurn(turn: Turn): Promise<boolean> {
+    const thread = await this.getThread(turn.threadId);
+    if (this.backendSpecOf(thread).type !== "builtin" || thread.historyMode === "client" || this.active.has(thread.id)) return false;
+    this.log.info({ threadId: thread.id, turnId: turn.id }, "continuing a turn whose node was lost");
+    this.run(thread, { ...turn, status: "running" }, { input: turn.input, ...(turn.model ? { model: turn.model } : {}) }, true);
+    return true;
+  }
+
+  /** Runs a turn that has started (or, with `resume`, one taken over) until it ends. */
+  private run(thread: Thread, turn: Turn, params: StartTurnParams, resume = false): void {
     const active: ActiveTurn = { turn, abort: new AbortController(), steering: [], waitingApprovals: 0, done: Promise.resolve() };
     this.active.set(thread.id, active);
     const parent = thread.metadata.parentThreadId;
     if (typeof parent === "string") this.parents.set(thread.id, parent);
-    this.emit({ type: "turn.started", threadId: thread.id, data: { turn: { ...turn, items: [] } } });
     this.emitRuntimeChanged(thread.id);
     // The turn runs from the next tick, after the caller has its answer. Whatever happens, the
     // turn ends and leaves the thread idle: a failure here must not stay unhandled.
     active.done = new Promise<void>((resolve) => setImmediate(resolve))
-      .then(() => this.execute(thread, active, params))
+      .then(() => this.execute(thread, active, params, resume))
       .catch((error: unknown): TurnOutcome => ({ status: "failed", error: { code: "internal", message: String(error) } }))
       .then((outcome) => this.finish(thread.id, active, outcome))
       .catch((error: unknown) => {
         this.log.error({ err: error, threadId: thread.id, turnId: turn.id }, "could not record the end of a turn");
         this.active.delete(thread.id);
       });
-    return { ...turn, items: [] };
   }
 
   private backendSpecOf(thread: Thread): BackendSpec {
     return thread.configuration?.backend ?? this.options.defaults.backend;
   }
 
-  private async execute(thread: Thread, active: ActiveTurn, params: StartTurnParams): Promise<TurnOutcome> {
+  private async execute(thread: Thread, active: ActiveTurn, params: StartTurnParams, resume: boolean): Promise<TurnOutcome> {
     const recorder = new TurnRecorder((event) => this.emit(event), thread.id, active.turn.id);
     const backendSpec = this.backendSpecOf(thread);
     const backend = await this.options.backends.backendFor(backendSpec);
@@ -804,7 +825,9 @@ export class Runtime implements RuntimeApi {
       recorder,
       signal: active.abort.signal,
       log: this.log.child({ threadId: thread.id, turnId: active.turn.id, backend: backend.type }),
-      history: () => this.priorItems(thread.id, active.turn.id),
+      // A resumed turn's history includes what it recorded before its node was lost.
+      history: () => this.priorItems(thread.id, resume ? undefined : active.turn.id),
+      ...(resume ? { resume } : {}),
       environment: () => this.environments.get(thread.id)?.at(-1),
       approve: (ask, callId) => approve(this.gateDeps, thread, this.gatedTurn(thread.id, active, recorder), ask, callId),
       ...(this.approvals.canQuestion(thread.id)
@@ -824,7 +847,7 @@ export class Runtime implements RuntimeApi {
     return backend.runTurn(ctx);
   }
 
-  private async priorItems(threadId: string, currentTurnId: string): Promise<Item[]> {
+  private async priorItems(threadId: string, currentTurnId: string | undefined): Promise<Item[]> {
     const turns = await this.store.listTurns(threadId, { withItems: true });
     return turns.filter((t) => t.id !== currentTurnId).flatMap((t) => t.items ?? []);
   }

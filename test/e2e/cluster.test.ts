@@ -207,12 +207,56 @@ describe("a cluster: several app-servers on one PostgreSQL", { skip: postgresMis
     assert.match(output, /approved-elsewhere/);
   });
 
-  it("fails a killed owner's turn on another node (ownerLost), closing the cut message with its persisted text", async () => {
+  it("continues a killed owner's turn on another node: its running command fails ownerLost, the model is asked again", async () => {
+    const {
+      nodes: [owner, watcher],
+      db,
+    } = await cluster(2);
+    const threadId = await owner!.startThread({ configuration: { approvalPolicy: "autoApprove" } });
+    await watcher!.client.request("thread/subscribe", { threadId });
+    model.enqueue({
+      kind: "response",
+      text: "Let me look. ",
+      toolCalls: [{ id: "call_slow", name: "bash", arguments: { command: "echo started; sleep 5" } }],
+    });
+    const turnId = await owner!.startTurn(threadId, "run the slow thing");
+    await watcher!.client.waitFor("item/commandExecution/outputDelta", (p) => p.delta.includes("started"), 10_000);
+
+    model.enqueue({ kind: "response", text: "carried on" });
+    await owner!.crashServer();
+    const end = await watcher!.client.turnEnd(turnId, 15_000);
+    assert.equal(end.method, "turn/completed", `the turn completed on the node that took it over: ${JSON.stringify(end.params)}`);
+
+    const items = watcher!.completedItems(threadId);
+    const result = itemsOf(items, "toolResult").find((i) => i.payload.callId === "call_slow");
+    assert.equal(result?.payload.success, false);
+    assert.match(String(result!.payload.output), /ownerLost/);
+    assert.deepEqual(
+      itemsOf(items, "agentMessage").map((i) => i.payload.text),
+      ["Let me look. ", "carried on"],
+    );
+    // The model was asked again with everything so far: the input, its first reply, the failed call.
+    const asked = JSON.stringify(model.fake.requests.at(-1)!.body);
+    assert.match(asked, /run the slow thing/);
+    assert.match(asked, /ownerLost/);
+    const logged = await loggedSeqs(db, threadId);
+    assert.deepEqual(
+      logged,
+      Array.from({ length: logged.length }, (_, i) => i + 1),
+    );
+    const read = (await watcher!.client.readThread(threadId)).thread;
+    assert.deepEqual(
+      read.turns?.map((t) => t.status),
+      ["completed"],
+    );
+  });
+
+  it("with --failover fail, fails a killed owner's turn on another node (ownerLost), closing the cut message with its persisted text", async () => {
     const {
       nodes: [owner, watcher],
       db,
       url,
-    } = await cluster(2);
+    } = await cluster(2, ["--failover", "fail"]);
     const threadId = await owner!.startThread();
     await watcher!.client.request("thread/subscribe", { threadId });
     const watcherSeqs = recordSeqs(watcher!, threadId);
@@ -257,7 +301,7 @@ describe("a cluster: several app-servers on one PostgreSQL", { skip: postgresMis
     const {
       nodes: [owner, watcher],
       db,
-    } = await cluster(2, ["--lease-ttl-ms", "2000"]);
+    } = await cluster(2, ["--lease-ttl-ms", "2000", "--failover", "fail"]);
     const threadId = await owner!.startThread();
     await watcher!.client.request("thread/subscribe", { threadId });
     // Deltas keep coming for seconds: the hung owner finds more in its socket when it resumes.
@@ -299,7 +343,7 @@ describe("a cluster: several app-servers on one PostgreSQL", { skip: postgresMis
     const {
       nodes: [owner, outside, inside],
       db,
-    } = await cluster(3, [], [{}, { args: ["--workspace-root", elsewhere] }, {}]);
+    } = await cluster(3, ["--failover", "fail"], [{}, { args: ["--workspace-root", elsewhere] }, {}]);
     const threadId = await owner!.startThread();
     await assert.rejects(outside!.client.request("turn/start", { threadId, input: [{ type: "text", text: "here?" }] }), {
       code: -32032,

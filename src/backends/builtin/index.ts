@@ -116,7 +116,7 @@ export class BuiltinBackend implements AgentBackend {
       onPlan: (plan) => ctx.reportPlan(plan),
       onDiff: (diff) => ctx.reportDiff(diff),
     });
-    return runner.run(ctx.input);
+    return ctx.resume ? runner.resume() : runner.run(ctx.input);
   }
 
   listModels(): Promise<ListedModel[]> {

@@ -87,13 +87,41 @@ export class TurnRunner {
     const { host } = this;
     const text = inputToText(input);
     const userItem = host.recorder.record("userMessage", { text, input });
+    let conversation: Conversation;
     try {
       const request = host.userMessage(input);
-      const conversation: Conversation = {
+      conversation = {
         messages: [...host.history, request],
         itemIds: new Map([...(host.historyItemIds ?? []), [request, userItem.id]]),
         latestUser: request,
       };
+    } catch (error) {
+      return this.failed(error);
+    }
+    return this.loop(conversation);
+  }
+
+  /**
+   * Continues a turn another process started and lost (failover): `host.history` holds what
+   * it recorded so far, its input included; the model is asked again from there.
+   */
+  resume(): Promise<TurnOutcome> {
+    const messages = [...this.host.history];
+    const latestUser = messages.findLast((m) => m.role === "user");
+    if (!latestUser) return Promise.resolve(this.failed(new Error("The turn to continue has no user message.")));
+    return this.loop({ messages, itemIds: new Map(this.host.historyItemIds ?? []), latestUser });
+  }
+
+  private failed(error: unknown): TurnOutcome {
+    if (this.host.signal.aborted) return CANCELLED;
+    const turnError = toTurnError(error);
+    this.host.recorder.record("error", { code: turnError.code, message: turnError.message });
+    return { status: "failed", error: turnError };
+  }
+
+  private async loop(conversation: Conversation): Promise<TurnOutcome> {
+    const { host } = this;
+    try {
       const { messages } = conversation; // compaction edits this array in place
       for (let call = 0; call < MAX_MODEL_CALLS; call++) {
         if (host.signal.aborted) return CANCELLED;
@@ -132,10 +160,7 @@ export class TurnRunner {
         error: { code: "tooManySteps", message: `The model made more than ${MAX_MODEL_CALLS} calls in one turn.` },
       };
     } catch (error) {
-      if (host.signal.aborted) return CANCELLED;
-      const turnError = toTurnError(error);
-      host.recorder.record("error", { code: turnError.code, message: turnError.message });
-      return { status: "failed", error: turnError };
+      return this.failed(error);
     } finally {
       host.recorder.closeOpen();
     }
