@@ -1,23 +1,37 @@
 // The PostgreSQL store's commands: `switchyard db migrate` brings its schema to this binary's
 // version; `switchyard cluster status` shows the nodes that share it.
+import type { Pool } from "pg";
 import { postgresPool, migratePostgres } from "../store/postgres-schema.js";
 import { DEFAULT_LEASE_TTL_MS, nodeAlive } from "../store/postgres-node.js";
 
-export async function runDbMigrate(url: string | undefined, print: (line: string) => void): Promise<number> {
+/**
+ * Runs a command against the database `url` names: a clear message and exit code 1 when there is
+ * none, it cannot be reached, or `work` fails.
+ */
+async function withDatabase(
+  command: string,
+  url: string | undefined,
+  print: (line: string) => void,
+  work: (pool: Pool) => Promise<void>,
+): Promise<number> {
   if (!url || !/^postgres(ql)?:\/\//.test(url)) {
-    print("switchyard db migrate: give the database as --store postgres://… (or SWITCHYARD_DATABASE_URL).");
+    print(`switchyard ${command}: give the database as --store postgres://… (or SWITCHYARD_DATABASE_URL).`);
     return 1;
   }
   const pool = await postgresPool(url);
   try {
-    print(`schema version ${await migratePostgres(pool)}: up to date`);
+    await work(pool);
     return 0;
   } catch (error) {
-    print(`switchyard db migrate: ${error instanceof Error ? error.message : String(error)}`);
+    print(`switchyard ${command}: ${error instanceof Error ? error.message : String(error)}`);
     return 1;
   } finally {
     await pool.end();
   }
+}
+
+export function runDbMigrate(url: string | undefined, print: (line: string) => void): Promise<number> {
+  return withDatabase("db migrate", url, print, async (pool) => print(`schema version ${await migratePostgres(pool)}: up to date`));
 }
 
 interface NodeStatus {
@@ -34,13 +48,8 @@ interface NodeStatus {
 }
 
 /** `switchyard cluster status`: the nodes on the database, whether each is alive, what it owns. */
-export async function runClusterStatus(url: string | undefined, opts: { json?: boolean }, print: (line: string) => void): Promise<number> {
-  if (!url || !/^postgres(ql)?:\/\//.test(url)) {
-    print("switchyard cluster status: give the database as --store postgres://… (or SWITCHYARD_DATABASE_URL).");
-    return 1;
-  }
-  const pool = await postgresPool(url);
-  try {
+export function runClusterStatus(url: string | undefined, opts: { json?: boolean }, print: (line: string) => void): Promise<number> {
+  return withDatabase("cluster status", url, print, async (pool) => {
     const { rows } = await pool.query<NodeStatus>(
       `SELECT n.num, n.id, n.host, n.pid, ${nodeAlive("n.num", DEFAULT_LEASE_TTL_MS)} AS alive,
               to_char(n.started_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS "startedAt",
@@ -53,14 +62,8 @@ export async function runClusterStatus(url: string | undefined, opts: { json?: b
        WHERE n.stopped_at IS NULL OR EXISTS (SELECT 1 FROM thread_owners o WHERE o.node = n.num)
        ORDER BY n.num`,
     );
-    if (opts.json) {
-      print(JSON.stringify({ nodes: rows }, null, 2));
-      return 0;
-    }
-    if (rows.length === 0) {
-      print("No nodes: no Switchyard server has used this database yet.");
-      return 0;
-    }
+    if (opts.json) return print(JSON.stringify({ nodes: rows }, null, 2));
+    if (rows.length === 0) return print("No nodes: no Switchyard server has used this database yet.");
     const table = [
       ["NODE", "HOST", "PID", "ALIVE", "STARTED", "HEARTBEAT", "THREADS", "RUNNING"],
       ...rows.map((n) => [
@@ -82,11 +85,5 @@ export async function runClusterStatus(url: string | undefined, opts: { json?: b
           .join("  ")
           .trimEnd(),
       );
-    return 0;
-  } catch (error) {
-    print(`switchyard cluster status: ${error instanceof Error ? error.message : String(error)}`);
-    return 1;
-  } finally {
-    await pool.end();
-  }
+  });
 }
