@@ -190,7 +190,8 @@ export class Runtime implements RuntimeApi {
       const cluster = new ClusterApprovals(this.store, this.approvals, (threadId) => this.active.has(threadId), this.log);
       this.delivery.subscribe((event) => cluster.observe(event));
     }
-    // A node of the cluster is gone: its unfinished turns are failed here, once each.
+    // A node of the cluster is gone: its unfinished turns are taken over here (continued or
+    // failed, see `failover`), each by one node.
     this.store.onOrphans(() => {
       this.recover("ownerLost").catch((error: unknown) => this.log.error({ err: error }, "could not take over a lost node's turns"));
     });
@@ -302,8 +303,8 @@ export class Runtime implements RuntimeApi {
   // ---- start-up ------------------------------------------------------------------------
 
   /**
-   * Turns left running by a process that is gone are marked failed (see recovery.ts): this one's
-   * before a restart (serverRestarted), or another node's (ownerLost).
+   * Turns left running by a process that is gone are closed (see recovery.ts): this one's before
+   * a restart fail (serverRestarted); another node's are continued here or fail (ownerLost).
    */
   recover(code: "serverRestarted" | "ownerLost" = "serverRestarted"): Promise<number> {
     // One pass at a time: a pass reads the turns the one before it closed as closed.

@@ -333,7 +333,7 @@ describe("a cluster: several app-servers on one PostgreSQL", { skip: postgresMis
       logged,
       Array.from({ length: logged.length }, (_, i) => i + 1),
     );
-    // The old owner is a live node again, owning nothing: it can run the thread's next turn.
+    // The old owner is a live node again: it can run the thread's next turn (the thread moves back).
     model.enqueue({ kind: "response", text: "after" });
     assert.equal((await owner!.runTurn(threadId, "again")).method, "turn/completed");
   });
