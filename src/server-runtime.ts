@@ -81,6 +81,7 @@ export async function assembleRuntime(
     env: config.env,
     ...(config.workspaceRoots ? { workspaceRoots: config.workspaceRoots } : {}),
     ...(config.failover ? { failover: config.failover } : {}),
+    ...(config.maxRunningTurns ? { maxRunningTurns: config.maxRunningTurns } : {}),
     defaults: {
       backend: config.backend ?? { type: "builtin" },
       ...(providers.defaults.model ? { model: providers.defaults.model } : {}),

@@ -51,6 +51,8 @@ export interface ServerConfig {
   workspaceRoots?: string[];
   /** A lost cluster node's running turns: continued (default) or failed. */
   failover?: "continue" | "fail";
+  /** Turns that run at once in this server; more wait, started. */
+  maxRunningTurns?: number;
   provider?: string;
   model?: string;
   /** The config file's `providers` section: keys and endpoints, under the environment's. */

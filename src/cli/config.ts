@@ -20,6 +20,7 @@ export interface AppServerFlags {
   leaseTtlMs?: number;
   workspaceRoot?: string[];
   failover?: "continue" | "fail";
+  maxRunningTurns?: number;
   provider?: string;
   model?: string;
   token?: string;
@@ -112,6 +113,7 @@ export async function resolveServerConfig(flags: AppServerFlags, env: NodeJS.Pro
     ...(storeUrl ? { storeUrl } : {}),
     ...(storeUrl && flags.leaseTtlMs ? { leaseTtlMs: flags.leaseTtlMs } : {}),
     ...(flags.failover ? { failover: flags.failover } : {}),
+    ...(flags.maxRunningTurns ? { maxRunningTurns: flags.maxRunningTurns } : {}),
     ...(flags.workspaceRoot?.length ? { workspaceRoots: flags.workspaceRoot.map((dir) => path.resolve(dir)) } : {}),
     ...(flags.face ? { face: flags.face } : {}),
     stdio,

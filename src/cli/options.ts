@@ -43,6 +43,12 @@ export const RUNTIME_OPTIONS: readonly OptionSpec[] = [
     repeatable: true,
   },
   {
+    flag: "max-running-turns",
+    value: "n",
+    description: "turns that run at once; more wait, started, until one ends (default: no limit)",
+    parse: positiveInt,
+  },
+  {
     flag: "failover",
     value: "mode",
     description: "with --store: a lost node's running turns are continued by the node that takes them over, or fail (ownerLost)",

@@ -16,6 +16,7 @@ import { EventDelivery, type RuntimeListener } from "./delivery.js";
 import { forkThread } from "./fork.js";
 import { ClusterApprovals, REMOTE_APPROVAL_WINDOW_MS } from "./cluster-approvals.js";
 import { recoverUnfinishedTurns } from "./recovery.js";
+import { TurnSlots } from "./turn-slots.js";
 import { turnEndEvent } from "./turn-end.js";
 import { RuntimeError } from "../domain/errors.js";
 import type { EventType, NewEvent, RuntimeEvent } from "../domain/events.js";
@@ -67,6 +68,8 @@ export interface RuntimeOptions {
    * workspaces): it creates, claims and takes over no other. All when absent.
    */
   workspaceRoots?: string[];
+  /** Turns that run at once; more wait (started) until one ends. No limit when absent. */
+  maxRunningTurns?: number;
   /** A cluster node's turns taken over when it is lost: continued (default) or failed with ownerLost. */
   failover?: "continue" | "fail";
   defaults: {
@@ -148,11 +151,13 @@ export class Runtime implements RuntimeApi {
   /** Per thread, the end of the chain of writes that act on what they read (see `serial`). */
   private readonly writing = new Map<string, Promise<unknown>>();
   private recovering: Promise<number> = Promise.resolve(0);
+  private readonly slots: TurnSlots;
 
   constructor(private readonly options: RuntimeOptions) {
     this.store = options.store;
     this.log = options.logger;
     this.workspace = options.workspace;
+    this.slots = new TurnSlots(options.maxRunningTurns);
     this.approvals = new ApprovalBroker((threadId) => this.lineage(threadId), this.store.shared ? REMOTE_APPROVAL_WINDOW_MS : undefined);
     const cron = new CronService(this, options.cronFile, this.log);
     this.automation = {
@@ -797,7 +802,14 @@ export class Runtime implements RuntimeApi {
     // The turn runs from the next tick, after the caller has its answer. Whatever happens, the
     // turn ends and leaves the thread idle: a failure here must not stay unhandled.
     active.done = new Promise<void>((resolve) => setImmediate(resolve))
-      .then(() => this.execute(thread, active, params, resume))
+      .then(async (): Promise<TurnOutcome> => {
+        if (!(await this.slots.take(active.abort.signal))) return { status: "cancelled", reason: "interrupted" };
+        try {
+          return await this.execute(thread, active, params, resume);
+        } finally {
+          this.slots.release();
+        }
+      })
       .catch((error: unknown): TurnOutcome => ({ status: "failed", error: { code: "internal", message: String(error) } }))
       .then((outcome) => this.finish(thread.id, active, outcome))
       .catch((error: unknown) => {
