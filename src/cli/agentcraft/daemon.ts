@@ -38,7 +38,9 @@ export async function runDaemon(paths: AgentCraftPaths, flags: DaemonFlags): Pro
         stallTimeoutMs: 60_000,
         agentIdleTimeoutMs: AGENT_IDLE_TIMEOUT_MS,
       },
-      process.env,
+      // The daemon is per machine: its threads stay in its own data directory, whatever
+      // PostgreSQL store the environment names for app-servers.
+      { ...process.env, SWITCHYARD_DATABASE_URL: undefined },
     );
     const options = { paths, ...(flags.watchIntervalMs ? { watchIntervalMs: flags.watchIntervalMs } : {}) };
     return { ...config, faceListeners: [{ face: agentCraftFace.name, options: options as unknown as Record<string, unknown> }] };
