@@ -87,7 +87,10 @@ describe("a full turn", () => {
       .slice(from)
       .filter((m) => m.method && m.id === undefined && m.params?.threadId === threadId)
       .map((m) => m.params!.seq as number);
-    assert.ok(replayed > 0);
+    // On SQLite both requests run in one tick, so the catch-up always overlaps the turn's first
+    // events. On PostgreSQL (SWITCHYARD_TEST_STORE) turn/start waits on the database and the
+    // catch-up may read before the turn's first event: the order below must hold either way.
+    if (process.env.SWITCHYARD_TEST_STORE !== "postgres") assert.ok(replayed > 0);
     assert.equal(seqs[0], seen + 1);
     assert.ok(
       seqs.every((seq, i) => i === 0 || seq > seqs[i - 1]!),
