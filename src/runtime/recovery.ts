@@ -23,6 +23,9 @@ export async function recoverUnfinishedTurns(store: Store, emit: (event: NewEven
   let closed = 0;
   for (const turn of await store.listUnfinishedTurns()) {
     if (!(await opts.claim(turn.threadId))) continue;
+    // Read again once claimed: its owner may have finished it since the list was read.
+    const now = await store.getTurn(turn.id);
+    if (now?.status !== "running" && now?.status !== "waitingApproval") continue;
     closed++;
     for (const item of await store.listItems(turn.id)) {
       if (item.status === "completed") continue;

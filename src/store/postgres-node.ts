@@ -55,13 +55,12 @@ export class PostgresNode {
   /** Registers the node, takes its lock on a dedicated connection, and starts listening. */
   static async join(pool: Pool, url: string, leaseTtlMs: number, events: NodeEvents): Promise<PostgresNode> {
     const id = newId("node");
-    const { rows } = await pool.query<{ num: number }>("INSERT INTO nodes (id, host, pid) VALUES ($1, $2, $3) RETURNING num", [
-      id,
-      os.hostname(),
-      process.pid,
-    ]);
+    // The lock first, then the row: a peer that sees the row must see the node alive.
+    const { rows } = await pool.query<{ num: number }>("SELECT nextval(pg_get_serial_sequence('nodes', 'num'))::int AS num");
     const num = rows[0]!.num;
-    const node = new PostgresNode(pool, url, await PostgresNode.lock(url, num), num, id, leaseTtlMs, events);
+    const control = await PostgresNode.lock(url, num);
+    await pool.query("INSERT INTO nodes (num, id, host, pid) VALUES ($1, $2, $3, $4)", [num, id, os.hostname(), process.pid]);
+    const node = new PostgresNode(pool, url, control, num, id, leaseTtlMs, events);
     node.watch();
     node.schedule();
     return node;
