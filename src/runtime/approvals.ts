@@ -95,23 +95,8 @@ export class ApprovalBroker {
    * Asks this process's clients a request another node's turn made; the first answer wins.
    * Undefined when none can answer, all fail, or `signal` aborts (answered elsewhere).
    */
-  async askHere(request: ApprovalRequest, signal: AbortSignal): Promise<ApprovalDecision | undefined> {
-    const askable = this.answering(request.threadId);
-    if (askable.length === 0 || signal.aborted) return undefined;
-    const done = new AbortController();
-    try {
-      return await new Promise<ApprovalDecision | undefined>((resolve) => {
-        let failures = 0;
-        signal.addEventListener("abort", () => resolve(undefined), { signal: done.signal });
-        for (const approver of askable) {
-          approver.ask(request, done.signal).then(resolve, () => {
-            if (++failures === askable.length) resolve(undefined);
-          });
-        }
-      });
-    } finally {
-      done.abort();
-    }
+  askHere(request: ApprovalRequest, signal: AbortSignal): Promise<ApprovalDecision | undefined> {
+    return firstAnswer(this.answering(request.threadId), (approver, done) => approver.ask(request, done), signal);
   }
 
   private answering(threadId: string): Approver[] {
@@ -149,23 +134,9 @@ export class ApprovalBroker {
    * Puts a question to the clients that can answer questions for the thread; the first answer
    * wins. Undefined when none can, all fail, or the turn ends first.
    */
-  async question(threadId: string, question: UserQuestion, turnSignal: AbortSignal): Promise<string | undefined> {
+  question(threadId: string, question: UserQuestion, turnSignal: AbortSignal): Promise<string | undefined> {
     const askable = this.answering(threadId).filter((a) => a.question);
-    if (askable.length === 0 || turnSignal.aborted) return undefined;
-    const done = new AbortController();
-    try {
-      return await new Promise<string | undefined>((resolve) => {
-        let failures = 0;
-        turnSignal.addEventListener("abort", () => resolve(undefined), { signal: done.signal });
-        for (const approver of askable) {
-          approver.question!(threadId, question, done.signal).then(resolve, () => {
-            if (++failures === askable.length) resolve(undefined);
-          });
-        }
-      });
-    } finally {
-      done.abort();
-    }
+    return firstAnswer(askable, (approver, done) => approver.question!(threadId, question, done), turnSignal);
   }
 
   /**
@@ -246,5 +217,31 @@ export class ApprovalBroker {
     } finally {
       done.abort();
     }
+  }
+}
+
+/**
+ * Puts the same question to every approver at once; the first answer wins, the others are
+ * withdrawn. Undefined when there is none, all of them fail, or `signal` aborts first.
+ */
+async function firstAnswer<T>(
+  approvers: Approver[],
+  ask: (approver: Approver, done: AbortSignal) => Promise<T>,
+  signal: AbortSignal,
+): Promise<T | undefined> {
+  if (approvers.length === 0 || signal.aborted) return undefined;
+  const done = new AbortController();
+  try {
+    return await new Promise<T | undefined>((resolve) => {
+      let failures = 0;
+      signal.addEventListener("abort", () => resolve(undefined), { signal: done.signal });
+      for (const approver of approvers) {
+        ask(approver, done.signal).then(resolve, () => {
+          if (++failures === approvers.length) resolve(undefined);
+        });
+      }
+    });
+  } finally {
+    done.abort();
   }
 }

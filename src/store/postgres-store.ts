@@ -109,10 +109,11 @@ export class PostgresStore implements Store {
   private retryDelayMs = RETRY_FIRST_MS;
   private closed = false;
   private node!: PostgresNode;
-  /** The threads this node writes: the epoch of its claim, and the thread's seq when it claimed. */
-  private readonly owned = new Map<string, { epoch: number; fromSeq: number }>();
-  /** The seq of the latest event appended to each owned thread. */
-  private readonly heads = new Map<string, number>();
+  /**
+   * The threads this node writes: the epoch of its claim, the thread's seq when it claimed, and
+   * the seq of the latest event it appended.
+   */
+  private readonly owned = new Map<string, { epoch: number; fromSeq: number; head: number }>();
   private readonly lostListeners: Array<(threadId: string) => void> = [];
   private readonly orphanListeners: Array<() => void> = [];
   /** The last feed event read: (xid, gid). */
@@ -174,11 +175,12 @@ export class PostgresStore implements Store {
       );
     }
     // A new thread belongs to the node that creates it (the commit records the claim).
-    if (event.type === "thread.created" && !this.heads.has(event.threadId)) this.owned.set(event.threadId, { epoch: 1, fromSeq: 0 });
-    const epoch = this.owned.get(event.threadId)?.epoch;
-    if (epoch === undefined) throw notOwner(event.threadId);
-    const seq = (this.heads.get(event.threadId) ?? 0) + 1;
-    this.heads.set(event.threadId, seq);
+    if (event.type === "thread.created" && !this.owned.has(event.threadId))
+      this.owned.set(event.threadId, { epoch: 1, fromSeq: 0, head: 0 });
+    const claim = this.owned.get(event.threadId);
+    if (!claim) throw notOwner(event.threadId);
+    const { epoch } = claim;
+    const seq = ++claim.head;
     const stored = { type: event.type, threadId: event.threadId, data: event.data, seq, ts: new Date().toISOString() } as RuntimeEvent;
     this.pending.push({ event: stored, epoch, data });
     this.pendingBytes += data.length;
@@ -270,7 +272,6 @@ export class PostgresStore implements Store {
   /** This node no longer writes the thread: what it had not committed of it is dropped. */
   private lose(threadId: string): void {
     if (!this.owned.delete(threadId)) return;
-    this.heads.delete(threadId);
     this.pending = this.pending.filter((p) => p.event.threadId !== threadId);
     for (const listener of this.lostListeners) listener(threadId);
   }
@@ -402,8 +403,7 @@ export class PostgresStore implements Store {
       );
       const head = await client.query<{ seq: number }>("SELECT coalesce(max(seq), 0) AS seq FROM events WHERE thread_id = $1", [threadId]);
       await client.query("COMMIT");
-      this.owned.set(threadId, { epoch: claimed.rows[0]!.epoch, fromSeq: head.rows[0]!.seq });
-      this.heads.set(threadId, head.rows[0]!.seq);
+      this.owned.set(threadId, { epoch: claimed.rows[0]!.epoch, fromSeq: head.rows[0]!.seq, head: head.rows[0]!.seq });
       return true;
     } catch (error) {
       await client.query("ROLLBACK").catch(() => undefined);
@@ -579,7 +579,7 @@ export class PostgresStore implements Store {
   }
 
   async lastSeq(threadId: string): Promise<number> {
-    const head = this.heads.get(threadId);
+    const head = this.owned.get(threadId)?.head;
     if (head !== undefined) return head;
     const [row] = await this.rows<{ seq: number }>("SELECT coalesce(max(seq), 0) AS seq FROM events WHERE thread_id = $1", [threadId]);
     return row!.seq;
