@@ -101,6 +101,11 @@ export interface RuntimeApi {
   readonly approvals: {
     /** Registers a client that can answer approvals; returns the unregister. */
     addApprover(approver: Approver): () => void;
+    /**
+     * A client began following the thread (subscribe, resume, reconnect): the approvals still
+     * waiting for an answer there are asked of it too, as they were of the clients present then.
+     */
+    offerPending(threadId: string): void;
   };
 
   // ---- discovery ----

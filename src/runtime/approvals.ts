@@ -95,8 +95,20 @@ export class ApprovalBroker {
    * Asks this process's clients a request another node's turn made; the first answer wins.
    * Undefined when none can answer, all fail, or `signal` aborts (answered elsewhere).
    */
-  askHere(request: ApprovalRequest, signal: AbortSignal): Promise<ApprovalDecision | undefined> {
-    return firstAnswer(this.answering(request.threadId), (approver, done) => approver.ask(request, done), signal);
+  async askHere(request: ApprovalRequest, signal: AbortSignal): Promise<ApprovalDecision | undefined> {
+    if (signal.aborted) return undefined;
+    const done = new AbortController();
+    try {
+      return await new Promise<ApprovalDecision | undefined>((resolve) => {
+        signal.addEventListener("abort", () => resolve(undefined), { signal: done.signal });
+        const allRefused = this.putQuestion(request, done.signal, resolve, () => {
+          if (allRefused()) resolve(undefined);
+        });
+        if (allRefused()) resolve(undefined); // nobody here could be asked
+      });
+    } finally {
+      done.abort();
+    }
   }
 
   private answering(threadId: string): Approver[] {
@@ -169,8 +181,10 @@ export class ApprovalBroker {
 
   /**
    * Asks every approver that can answer for the thread (and, in a cluster, the clients of other
-   * nodes); the first answer wins. Falls back to the policy when nobody can answer, all of them
-   * fail, or the timeout passes. `turnSignal` aborting (interrupt) resolves as "cancel".
+   * nodes); the first answer wins. Falls back to the policy when nobody can answer, every client
+   * asked refused, or the timeout passes. A client that disconnects keeps the question open: it
+   * is asked again when it (or another) follows the thread (`offerPending`). `turnSignal`
+   * aborting (interrupt) resolves as "cancel".
    */
   async ask(request: ApprovalRequest, settings: GateSettings, turnSignal: AbortSignal): Promise<ApprovalOutcome> {
     const askable = this.answering(request.threadId);
@@ -183,13 +197,13 @@ export class ApprovalBroker {
       return await new Promise<ApprovalOutcome>((resolve) => {
         const answered = (decision: ApprovalDecision): void =>
           resolve({ decision: request.decisions.includes(decision) ? decision : "decline", source: "client" });
-        let failures = 0;
-        // Whether someone may still answer: a client here, another node that said it asks, or
-        // (until the window closes) another node that has not said so yet.
+        // Whether someone may still answer: a client here that was asked and neither answered
+        // nor refused (one that disconnected may come back), another node that said it asks,
+        // or (until the window closes) another node that has not said so yet.
         let remoteAsking = false;
         let windowOpen = this.remoteWindowMs !== undefined;
         const nobodyLeft = (): void => {
-          if (failures === askable.length && !remoteAsking && !windowOpen) resolve(fallback("policy"));
+          if (allRefused() && !remoteAsking && !windowOpen) resolve(fallback("policy"));
         };
         const timer = setBoundedTimeout(() => resolve(fallback("timeout")), settings.timeoutMs);
         done.signal.addEventListener("abort", () => clearTimeout(timer));
@@ -207,16 +221,68 @@ export class ApprovalBroker {
             this.remote.delete(request.requestId);
           });
         }
-        for (const approver of askable) {
-          approver.ask(request, done.signal).then(answered, () => {
-            failures++;
-            nobodyLeft();
-          });
-        }
+        const allRefused = this.putQuestion(request, done.signal, answered, nobodyLeft);
       });
     } finally {
       done.abort();
     }
+  }
+
+  /** Questions being asked (here, for a turn here or on another node), by request id. */
+  private readonly open = new Map<string, { request: ApprovalRequest; asked: Set<Approver>; offer(approver: Approver): void }>();
+  private readonly followListeners = new Set<(threadId: string) => void>();
+
+  /**
+   * Puts the request to the clients that can answer it now, and keeps it open for those that
+   * follow the thread later (`offerPending`) until `until` aborts. Returns whether every client
+   * asked so far refused; `refused` is called after each refusal. A client that disconnected
+   * did not refuse: it is dropped from the asked, and asked again if it comes back.
+   */
+  private putQuestion(
+    request: ApprovalRequest,
+    until: AbortSignal,
+    answered: (decision: ApprovalDecision) => void,
+    refused: () => void,
+  ): () => boolean {
+    const asked = new Set<Approver>();
+    let refusals = 0;
+    const offer = (approver: Approver): void => {
+      asked.add(approver);
+      approver.ask(request, until).then(answered, () => {
+        if (until.aborted) return;
+        if (this.lineage(request.threadId).some((id) => approver.canAnswer(id))) {
+          refusals++;
+          refused();
+        } else {
+          asked.delete(approver);
+        }
+      });
+    };
+    this.open.set(request.requestId, { request, asked, offer });
+    until.addEventListener("abort", () => this.open.delete(request.requestId));
+    this.answering(request.threadId).forEach(offer);
+    return () => refusals >= asked.size;
+  }
+
+  /**
+   * A client began following the thread (subscribe, resume): the questions still open for it,
+   * or for the threads working for it, are put to every client that can answer them now and was
+   * not asked yet. Deferred a tick, so the face's answer (with the history) goes out first.
+   */
+  offerPending(threadId: string): void {
+    setImmediate(() => {
+      for (const { request, asked, offer } of [...this.open.values()]) {
+        if (!this.lineage(request.threadId).includes(threadId)) continue;
+        for (const approver of this.answering(request.threadId)) if (!asked.has(approver)) offer(approver);
+      }
+      for (const listener of this.followListeners) listener(threadId);
+    });
+  }
+
+  /** Hears of clients beginning to follow a thread (the cluster's questions of other nodes' turns). */
+  onFollow(listener: (threadId: string) => void): () => void {
+    this.followListeners.add(listener);
+    return () => this.followListeners.delete(listener);
   }
 }
 

@@ -11,6 +11,8 @@ import { ALL_DECISIONS, type ApprovalBroker, type ApprovalRequest } from "./appr
 export const REMOTE_APPROVAL_WINDOW_MS = 2_000;
 
 export class ClusterApprovals {
+  /** Other nodes' questions not answered yet, by request id: asked here when a client here can answer. */
+  private readonly pending = new Map<string, ApprovalRequest>();
   /** Questions this node's clients are being asked for other nodes' turns, by request id. */
   private readonly asking = new Map<string, AbortController>();
 
@@ -20,13 +22,22 @@ export class ClusterApprovals {
     /** Whether the thread's turn runs in this process. */
     private readonly runsHere: (threadId: string) => boolean,
     private readonly log: Logger,
-  ) {}
+  ) {
+    // A client here began following a thread: another node's open question may be its to answer.
+    broker.onFollow(() => {
+      for (const request of this.pending.values()) this.offer(request);
+    });
+  }
 
-  /** Looks at every committed event: another node's approval requests, and their answers. */
+  /** Looks at every committed event: another node's approval requests, and their ends. */
   observe(event: RuntimeEvent): void {
-    if (event.type === "approval.resolved") this.asking.get(event.data.requestId)?.abort();
+    if (event.type === "approval.resolved") this.settled(event.data.requestId);
+    if (event.type === "item.completed" && event.data.item.type === "approvalRequest") this.settled(event.data.item.payload.requestId);
+    if (event.type === "turn.completed" || event.type === "turn.failed" || event.type === "turn.cancelled") {
+      for (const [requestId, request] of this.pending) if (request.turnId === event.data.turnId) this.settled(requestId);
+    }
     if (event.type !== "item.started" || event.data.item.type !== "approvalRequest") return;
-    if (this.runsHere(event.threadId) || !this.broker.canAnswer(event.threadId)) return;
+    if (this.runsHere(event.threadId)) return;
     const item = event.data.item;
     const { requestId, callId, decision: _decision, ...ask } = item.payload;
     const request: ApprovalRequest = {
@@ -38,7 +49,21 @@ export class ClusterApprovals {
       requestId,
       decisions: ALL_DECISIONS,
     };
-    void this.ask(request).catch((error: unknown) => this.log.warn({ err: error, requestId }, "could not answer another node's approval"));
+    this.pending.set(requestId, request);
+    this.offer(request);
+  }
+
+  private settled(requestId: string): void {
+    this.pending.delete(requestId);
+    this.asking.get(requestId)?.abort();
+  }
+
+  /** Asks this node's clients, unless they are being asked already or none can answer. */
+  private offer(request: ApprovalRequest): void {
+    if (this.asking.has(request.requestId) || !this.broker.canAnswer(request.threadId)) return;
+    void this.ask(request).catch((error: unknown) =>
+      this.log.warn({ err: error, requestId: request.requestId }, "could not answer another node's approval"),
+    );
   }
 
   private async ask(request: ApprovalRequest): Promise<void> {

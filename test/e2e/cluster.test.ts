@@ -12,7 +12,14 @@ import { CLI_PATH, tempDir } from "../support/server-process.js";
 import { eventually } from "../support/agentcraft.js";
 import { postgresMissing, TestPostgres } from "../support/postgres.js";
 import { postgresPool } from "../../src/store/postgres-schema.js";
-import { itemsOf, ModelScript, startTypedHarness, type TypedHarness, type TypedHarnessOptions } from "../support/typed-harness.js";
+import {
+  itemsOf,
+  ManualApprovals,
+  ModelScript,
+  startTypedHarness,
+  type TypedHarness,
+  type TypedHarnessOptions,
+} from "../support/typed-harness.js";
 
 const DELTAS = 2_000;
 
@@ -205,6 +212,26 @@ describe("a cluster: several app-servers on one PostgreSQL", { skip: postgresMis
       .map((p) => p.delta)
       .join("");
     assert.match(output, /approved-elsewhere/);
+  });
+
+  it("asks a client that subscribes on another node after the question went out", async () => {
+    const waiting = new ManualApprovals(); // the owner's client is asked, and does not answer
+    const {
+      nodes: [owner, other],
+    } = await cluster(2, [], [{ onApproval: waiting.handler }, { onApproval: () => "accept" }]);
+    const threadId = await owner!.startThread();
+    model.enqueue({ kind: "response", toolCalls: [{ id: "call_late", name: "bash", arguments: { command: "echo asked-late" } }] });
+    model.enqueue({ kind: "response", text: "done" });
+    const turnId = await owner!.startTurn(threadId, "run it");
+    const pending = await waiting.next();
+    await other!.client.request("thread/subscribe", { threadId });
+    assert.equal((await owner!.client.turnEnd(turnId)).method, "turn/completed");
+    assert.deepEqual(
+      other!.approvals.map((r) => r.requestId),
+      [pending.request.requestId],
+    );
+    const resolved = await owner!.notification("item/approval/resolved", (p) => p.threadId === threadId);
+    assert.deepEqual([resolved.decision, resolved.source], ["accept", "client"]);
   });
 
   it("continues a killed owner's turn on another node: its running command fails ownerLost, the model is asked again", async () => {

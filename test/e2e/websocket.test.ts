@@ -107,6 +107,59 @@ describe("two WebSocket clients sharing a thread", () => {
     }
   });
 
+  it("an approval still waiting is asked of a client that subscribes later, and of one that resumes after the others left", async () => {
+    // a is asked and never answers; b subscribes later and is asked the same request; both leave;
+    // c resumes the thread, is asked, and accepts: the question stayed open for it.
+    const asked = (into: ApprovalRequest[]) => (request: ApprovalRequest) => {
+      into.push(request);
+      return new Promise<never>(() => {});
+    };
+    const askedA: ApprovalRequest[] = [];
+    const askedB: ApprovalRequest[] = [];
+    const a = await SwitchyardClient.connect({ transport: "websocket", url }, { onApproval: asked(askedA) });
+    const b = await SwitchyardClient.connect({ transport: "websocket", url }, { onApproval: asked(askedB) });
+    const askedC: ApprovalRequest[] = [];
+    const c = await SwitchyardClient.connect(
+      { transport: "websocket", url },
+      {
+        onApproval: (request) => {
+          askedC.push(request);
+          return "accept";
+        },
+      },
+    );
+    try {
+      const { thread } = await a.startThread(startParams(makeWorkspace()));
+      fake.enqueue(
+        { kind: "response", toolCalls: [{ id: "call_late", name: "bash", arguments: { command: "echo asked-late" } }] },
+        { kind: "response", text: "done" },
+      );
+      const { turn } = await a.startTurn(thread.id, "run");
+      await a.waitFor("item/started", (p) => p.threadId === thread.id && p.item.type === "approvalRequest");
+      await until(() => askedA.length === 1);
+
+      await b.request("thread/subscribe", { threadId: thread.id });
+      await until(() => askedB.length === 1);
+      assert.equal(askedB[0]!.requestId, askedA[0]!.requestId);
+      await a.close();
+      await b.close();
+      assert.equal(askedC.length, 0, "c follows nothing yet: it is not asked");
+
+      const ended = c.turnEnd(turn.id);
+      const resolvedAtC = c.waitFor("item/approval/resolved", (p) => p.threadId === thread.id);
+      await c.request("thread/resume", { threadId: thread.id });
+      assert.equal((await ended).method, "turn/completed");
+      assert.deepEqual(
+        askedC.map((r) => r.requestId),
+        [askedA[0]!.requestId],
+      );
+      const resolved = await resolvedAtC;
+      assert.deepEqual([resolved.decision, resolved.source], ["accept", "client"]);
+    } finally {
+      await Promise.all([a.close(), b.close(), c.close()]);
+    }
+  });
+
   it("a started turn keeps running when its client goes away", async () => {
     const a = await SwitchyardClient.connect({ transport: "websocket", url });
     const workspace = makeWorkspace();

@@ -136,6 +136,7 @@ export class AcpSession {
           const turns = await rt.turnsOf(thread.id);
           for (const update of replayUpdates(session.mapper, turns, thread.plan)) this.send(thread.id, update);
           await this.sending;
+          rt.approvals.offerPending(thread.id);
           return { modes: modeState(thread) };
         }),
       )
@@ -143,6 +144,7 @@ export class AcpSession {
         guarded(async () => {
           const thread = await rt.resumeThread(params.sessionId);
           this.follow(thread);
+          rt.approvals.offerPending(thread.id);
           return { modes: modeState(thread) };
         }),
       )

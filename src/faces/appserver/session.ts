@@ -108,6 +108,7 @@ export class AppServerSession implements RpcHandlers {
       "thread/resume": async ({ threadId }) => {
         await rt.resumeThread(threadId);
         this.subscriptions.add(threadId);
+        rt.approvals.offerPending(threadId);
         return rawResult({ thread: await this.threadWithHistory(threadId) });
       },
       "thread/list": async (params) => {
@@ -143,6 +144,7 @@ export class AppServerSession implements RpcHandlers {
         if (afterSeq !== undefined) await rt.eventsAfter(threadId, afterSeq, 0); // refuses a seq beyond the log
         this.subscriptions.add(threadId);
         const replayed = afterSeq === undefined ? 0 : await this.feed.replay(threadId, afterSeq);
+        rt.approvals.offerPending(threadId);
         return { subscribed: true, replayed, runtime: rt.runtimeState(threadId) };
       },
       "thread/unsubscribe": ({ threadId }) => {

@@ -161,6 +161,7 @@ export class ClaudeSession implements RpcHandlers {
       "thread/resume": async ({ thread_id }) => {
         const thread = await rt.resumeThread(thread_id);
         this.followed.follow(thread_id);
+        rt.approvals.offerPending(thread_id);
         return this.describe(thread);
       },
       "thread/fork": async ({ thread_id, at_turn_id }) => {

@@ -171,6 +171,7 @@ export class CodexSession implements RpcHandlers {
       "thread/resume": async (params) => {
         const thread = await this.configure(await rt.resumeThread(params.threadId), params);
         this.followed.follow(thread.id);
+        rt.approvals.offerPending(thread.id);
         const turns = params.excludeTurns ? [] : await rt.turnsOf(thread.id, true);
         return { ...(await this.session(thread, turns)), collaborationMode: null, turnsBackwardsCursor: null, itemsBackwardsCursor: null };
       },
