@@ -282,7 +282,7 @@ export class PostgresStore implements Store {
       const { rows } = await this.pool.query<EventRow & { xid: string; gid: number; writer: number | null }>(
         `SELECT xid::text AS xid, gid, writer, ${EVENT_COLUMNS} FROM events
          WHERE (xid, gid) > ($1::xid8, $2) AND xid < pg_snapshot_xmin(pg_current_snapshot())
-         ORDER BY xid, gid LIMIT ${FEED_PAGE}`,
+         ORDER BY events.xid, events.gid LIMIT ${FEED_PAGE}`, // the columns: "xid" alone is the text alias, which sorts "1000" before "999"
         [this.cursor.xid, this.cursor.gid],
       );
       full = rows.length === FEED_PAGE;

@@ -22,6 +22,8 @@ import {
 } from "../support/typed-harness.js";
 
 const DELTAS = 2_000;
+/** How many times the kill test kills a turn's owner. */
+const KILLS = 10;
 
 /** The seq of every notification a client received for the thread, in arrival order. */
 function recordSeqs(node: TypedHarness, threadId: string): number[] {
@@ -276,6 +278,55 @@ describe("a cluster: several app-servers on one PostgreSQL", { skip: postgresMis
       read.turns?.map((t) => t.status),
       ["completed"],
     );
+  });
+
+  it("kills the owner mid-stream 10 times; each turn is continued by another node, and every client's events are the table's", async () => {
+    const { nodes, db, url } = await cluster(3);
+    const [, watcher, third] = nodes;
+    let owner = nodes[0]!;
+    for (let round = 1; round <= KILLS; round++) {
+      const threadId = await owner.startThread();
+      const ownerSeqs = recordSeqs(owner, threadId);
+      const watcherSeqs = recordSeqs(watcher!, threadId);
+      await watcher!.client.request("thread/subscribe", { threadId, afterSeq: 0 });
+      const text = Array.from({ length: DELTAS }, (_, i) => `r${round}d${i} `);
+      model.enqueue({ kind: "response", text, chunkDelayMs: 1 });
+      model.enqueue({ kind: "response", text: `round ${round} carried on` });
+      const turnId = await owner.startTurn(threadId, "stream");
+      await watcher!.client.waitFor("item/agentMessage/delta", (p) => p.delta === text[DELTAS / 4], 20_000);
+
+      await owner.crashServer();
+      const end = await watcher!.client.turnEnd(turnId, 20_000);
+      assert.equal(end.method, "turn/completed", `round ${round}: ${JSON.stringify(end.params)}`);
+      const [cut, carried, ...more] = itemsOf(watcher!.completedItems(threadId), "agentMessage").map((i) => String(i.payload.text));
+      assert.ok(
+        cut && cut.length >= text.slice(0, DELTAS / 4 + 1).join("").length && text.join("").startsWith(cut),
+        `round ${round}: the cut message keeps what was streamed`,
+      );
+      assert.equal(carried, `round ${round} carried on`);
+      assert.deepEqual(more, []);
+
+      const logged = await loggedSeqs(db, threadId);
+      assert.deepEqual(
+        logged,
+        Array.from({ length: logged.length }, (_, i) => i + 1),
+        `round ${round}: seq is 1..N in the table`,
+      );
+      assertInOrder(ownerSeqs, logged, `round ${round}: the killed owner's client`);
+      assertInOrder(watcherSeqs, logged, `round ${round}: the watcher`);
+      // What the table holds, replayed to a client of the third node, is what the watcher got.
+      const replayed = recordSeqs(third!, threadId);
+      await third!.client.request("thread/subscribe", { threadId, afterSeq: 0 });
+      await eventually(async () => (replayed.at(-1) === watcherSeqs.at(-1) ? true : undefined), "the replay");
+      // (seq 1, the thread's start, the third node's client may have had already: it is broadcast)
+      const afterStart = (seqs: number[]): number[] => seqs.filter((seq) => seq > 1);
+      assert.deepEqual(afterStart(replayed), afterStart(watcherSeqs), `round ${round}: the watcher's events are the table's`);
+      await third!.client.request("thread/unsubscribe", { threadId });
+
+      // A new node takes the killed one's place.
+      owner = await startTypedHarness({ model, args: ["--store", url] });
+      open.push(owner);
+    }
   });
 
   it("with --failover fail, fails a killed owner's turn on another node (ownerLost), closing the cut message with its persisted text", async () => {

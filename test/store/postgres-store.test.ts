@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import type { Pool, PoolClient } from "pg";
 import { PostgresStore } from "../../src/store/postgres-store.js";
 import { POSTGRES_SCHEMA_VERSION, postgresPool } from "../../src/store/postgres-schema.js";
 import { openStore } from "../../src/store/sqlite-store.js";
@@ -168,6 +169,50 @@ describe("PostgreSQL store", { skip: postgresMissing() }, () => {
     } finally {
       await a.close();
       await b.close();
+    }
+  });
+
+  it("reads other nodes' commits in transaction order where the xid gains a digit (…998, 999, 1000…)", async () => {
+    const url = freshUrl();
+    const reader = await PostgresStore.open(url);
+    const [first, second] = [await postgresPool(url), await postgresPool(url)];
+    try {
+      const seen: number[] = [];
+      const both = new Promise<void>((resolve) =>
+        reader.onCommit((events) => {
+          for (const e of events) if (e.threadId === "tx") seen.push(e.seq);
+          if (seen.length >= 2) resolve();
+        }),
+      );
+      const xid = async (): Promise<number> =>
+        Number((await second.query<{ x: string }>("SELECT pg_current_xact_id()::text AS x")).rows[0]!.x);
+      // Each statement of the DO block commits on its own: one xid each.
+      const burnUntil = (target: number) =>
+        second.query(`DO $$ BEGIN WHILE pg_current_xact_id()::text::bigint < ${target} LOOP COMMIT; END LOOP; END $$`);
+      const boundary = 10 ** String((await xid()) + 10).length;
+      await burnUntil(boundary - 3);
+      const insert = (db: Pool | PoolClient, seq: number) =>
+        db.query<{ x: string }>(
+          `INSERT INTO events (thread_id, seq, type, ts, data) VALUES ('tx', $1, 'thread.renamed', now()::text, '{"displayName":"x"}') RETURNING xid::text AS x`,
+          [seq],
+        );
+      // seq 1 in a transaction below the boundary, held open while seq 2 commits above it: the
+      // reader can see neither before both have ended, and then sees both in one read.
+      const client = await first.connect();
+      await client.query("BEGIN");
+      const below = Number((await insert(client, 1)).rows[0]!.x);
+      await burnUntil(boundary);
+      const above = Number((await insert(second, 2)).rows[0]!.x);
+      await client.query("COMMIT");
+      client.release();
+      assert.ok(below < boundary && above >= boundary, `xids ${below} and ${above} straddle ${boundary}`);
+      await second.query("SELECT pg_notify('switchyard_events', '')");
+      await both;
+      assert.deepEqual(seen, [1, 2]);
+    } finally {
+      await reader.close();
+      await first.end();
+      await second.end();
     }
   });
 
