@@ -84,6 +84,24 @@ class Coalesced {
   }
 }
 
+/**
+ * A read or claim that failed because the database could not be reached (down, restarting,
+ * out of connections) becomes the retryable storageUnavailable; any other error (a bug) stays
+ * what it is.
+ */
+function unreachable(error: unknown): unknown {
+  const code = (error as { code?: unknown }).code;
+  const sqlState = typeof code === "string" && /^[0-9A-Z]{5}$/.test(code) ? code : undefined;
+  // SQLSTATE classes 08 (connection), 53 (resources), 57P (shut down, cannot connect now).
+  const lost = sqlState ? /^(08|53|57P)/.test(sqlState) : error instanceof Error && !(error instanceof RuntimeError);
+  if (!lost) return error;
+  return new RuntimeError(
+    "storageUnavailable",
+    `The database cannot be reached (${error instanceof Error ? error.message : String(error)}); try again.`,
+    { cause: sqlState ?? (typeof code === "string" ? code : "unreachable") },
+  );
+}
+
 interface WaitingCommand {
   resolve: (answer: { result: unknown }) => void;
   reject: (error: Error) => void;
@@ -378,7 +396,9 @@ export class PostgresStore implements Store {
 
   async acquire(threadId: string): Promise<boolean> {
     if (this.owned.has(threadId)) return true;
-    const client = await this.checkout();
+    const client = await this.checkout().catch((error: unknown) => {
+      throw unreachable(error);
+    });
     let failed = false;
     try {
       await client.query("BEGIN");
@@ -487,7 +507,11 @@ export class PostgresStore implements Store {
 
   private async rows<R extends object>(sql: string, params: unknown[] = []): Promise<R[]> {
     if (this.storage.available) await this.flush().catch(() => undefined);
-    return (await this.pool.query<R>(sql, params)).rows;
+    try {
+      return (await this.pool.query<R>(sql, params)).rows;
+    } catch (error) {
+      throw unreachable(error);
+    }
   }
 
   async getThread(threadId: string): Promise<Thread | undefined> {

@@ -9,6 +9,8 @@ import { CLI_PATH, tempDir } from "../support/server-process.js";
 import { postgresMissing, TestPostgres } from "../support/postgres.js";
 import { POSTGRES_SCHEMA_VERSION, postgresPool } from "../../src/store/postgres-schema.js";
 import { itemsOf, ModelScript, startTypedHarness } from "../support/typed-harness.js";
+import { eventually } from "../support/agentcraft.js";
+import type { RpcError } from "../../src/client/index.js";
 
 describe("app-server --store postgres://", { skip: postgresMissing() }, () => {
   let model: ModelScript;
@@ -90,6 +92,33 @@ describe("app-server --store postgres://", { skip: postgresMissing() }, () => {
       const read = (await h.client.readThread(threadId)).thread;
       assert.equal(itemsOf(read.turns![0]!.items!, "agentMessage")[0]!.payload.text, text.join(""));
       assert.match(h.serverLog(), /The database cannot be written/, "the outage was seen (and ridden out)");
+    } finally {
+      await h.close();
+    }
+  });
+
+  it("answers reads while the database is down with the retryable storageUnavailable, and serves them again once it is back", async () => {
+    const url = server.createDatabase(`e2e${++databases}`);
+    const h = await startTypedHarness({ model, args: ["--store", url] });
+    try {
+      const threadId = await h.startThread({ displayName: "kept" });
+      await server.down();
+      try {
+        for (const request of [() => h.client.readThread(threadId), () => h.client.request("thread/list", {})]) {
+          await assert.rejects(request(), (error: RpcError) => {
+            assert.equal(error.code, -32030);
+            assert.match(error.message, /database cannot be reached/);
+            return true;
+          });
+        }
+      } finally {
+        await server.up();
+      }
+      const read = await eventually(
+        async () => (await h.client.readThread(threadId).catch(() => undefined))?.thread,
+        "a read after the database is back",
+      );
+      assert.equal(read.displayName, "kept");
     } finally {
       await h.close();
     }

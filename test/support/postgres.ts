@@ -64,16 +64,7 @@ export class TestPostgres {
     const pg = new TestPostgres(bin, dir, await freePort(), asUser);
     const data = path.join(dir, "data");
     pg.run("initdb", ["-D", data, "-U", "postgres", "--auth=trust", "--no-sync", "-E", "UTF8", "--locale=C"]);
-    pg.run("pg_ctl", [
-      "-D",
-      data,
-      "-l",
-      path.join(dir, "log"),
-      "-w",
-      "-o",
-      `-p ${pg.port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off`,
-      "start",
-    ]);
+    pg.run("pg_ctl", ["-D", data, "-l", path.join(dir, "log"), "-w", "-o", pg.options(), "start"]);
     return pg;
   }
 
@@ -94,10 +85,27 @@ export class TestPostgres {
    * Restarts the server as an administrator would (fast shutdown: sessions are cut, commits
    * kept). Asynchronous, so this process (a fake model, a client) goes on meanwhile.
    */
-  async restart(): Promise<void> {
+  restart(): Promise<void> {
+    return this.pgCtl("restart");
+  }
+
+  /** Shuts the server down (fast) until `up`: the database is unreachable meanwhile. */
+  down(): Promise<void> {
+    return this.pgCtl("stop");
+  }
+
+  up(): Promise<void> {
+    return this.pgCtl("start", ["-o", this.options()]);
+  }
+
+  private async pgCtl(action: string, more: string[] = []): Promise<void> {
     const [command, ...prefix] = [...this.asUser, path.join(this.bin, "pg_ctl")];
-    const args = ["-D", path.join(this.dir, "data"), "-l", path.join(this.dir, "log"), "-m", "fast", "-w", "restart"];
+    const args = ["-D", path.join(this.dir, "data"), "-l", path.join(this.dir, "log"), "-m", "fast", "-w", ...more, action];
     await promisify(execFile)(command!, [...prefix, ...args], { cwd: this.dir });
+  }
+
+  private options(): string {
+    return `-p ${this.port} -k ${this.dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off`;
   }
 
   stop(): void {
