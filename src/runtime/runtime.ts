@@ -152,6 +152,8 @@ export class Runtime implements RuntimeApi {
   private readonly writing = new Map<string, Promise<unknown>>();
   private recovering: Promise<number> = Promise.resolve(0);
   private readonly slots: TurnSlots;
+  /** Set while this node takes turns other nodes offered. */
+  private takingOffers: Promise<void> | undefined;
 
   constructor(private readonly options: RuntimeOptions) {
     this.store = options.store;
@@ -197,6 +199,8 @@ export class Runtime implements RuntimeApi {
     }
     // A node of the cluster is gone: its unfinished turns are taken over here (continued or
     // failed, see `failover`), each by one node.
+    // Another node offered a turn waiting for a slot: this one may have a slot free.
+    this.store.onTurnOffered(() => this.takeOfferedTurns());
     this.store.onOrphans(() => {
       this.recover("ownerLost").catch((error: unknown) => this.log.error({ err: error }, "could not take over a lost node's turns"));
     });
@@ -788,12 +792,76 @@ export class Runtime implements RuntimeApi {
     const thread = await this.getThread(turn.threadId);
     if (this.backendSpecOf(thread).type !== "builtin" || thread.historyMode === "client" || this.active.has(thread.id)) return false;
     this.log.info({ threadId: thread.id, turnId: turn.id }, "continuing a turn whose node was lost");
-    this.run(thread, { ...turn, status: "running" }, { input: turn.input, ...(turn.model ? { model: turn.model } : {}) }, true);
+    this.run(thread, { ...turn, status: "running" }, { input: turn.input, ...(turn.model ? { model: turn.model } : {}) }, { resume: true });
     return true;
   }
 
-  /** Runs a turn that has started (or, with `resume`, one taken over) until it ends. */
-  private run(thread: Thread, turn: Turn, params: StartTurnParams, resume = false): void {
+  /**
+   * Waits for a slot to run the turn here (--max-running-turns). In a cluster, a turn that has
+   * to wait is also offered to the other nodes (when another node can run it: the built-in
+   * engine, with the history kept here); whichever has a slot first runs it. "moved": another
+   * node took it, and its thread.
+   */
+  private async slotFor(thread: Thread, active: ActiveTurn, params: StartTurnParams): Promise<"run" | "cancelled" | "moved"> {
+    if (this.slots.tryTake()) return "run";
+    const movable =
+      this.store.shared && this.backendSpecOf(thread).type === "builtin" && thread.historyMode !== "client" && !params.messages;
+    const { input, model, provider, thinking } = params;
+    const offered =
+      movable &&
+      (await this.store
+        .offerTurn({
+          threadId: thread.id,
+          turnId: active.turn.id,
+          workspacePath: thread.workspacePath,
+          params: { input, ...(model ? { model } : {}), ...(provider ? { provider } : {}), ...(thinking ? { thinking } : {}) },
+        })
+        .then(
+          () => true,
+          (error: unknown) => {
+            this.log.warn({ err: error, turnId: active.turn.id }, "could not offer a waiting turn to the cluster; it waits here");
+            return false;
+          },
+        ));
+    const granted = await this.slots.take(active.abort.signal);
+    if (offered && !(await this.store.withdrawTurn(active.turn.id))) {
+      if (granted) this.slots.release();
+      active.lost = true;
+      return "moved";
+    }
+    return granted ? "run" : "cancelled";
+  }
+
+  /** While this node has a slot free, runs turns that other nodes offered (see `slotFor`). */
+  private takeOfferedTurns(): void {
+    if (!this.store.shared || this.takingOffers) return;
+    this.takingOffers = (async () => {
+      while (this.slots.tryTake()) {
+        const taken = await this.takeOfferedTurn().catch((error: unknown) => {
+          this.slots.release();
+          throw error;
+        });
+        if (!taken) return this.slots.release();
+        this.log.info({ threadId: taken.thread.id, turnId: taken.turn.id }, "running a turn another node offered");
+        this.run(taken.thread, taken.turn, taken.params, { slotHeld: true });
+      }
+    })()
+      .catch((error: unknown) => this.log.warn({ err: error }, "could not take a turn another node offered"))
+      .finally(() => (this.takingOffers = undefined));
+  }
+
+  private async takeOfferedTurn(): Promise<{ thread: Thread; turn: Turn; params: StartTurnParams } | undefined> {
+    const offered = await this.store.takeOfferedTurn((workspacePath) => this.reaches(workspacePath));
+    if (!offered || this.active.has(offered.threadId)) return undefined;
+    const [thread, turn] = await Promise.all([this.store.getThread(offered.threadId), this.store.getTurn(offered.turnId)]);
+    return thread && turn?.status === "running" ? { thread, turn, params: offered.params } : undefined;
+  }
+
+  /**
+   * Runs a turn that has started until it ends: `resume`, one taken over from a lost node;
+   * `slotHeld`, one this node already has a slot for.
+   */
+  private run(thread: Thread, turn: Turn, params: StartTurnParams, how: { resume?: boolean; slotHeld?: boolean } = {}): void {
     const active: ActiveTurn = { turn, abort: new AbortController(), steering: [], waitingApprovals: 0, done: Promise.resolve() };
     this.active.set(thread.id, active);
     const parent = thread.metadata.parentThreadId;
@@ -803,11 +871,14 @@ export class Runtime implements RuntimeApi {
     // turn ends and leaves the thread idle: a failure here must not stay unhandled.
     active.done = new Promise<void>((resolve) => setImmediate(resolve))
       .then(async (): Promise<TurnOutcome> => {
-        if (!(await this.slots.take(active.abort.signal))) return { status: "cancelled", reason: "interrupted" };
+        const slot = how.slotHeld ? "run" : await this.slotFor(thread, active, params);
+        if (slot === "moved") return { status: "cancelled", reason: "moved to another node" }; // recorded there, not here
+        if (slot === "cancelled") return { status: "cancelled", reason: "interrupted" };
         try {
-          return await this.execute(thread, active, params, resume);
+          return await this.execute(thread, active, params, how.resume ?? false);
         } finally {
           this.slots.release();
+          this.takeOfferedTurns();
         }
       })
       .catch((error: unknown): TurnOutcome => ({ status: "failed", error: { code: "internal", message: String(error) } }))

@@ -8,14 +8,19 @@ export class TurnSlots {
   /** `max` undefined: no limit. */
   constructor(private readonly max: number | undefined) {}
 
+  /** Takes a slot if one is free now. */
+  tryTake(): boolean {
+    if (this.max === undefined) return true;
+    if (this.running >= this.max) return false;
+    this.running++;
+    return true;
+  }
+
   /** Resolves true once the turn may run; false when `signal` aborts first (interrupted while it waited). */
   take(signal: AbortSignal): Promise<boolean> {
     if (this.max === undefined) return Promise.resolve(true);
     if (signal.aborted) return Promise.resolve(false);
-    if (this.running < this.max) {
-      this.running++;
-      return Promise.resolve(true);
-    }
+    if (this.tryTake()) return Promise.resolve(true);
     return new Promise((resolve) => {
       const grant = (): void => {
         signal.removeEventListener("abort", cancel);

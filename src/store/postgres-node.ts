@@ -12,6 +12,8 @@ const NODE_LOCK_CLASS = 0x5377_7964; // "Swyd"
 export const FEED_CHANNEL = "switchyard_events";
 /** Commands forwarded to a thread's owner, and their answers. */
 export const COMMAND_CHANNEL = "switchyard_commands";
+/** A node offered a turn waiting for a slot. */
+export const TURN_CHANNEL = "switchyard_turns";
 export const DEFAULT_LEASE_TTL_MS = 10_000;
 /** How often the feed is polled without a notification, and peers are checked. */
 const TICK_MS = 1_000;
@@ -30,6 +32,8 @@ export interface NodeEvents {
   onFeed(): void;
   /** A command, or a command's answer, may be waiting (a notification, or the poll). */
   onCommands(): void;
+  /** A turn may be waiting for a node with a free slot (a notification, or the poll). */
+  onTurnOffered(): void;
   /** Turns of a peer that is gone are unfinished: their threads can be claimed. */
   onPeerGone(): void;
   onError(err: unknown): void;
@@ -77,13 +81,17 @@ export class PostgresNode {
       throw error;
     });
     await control.query("SELECT pg_advisory_lock($1, $2)", [NODE_LOCK_CLASS, num]);
-    await control.query(`LISTEN ${FEED_CHANNEL}; LISTEN ${COMMAND_CHANNEL}`);
+    await control.query(`LISTEN ${FEED_CHANNEL}; LISTEN ${COMMAND_CHANNEL}; LISTEN ${TURN_CHANNEL}`);
     return control;
   }
 
   private watch(): void {
     this.control.removeAllListeners("error");
-    this.control.on("notification", (message) => (message.channel === FEED_CHANNEL ? this.events.onFeed() : this.events.onCommands()));
+    this.control.on("notification", (message) => {
+      if (message.channel === FEED_CHANNEL) this.events.onFeed();
+      else if (message.channel === TURN_CHANNEL) this.events.onTurnOffered();
+      else this.events.onCommands();
+    });
     // The lock went with the connection (the database restarted, the network broke): the next
     // beat takes it again. Meanwhile peers may find this node gone and take its running threads;
     // its commits to those are then refused (fenced), so it need not let go of anything here.
@@ -119,6 +127,7 @@ export class PostgresNode {
       }
       this.events.onFeed();
       this.events.onCommands();
+      this.events.onTurnOffered();
       await this.pool.query(
         `UPDATE nodes SET stopped_at = now() WHERE stopped_at IS NULL AND num <> $1 AND NOT ${nodeAlive("nodes.num", this.leaseTtlMs)}`,
         [this.num],

@@ -114,6 +114,19 @@ CREATE TABLE thread_commands (
 );
 CREATE INDEX thread_commands_pending ON thread_commands(thread_id, created_at) WHERE applied_at IS NULL;
 `,
+  // 4: started turns waiting for a slot (--max-running-turns) on their node, offered to any node
+  // with one free; a node takes one with FOR UPDATE SKIP LOCKED.
+  `
+CREATE TABLE turn_queue (
+  turn_id        TEXT        PRIMARY KEY,
+  thread_id      TEXT        NOT NULL,
+  node           INTEGER     NOT NULL,
+  workspace_path TEXT        NOT NULL,
+  params         TEXT        NOT NULL,
+  queued_at      TIMESTAMPTZ NOT NULL DEFAULT now()
+);
+CREATE INDEX turn_queue_order ON turn_queue(queued_at);
+`,
 ];
 
 /** The schema version this binary writes. */

@@ -11,7 +11,7 @@
 // from transactions that have all ended (below the snapshot's xmin): none can commit behind it.
 import type { Pool, PoolClient } from "pg";
 import { migratePostgres, postgresPool } from "./postgres-schema.js";
-import { COMMAND_CHANNEL, DEFAULT_LEASE_TTL_MS, FEED_CHANNEL, nodeAlive, PostgresNode } from "./postgres-node.js";
+import { COMMAND_CHANNEL, DEFAULT_LEASE_TTL_MS, FEED_CHANNEL, nodeAlive, PostgresNode, TURN_CHANNEL } from "./postgres-node.js";
 import { newId } from "../ids.js";
 import { RuntimeError } from "../domain/errors.js";
 import type { EventType, NewEvent, RuntimeEvent } from "../domain/events.js";
@@ -30,7 +30,7 @@ import {
   type ThreadRow,
   type TurnRow,
 } from "./rows.js";
-import type { StorageStatus, Store, StoredItemJson, ThreadCommand, ThreadFilter, ThreadPage } from "./store.js";
+import type { OfferedTurn, StorageStatus, Store, StoredItemJson, ThreadCommand, ThreadFilter, ThreadPage } from "./store.js";
 
 const THREAD_SELECT = `SELECT ${THREAD_COLUMNS} FROM threads`;
 const TURN_COLUMNS = "id, thread_id, status, started_at, completed_at, token_usage, error, input, model, cancel_reason, diff";
@@ -134,6 +134,7 @@ export class PostgresStore implements Store {
   private readonly owned = new Map<string, { epoch: number; fromSeq: number; head: number }>();
   private readonly lostListeners: Array<(threadId: string) => void> = [];
   private readonly orphanListeners: Array<() => void> = [];
+  private readonly turnOfferListeners: Array<() => void> = [];
   /** The last feed event read: (xid, gid). */
   private cursor: { xid: string; gid: number };
   private readonly feed = new Coalesced(() => this.readFeed());
@@ -164,6 +165,7 @@ export class PostgresStore implements Store {
         onFeed: () => void store.feed.run().catch(onError),
         onCommands: () => void store.commands.run().catch(onError),
         onPeerGone: () => store.orphanListeners.forEach((listener) => listener()),
+        onTurnOffered: () => store.turnOfferListeners.forEach((listener) => listener()),
         onError,
       });
       return store;
@@ -413,17 +415,9 @@ export class PostgresStore implements Store {
         await client.query("ROLLBACK");
         return false;
       }
-      // A claim always moves the epoch on, also over this node's own earlier claim: writes it
-      // made before it lost the thread can never land after.
-      const claimed = await client.query<{ epoch: number }>(
-        `INSERT INTO thread_owners (thread_id, node, epoch) VALUES ($1, $2, 1)
-         ON CONFLICT (thread_id) DO UPDATE SET node = excluded.node, epoch = thread_owners.epoch + 1, claimed_at = now()
-         RETURNING epoch`,
-        [threadId, this.node.num],
-      );
-      const head = await client.query<{ seq: number }>("SELECT coalesce(max(seq), 0) AS seq FROM events WHERE thread_id = $1", [threadId]);
+      const claim = await this.claim(client, threadId);
       await client.query("COMMIT");
-      this.owned.set(threadId, { epoch: claimed.rows[0]!.epoch, fromSeq: head.rows[0]!.seq, head: head.rows[0]!.seq });
+      this.owned.set(threadId, claim);
       return true;
     } catch (error) {
       await client.query("ROLLBACK").catch(() => undefined);
@@ -432,6 +426,85 @@ export class PostgresStore implements Store {
     } finally {
       client.release(failed);
     }
+  }
+
+  /**
+   * Claims a thread in the caller's transaction; it is this node's once that commits. A claim
+   * always moves the epoch on, also over this node's own earlier claim: writes it made before
+   * it lost the thread can never land after.
+   */
+  private async claim(client: PoolClient, threadId: string): Promise<{ epoch: number; fromSeq: number; head: number }> {
+    const claimed = await client.query<{ epoch: number }>(
+      `INSERT INTO thread_owners (thread_id, node, epoch) VALUES ($1, $2, 1)
+       ON CONFLICT (thread_id) DO UPDATE SET node = excluded.node, epoch = thread_owners.epoch + 1, claimed_at = now()
+       RETURNING epoch`,
+      [threadId, this.node.num],
+    );
+    const head = await client.query<{ seq: number }>("SELECT coalesce(max(seq), 0) AS seq FROM events WHERE thread_id = $1", [threadId]);
+    return { epoch: claimed.rows[0]!.epoch, fromSeq: head.rows[0]!.seq, head: head.rows[0]!.seq };
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // The turn queue
+
+  async offerTurn(turn: OfferedTurn): Promise<void> {
+    await this.pool.query(
+      "INSERT INTO turn_queue (turn_id, thread_id, node, workspace_path, params) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
+      [turn.turnId, turn.threadId, this.node.num, turn.workspacePath, JSON.stringify(turn.params)],
+    );
+    await this.pool.query("SELECT pg_notify($1, '')", [TURN_CHANNEL]);
+  }
+
+  async withdrawTurn(turnId: string): Promise<boolean> {
+    // Waits for a node that is taking it (its row lock) to commit: then the row is gone.
+    const { rowCount } = await this.pool.query("DELETE FROM turn_queue WHERE turn_id = $1", [turnId]);
+    return rowCount === 1;
+  }
+
+  async takeOfferedTurn(reaches: (workspacePath: string) => boolean): Promise<OfferedTurn | undefined> {
+    const client = await this.checkout();
+    let failed = false;
+    try {
+      await client.query("BEGIN");
+      // Offers whose node no longer owns the thread or whose turn ended are stale (the node died
+      // and its turn was taken over): dropped. The rest, oldest first, skipping those another
+      // node is taking.
+      await client.query(
+        `DELETE FROM turn_queue q WHERE NOT EXISTS (
+           SELECT 1 FROM thread_owners o JOIN turns t ON t.thread_id = o.thread_id
+           WHERE o.thread_id = q.thread_id AND o.node = q.node AND t.id = q.turn_id AND t.status = 'running')`,
+      );
+      const { rows } = await client.query<{ turn_id: string; thread_id: string; workspace_path: string; params: string }>(
+        `SELECT turn_id, thread_id, workspace_path, params FROM turn_queue WHERE node <> $1
+         ORDER BY queued_at FOR UPDATE SKIP LOCKED LIMIT 20`,
+        [this.node.num],
+      );
+      const row = rows.find((r) => reaches(r.workspace_path));
+      if (!row) {
+        await client.query("ROLLBACK");
+        return undefined;
+      }
+      await client.query("DELETE FROM turn_queue WHERE turn_id = $1", [row.turn_id]);
+      const claim = await this.claim(client, row.thread_id);
+      await client.query("COMMIT");
+      this.owned.set(row.thread_id, claim);
+      return {
+        turnId: row.turn_id,
+        threadId: row.thread_id,
+        workspacePath: row.workspace_path,
+        params: JSON.parse(row.params) as OfferedTurn["params"],
+      };
+    } catch (error) {
+      await client.query("ROLLBACK").catch(() => undefined);
+      failed = true;
+      throw unreachable(error);
+    } finally {
+      client.release(failed);
+    }
+  }
+
+  onTurnOffered(listener: () => void): void {
+    this.turnOfferListeners.push(listener);
   }
 
   /**

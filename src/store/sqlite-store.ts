@@ -423,6 +423,21 @@ export class SqliteStore implements Store {
 
   onCommand(): void {}
 
+  /** One process: nobody else to run a waiting turn. */
+  offerTurn(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  withdrawTurn(): Promise<boolean> {
+    return Promise.resolve(true);
+  }
+
+  takeOfferedTurn(): Promise<undefined> {
+    return Promise.resolve(undefined);
+  }
+
+  onTurnOffered(): void {}
+
   onStorageStatus(listener: (status: StorageStatus) => void): void {
     this.statusListeners.push(listener);
   }

@@ -2,6 +2,7 @@
 // approval rules). Derived tables can always be rebuilt by replaying the log.
 import type { EventType, NewEvent, RuntimeEvent } from "../domain/events.js";
 import type { ApprovalDecision, InputPart, Item, ItemType, Thread, ThreadStatus, TokenUsage, Turn } from "../domain/model.js";
+import type { ThinkingMode } from "../providers/provider.js";
 
 export interface ThreadFilter {
   userId?: string;
@@ -43,6 +44,15 @@ export type ThreadCommand =
   /** This process's clients are being asked an approval the turn requested. */
   | { kind: "approvalSeen"; requestId: string }
   | { kind: "approve"; requestId: string; decision: ApprovalDecision };
+
+/** A started turn waiting for a slot, as it is offered to other processes. */
+export interface OfferedTurn {
+  threadId: string;
+  turnId: string;
+  workspacePath: string;
+  /** What the turn runs with (its input and model choice). */
+  params: { input: InputPart[]; model?: string; provider?: string; thinking?: ThinkingMode };
+}
 
 export interface Store {
   /** Whether other processes write this store too (a cluster): their clients may answer this one's turns. */
@@ -91,6 +101,17 @@ export interface Store {
   forward(threadId: string, command: ThreadCommand): Promise<{ result: unknown } | undefined>;
   /** Answers the commands other processes forward to the turns this one runs. */
   onCommand(handler: (threadId: string, command: ThreadCommand) => Promise<unknown>): void;
+
+  // The turn queue. A started turn waiting for a slot (--max-running-turns) here is offered to
+  // the other processes; one with a slot free takes it, with its thread. One process: no-ops.
+  /** Offers a started turn that waits here for a slot. */
+  offerTurn(turn: OfferedTurn): Promise<void>;
+  /** Takes an offered turn back, to run it here: false when another process took it (and its thread). */
+  withdrawTurn(turnId: string): Promise<boolean>;
+  /** Takes the longest-offered turn of another process whose workspace `reaches` accepts, claiming its thread. */
+  takeOfferedTurn(reaches: (workspacePath: string) => boolean): Promise<OfferedTurn | undefined>;
+  /** Called when another process may have offered a turn (a notification, or a periodic look). */
+  onTurnOffered(listener: () => void): void;
 
   // Reads see every event appended before them (they wait for the buffered ones to commit).
   getThread(threadId: string): Promise<Thread | undefined>;

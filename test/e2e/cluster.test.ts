@@ -416,6 +416,37 @@ describe("a cluster: several app-servers on one PostgreSQL", { skip: postgresMis
     assert.equal((await owner!.runTurn(threadId, "again")).method, "turn/completed");
   });
 
+  it("offers a turn over a node's --max-running-turns to a node with a slot free, which runs it", async () => {
+    const {
+      nodes: [busy],
+      db,
+    } = await cluster(2, ["--max-running-turns", "1"]);
+    const [first, second] = [await busy!.startThread(), await busy!.startThread()];
+    model.enqueue({ kind: "response", text: ["holding "], holdOpen: true });
+    const firstTurn = await busy!.startTurn(first, "hold the only slot");
+    await busy!.client.waitFor("item/agentMessage/delta", (p) => p.threadId === first, 10_000);
+
+    model.enqueue({ kind: "response", text: "ran elsewhere" });
+    const secondTurn = await busy!.startTurn(second, "wait for a slot");
+    const end = await busy!.client.turnEnd(secondTurn, 20_000);
+    assert.equal(end.method, "turn/completed");
+    assert.deepEqual(
+      itemsOf(busy!.completedItems(second), "agentMessage").map((i) => i.payload.text),
+      ["ran elsewhere"],
+    );
+    const writers = async (threadId: string): Promise<number[]> =>
+      (
+        await db.query<{ writer: number }>("SELECT DISTINCT writer FROM events WHERE thread_id = $1 AND type = 'item.started'", [threadId])
+      ).rows.map((r) => r.writer);
+    const [firstWriters, secondWriters] = [await writers(first), await writers(second)];
+    assert.equal(secondWriters.length, 1);
+    assert.notDeepEqual(secondWriters, firstWriters, "the second turn ran on the other node");
+    assert.equal((await db.query("SELECT * FROM turn_queue")).rowCount, 0, "the offer was taken");
+
+    await busy!.client.request("turn/interrupt", { threadId: first });
+    assert.equal((await busy!.client.turnEnd(firstTurn)).method, "turn/cancelled");
+  });
+
   it("runs and takes over only threads whose workspace a node reaches (--workspace-root)", async () => {
     const elsewhere = tempDir("elsewhere");
     const {
