@@ -84,6 +84,18 @@ class Coalesced {
   }
 }
 
+/** The parameters $1..$6 of an insert of a batch into `events`. */
+function eventColumns(batch: PendingEvent[], writer: number): unknown[] {
+  return [
+    batch.map((p) => p.event.threadId),
+    batch.map((p) => p.event.seq),
+    batch.map((p) => p.event.type),
+    batch.map((p) => p.event.ts),
+    batch.map((p) => p.data),
+    writer,
+  ];
+}
+
 /**
  * A read or claim that failed because the database could not be reached (down, restarting,
  * out of connections) becomes the retryable storageUnavailable; any other error (a bug) stays
@@ -227,29 +239,15 @@ export class PostgresStore implements Store {
         batch = batch.concat(this.pending);
         this.pending = [];
         if (batch.length === 0) return;
-        await client.query("BEGIN");
-        const fenced = await this.fence(client, batch);
+        const writes = batch.map((p) => projectEvent(p.event));
+        const fenced = writes.every((w) => w.length === 0)
+          ? await this.writeLogOnly(client, batch)
+          : await this.writeAll(client, batch, writes);
         if (fenced.length === 0) break;
         // Another node took these threads: their events are dropped, the rest is committed.
-        await client.query("ROLLBACK");
         for (const threadId of fenced) this.lose(threadId);
         batch = batch.filter((p) => this.owned.has(p.event.threadId));
       }
-      await client.query(
-        `INSERT INTO events (thread_id, seq, type, ts, data, writer)
-         SELECT *, $6::int FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[])`,
-        [
-          batch.map((p) => p.event.threadId),
-          batch.map((p) => p.event.seq),
-          batch.map((p) => p.event.type),
-          batch.map((p) => p.event.ts),
-          batch.map((p) => p.data),
-          this.node.num,
-        ],
-      );
-      for (const { event } of batch) for (const write of projectEvent(event)) await applyWrite(client, write);
-      await client.query("SELECT pg_notify($1, '')", [FEED_CHANNEL]); // one per commit, sent when it commits
-      await client.query("COMMIT");
     } catch (error) {
       await client?.query("ROLLBACK").catch(() => undefined);
       client?.release(true); // its connection may be what failed: not reused
@@ -264,6 +262,54 @@ export class PostgresStore implements Store {
     if (!this.storage.available) this.setStorage({ available: true });
     const events = batch.map((p) => p.event);
     for (const listener of this.commitListeners) listener(events);
+  }
+
+  /**
+   * Commits a batch with its projection writes, in one transaction; returns the threads it was
+   * fenced from (then nothing is committed).
+   */
+  private async writeAll(client: PoolClient, batch: PendingEvent[], writes: ProjectionWrite[][]): Promise<string[]> {
+    await client.query("BEGIN");
+    const fenced = await this.fence(client, batch);
+    if (fenced.length > 0) {
+      await client.query("ROLLBACK");
+      return fenced;
+    }
+    await client.query(
+      `INSERT INTO events (thread_id, seq, type, ts, data, writer)
+       SELECT *, $6::int FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[])`,
+      eventColumns(batch, this.node.num),
+    );
+    for (const write of writes.flat()) await applyWrite(client, write);
+    await client.query("SELECT pg_notify($1, '')", [FEED_CHANNEL]); // one per commit, sent when it commits
+    await client.query("COMMIT");
+    return [];
+  }
+
+  /**
+   * Commits a batch that only adds to the log (deltas, mostly: what a streaming turn writes) in
+   * one statement, one round trip: the epoch check, the insert and the notification, which a
+   * transaction of its own takes five. Returns the threads it was fenced from (then nothing is
+   * committed).
+   */
+  private async writeLogOnly(client: PoolClient, batch: PendingEvent[]): Promise<string[]> {
+    const epochs = new Map(batch.map((p) => [p.event.threadId, p.epoch]));
+    const { rows } = await client.query<{ fenced: string[] }>(
+      `WITH claimed AS (SELECT * FROM unnest($7::text[], $8::bigint[]) AS c(thread_id, epoch)),
+            held AS (
+              SELECT o.thread_id FROM thread_owners o JOIN claimed c ON o.thread_id = c.thread_id AND o.epoch = c.epoch
+              WHERE o.node = $6 FOR SHARE OF o),
+            fenced AS (SELECT thread_id FROM claimed WHERE thread_id NOT IN (SELECT thread_id FROM held)),
+            inserted AS (
+              INSERT INTO events (thread_id, seq, type, ts, data, writer)
+              SELECT *, $6::int FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[])
+              WHERE NOT EXISTS (SELECT 1 FROM fenced)
+              RETURNING 1)
+       SELECT array(SELECT thread_id FROM fenced) AS fenced,
+              CASE WHEN EXISTS (SELECT 1 FROM inserted) THEN pg_notify('${FEED_CHANNEL}', '') END AS notified`,
+      [...eventColumns(batch, this.node.num), [...epochs.keys()], [...epochs.values()]],
+    );
+    return rows[0]!.fenced;
   }
 
   /**

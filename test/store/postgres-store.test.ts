@@ -143,12 +143,19 @@ describe("PostgreSQL store", { skip: postgresMissing() }, () => {
         }),
       );
       a.append({ type: "thread.created", threadId: "t1", data: { thread: makeThread("t1") } });
+      a.append({ type: "thread.created", threadId: "t2", data: { thread: makeThread("t2") } });
       await a.flush();
 
       assert.equal(await b.acquire("t1"), true, "an idle thread moves to the node that asks");
+      assert.equal(await b.acquire("t2"), true);
+      // Both ways a batch commits: with projection writes (a rename), and to the log only (a delta).
+      a.append({ type: "item.delta", threadId: "t2", data: { turnId: "u", itemId: "i", kind: "agentMessage", delta: "stale" } });
+      await a.flush();
+      assert.deepEqual(lost, ["t2"]);
       a.append({ type: "thread.renamed", threadId: "t1", data: { displayName: "stale" } });
       await a.flush();
-      assert.deepEqual(lost, ["t1"]);
+      assert.deepEqual(lost, ["t2", "t1"]);
+      assert.deepEqual(await b.eventsAfter("t2", 1), [], "the fenced delta was not committed");
       assert.throws(() => a.append({ type: "thread.renamed", threadId: "t1", data: { displayName: "later" } }), { code: "notOwner" });
 
       b.append({ type: "thread.renamed", threadId: "t1", data: { displayName: "fresh" } });
