@@ -15,7 +15,7 @@ import type {
   Turn,
 } from "../domain/model.js";
 import type { ListedModel } from "../providers/model-catalog.js";
-import type { StorageStatus, StoredItemJson, ThreadFilter, ThreadPage } from "../store/store.js";
+import type { StorageStatus, Store, StoredItemJson, ThreadFilter, ThreadPage } from "../store/store.js";
 import type { AnyTool, ToolEnvironment } from "../tools/tool.js";
 import type { Approver } from "./approvals.js";
 import type { ModelSelection, RuntimeListener, StartThreadParams, StartTurnParams } from "./runtime.js";
@@ -107,6 +107,13 @@ export interface RuntimeApi {
      */
     offerPending(threadId: string): void;
   };
+
+  // ---- face logs ----
+  /**
+   * Append-only, hash-chained logs a face keeps beside the threads (an AgentCompany run's
+   * events), in the server's store: every process of a cluster reads the same. See Store.
+   */
+  readonly logs: Pick<Store, "appendToLog" | "readLog">;
 
   // ---- discovery ----
   listModels(): Promise<ListedModel[]>;

@@ -132,6 +132,7 @@ export type { RuntimeListener } from "./delivery.js";
 
 export class Runtime implements RuntimeApi {
   readonly approvals: ApprovalBroker;
+  readonly logs: Pick<Store, "appendToLog" | "readLog">;
   readonly workspace: WorkspaceResources;
   readonly automation: { cron: CronService; heartbeat: HeartbeatService; channels: ChannelRunner };
   /** Running turns by thread id (at most one per thread). */
@@ -160,6 +161,10 @@ export class Runtime implements RuntimeApi {
     this.log = options.logger;
     this.workspace = options.workspace;
     this.slots = new TurnSlots(options.maxRunningTurns);
+    this.logs = {
+      appendToLog: (log, records) => this.store.appendToLog(log, records),
+      readLog: (log, after) => this.store.readLog(log, after),
+    };
     this.approvals = new ApprovalBroker((threadId) => this.lineage(threadId), this.store.shared ? REMOTE_APPROVAL_WINDOW_MS : undefined);
     const cron = new CronService(this, options.cronFile, this.log);
     this.automation = {

@@ -127,6 +127,19 @@ CREATE TABLE turn_queue (
 );
 CREATE INDEX turn_queue_order ON turn_queue(queued_at);
 `,
+  // 5: logs faces keep beside the threads (an AgentCompany run's events): one chain per log, a
+  // prev_hash is followed once.
+  `
+CREATE TABLE face_logs (
+  log       TEXT   NOT NULL,
+  seq       BIGINT NOT NULL,
+  prev_hash TEXT,
+  hash      TEXT   NOT NULL,
+  body      TEXT   NOT NULL,
+  PRIMARY KEY (log, seq),
+  UNIQUE (log, prev_hash)
+);
+`,
 ];
 
 /** The schema version this binary writes. */

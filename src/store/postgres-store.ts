@@ -30,7 +30,17 @@ import {
   type ThreadRow,
   type TurnRow,
 } from "./rows.js";
-import type { OfferedTurn, StorageStatus, Store, StoredItemJson, ThreadCommand, ThreadFilter, ThreadPage } from "./store.js";
+import {
+  LogConflictError,
+  type LogRecord,
+  type OfferedTurn,
+  type StorageStatus,
+  type Store,
+  type StoredItemJson,
+  type ThreadCommand,
+  type ThreadFilter,
+  type ThreadPage,
+} from "./store.js";
 
 const THREAD_SELECT = `SELECT ${THREAD_COLUMNS} FROM threads`;
 const TURN_COLUMNS = "id, thread_id, status, started_at, completed_at, token_usage, error, input, model, cancel_reason, diff";
@@ -551,6 +561,28 @@ export class PostgresStore implements Store {
 
   onTurnOffered(listener: () => void): void {
     this.turnOfferListeners.push(listener);
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Face logs
+
+  async appendToLog(log: string, records: LogRecord[]): Promise<void> {
+    try {
+      await this.pool.query(
+        "INSERT INTO face_logs (log, seq, prev_hash, hash, body) SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[])",
+        [log, records.map((r) => r.seq), records.map((r) => r.prevHash), records.map((r) => r.hash), records.map((r) => r.body)],
+      );
+    } catch (error) {
+      throw (error as { code?: unknown }).code === "23505" ? new LogConflictError(log) : unreachable(error); // unique_violation
+    }
+  }
+
+  async readLog(log: string, afterSeq = 0): Promise<LogRecord[]> {
+    const rows = await this.rows<{ seq: string; prev_hash: string | null; hash: string; body: string }>(
+      "SELECT seq, prev_hash, hash, body FROM face_logs WHERE log = $1 AND seq > $2 ORDER BY seq",
+      [log, afterSeq],
+    );
+    return rows.map((r) => ({ seq: Number(r.seq), prevHash: r.prev_hash, hash: r.hash, body: r.body }));
   }
 
   /**

@@ -7,7 +7,15 @@ import path from "node:path";
 import { RuntimeError } from "../domain/errors.js";
 import type { DeltaKind, EventType, NewEvent, RuntimeEvent } from "../domain/events.js";
 import type { ItemType, Item, Thread, TokenUsage, Turn } from "../domain/model.js";
-import type { Store, StorageStatus, StoredItemJson, ThreadFilter, ThreadPage } from "./store.js";
+import {
+  LogConflictError,
+  type LogRecord,
+  type Store,
+  type StorageStatus,
+  type StoredItemJson,
+  type ThreadFilter,
+  type ThreadPage,
+} from "./store.js";
 import { BLOBS_SCHEMA, BlobStore, hydrated } from "./blobs.js";
 import { projectEvent, type ThreadColumn } from "./projection.js";
 import {
@@ -109,6 +117,20 @@ ALTER TABLE items ADD COLUMN type TEXT NOT NULL DEFAULT '';
 UPDATE items SET type = json_extract(data, '$.type');
 `;
 
+// v5: logs a face keeps beside the threads (an AgentCompany run's events): not a projection.
+// One chain per log: a prev_hash is followed once.
+const FACE_LOGS_SCHEMA = `
+CREATE TABLE face_logs (
+  log       TEXT    NOT NULL,
+  seq       INTEGER NOT NULL,
+  prev_hash TEXT,
+  hash      TEXT    NOT NULL,
+  body      TEXT    NOT NULL,
+  PRIMARY KEY (log, seq),
+  UNIQUE (log, prev_hash)
+) WITHOUT ROWID;
+`;
+
 // v3: threads remember the external agent session their backend continues.
 const SCHEMA_V3 = `ALTER TABLE threads ADD COLUMN backend_session TEXT;`;
 
@@ -117,6 +139,7 @@ const MIGRATIONS: ReadonlyArray<(db: Database.Database) => void> = [
   (db) => db.exec(SCHEMA_V2),
   (db) => db.exec(SCHEMA_V3),
   (db) => db.exec(BLOBS_SCHEMA), // v4: large inline images, once each (blobs.ts)
+  (db) => db.exec(FACE_LOGS_SCHEMA), // v5: logs faces keep beside the threads
 ];
 
 function migrate(db: Database.Database): void {
@@ -244,6 +267,12 @@ function prepareStatements(db: Database.Database) {
     ),
     lastSeq: db.prepare<[string], { seq: number }>("SELECT MAX(seq) AS seq FROM events WHERE thread_id = ?"),
     hasRule: db.prepare<[string, string], number>("SELECT 1 FROM approval_rules WHERE workspace_path = ? AND scope_key = ?").pluck(),
+    appendLog: db.prepare<[string, number, string | null, string, string]>(
+      "INSERT INTO face_logs (log, seq, prev_hash, hash, body) VALUES (?, ?, ?, ?, ?)",
+    ),
+    readLog: db.prepare<[string, number], LogRecord>(
+      "SELECT seq, prev_hash AS prevHash, hash, body FROM face_logs WHERE log = ? AND seq > ? ORDER BY seq",
+    ),
     replayPage: db.prepare<[number, number], EventRow>(
       `SELECT seq, thread_id, type, ts, ${hydrated("data")} AS data FROM events WHERE seq > ? AND type <> 'item.delta'
        ORDER BY seq LIMIT ?`,
@@ -437,6 +466,24 @@ export class SqliteStore implements Store {
   }
 
   onTurnOffered(): void {}
+
+  appendToLog(log: string, records: LogRecord[]): Promise<void> {
+    try {
+      this.db.transaction(() => {
+        for (const r of records) this.stmts.appendLog.run(log, r.seq, r.prevHash, r.hash, r.body);
+      })();
+      return Promise.resolve();
+    } catch (error) {
+      const code = (error as { code?: unknown }).code;
+      return Promise.reject(
+        code === "SQLITE_CONSTRAINT_PRIMARYKEY" || code === "SQLITE_CONSTRAINT_UNIQUE" ? new LogConflictError(log) : error,
+      );
+    }
+  }
+
+  readLog(log: string, afterSeq = 0): Promise<LogRecord[]> {
+    return Promise.resolve(this.stmts.readLog.all(log, afterSeq));
+  }
 
   onStorageStatus(listener: (status: StorageStatus) => void): void {
     this.statusListeners.push(listener);

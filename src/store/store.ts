@@ -45,6 +45,25 @@ export type ThreadCommand =
   | { kind: "approvalSeen"; requestId: string }
   | { kind: "approve"; requestId: string; decision: ApprovalDecision };
 
+/**
+ * One record of a log a face keeps beside the threads (an AgentCompany run's event): its text
+ * and its place in the log's hash chain, which the writer computes.
+ */
+export interface LogRecord {
+  seq: number;
+  prevHash: string | null;
+  hash: string;
+  body: string;
+}
+
+/** A face log's record was refused: another writer appended at its place (see Store.appendToLog). */
+export class LogConflictError extends Error {
+  constructor(readonly log: string) {
+    super(`Another writer appended to log ${log} first: its hash chain would fork.`);
+    this.name = "LogConflictError";
+  }
+}
+
 /** A started turn waiting for a slot, as it is offered to other processes. */
 export interface OfferedTurn {
   threadId: string;
@@ -112,6 +131,16 @@ export interface Store {
   takeOfferedTurn(reaches: (workspacePath: string) => boolean): Promise<OfferedTurn | undefined>;
   /** Called when another process may have offered a turn (a notification, or a periodic look). */
   onTurnOffered(listener: () => void): void;
+
+  // Logs a face keeps beside the threads (an AgentCompany run's hash-chained events): append-
+  // only, shared by every process of the store. Not projections: `rebuild()` leaves them be.
+  /**
+   * Appends records after the log's last, in one transaction. Rejects (logConflict) when one's
+   * seq or prevHash is in the log already: another writer appended first, so the chain forked.
+   */
+  appendToLog(log: string, records: LogRecord[]): Promise<void>;
+  /** The log's records with seq > afterSeq, oldest first. */
+  readLog(log: string, afterSeq?: number): Promise<LogRecord[]>;
 
   // Reads see every event appended before them (they wait for the buffered ones to commit).
   getThread(threadId: string): Promise<Thread | undefined>;

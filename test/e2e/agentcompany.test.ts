@@ -6,7 +6,7 @@ import { appendFileSync, existsSync, readFileSync, rmSync, writeFileSync } from 
 import { fileURLToPath } from "node:url";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
-import { RunLog } from "../../src/faces/agentcompany/run-log.js";
+import { hashOf, RunLog } from "../../src/faces/agentcompany/run-log.js";
 import { ServerProcess, tempDir } from "../support/server-process.js";
 import { FakeModelServer } from "../support/fake-model-server.js";
 import { modelEnv } from "../support/harness.js";
@@ -407,6 +407,32 @@ describe("agentcompany with a real external agent", { skip: noClaude }, () => {
     } finally {
       await server.kill();
       await fake.close();
+    }
+  });
+});
+
+describe("a run's log in the server's store", () => {
+  it("is kept beside events.jsonl: a file rewritten with a valid chain of its own is caught by replay verified", async () => {
+    const { server, client } = startServer();
+    try {
+      const ws = path.join(tempDir("company"), "forged");
+      const ids = (await client.call("workspace.init", { workspace_dir: ws })) as { project_id: string; agent_id: string };
+      const created = await client.call("run.create", { workspace_dir: ws, ...ids });
+      const replay = () =>
+        client.call("run.replay", { workspace_dir: ws, project_id: ids.project_id, run_id: created.run_id, mode: "verified" });
+      assert.deepEqual((await replay()).verification, { ok: true, checked: 1 });
+
+      // A forger rewrites the first event and computes its hash again: the file's chain holds.
+      const file = path.join(ws, String(created.events_relpath));
+      const event = JSON.parse(readFileSync(file, "utf8").trim()) as Parameters<typeof hashOf>[0];
+      const forged = { ...event, payload: { ...event.payload, provider: "forged" } };
+      writeFileSync(file, `${JSON.stringify({ ...forged, event_hash: hashOf(forged) })}\n`);
+      const verification = (await replay()).verification as { ok: boolean; first_broken?: { seq: number; reason: string } };
+      assert.equal(verification.ok, false);
+      assert.equal(verification.first_broken?.seq, 1);
+      assert.match(verification.first_broken!.reason, /store's copy differs from events\.jsonl/);
+    } finally {
+      await server.kill();
     }
   });
 });

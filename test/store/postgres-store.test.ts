@@ -10,7 +10,7 @@ import type { Pool, PoolClient } from "pg";
 import { PostgresStore } from "../../src/store/postgres-store.js";
 import { POSTGRES_SCHEMA_VERSION, postgresPool } from "../../src/store/postgres-schema.js";
 import { openStore } from "../../src/store/sqlite-store.js";
-import type { Store } from "../../src/store/store.js";
+import { LogConflictError, type Store } from "../../src/store/store.js";
 import { postgresMissing, TestPostgres } from "../support/postgres.js";
 import { agentItem, makeThread, makeTurn, populate } from "../support/store-events.js";
 
@@ -220,6 +220,31 @@ describe("PostgreSQL store", { skip: postgresMissing() }, () => {
       await reader.close();
       await first.end();
       await second.end();
+    }
+  });
+
+  it("keeps face logs as SQLite does: appended in order, read after a seq, a fork refused", async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), "switchyard-store-"));
+    const stores: Store[] = [openStore(dir), await PostgresStore.open(freshUrl())];
+    try {
+      for (const store of stores) {
+        const record = (seq: number, prevHash: string | null) => ({ seq, prevHash, hash: `h${seq}`, body: `{"n":${seq}}` });
+        await store.appendToLog("run/a", [record(1, null), record(2, "h1")]);
+        await store.appendToLog("run/a", [record(3, "h2")]);
+        await store.appendToLog("run/b", [record(1, null)]);
+        assert.deepEqual(await store.readLog("run/a", 1), [record(2, "h1"), record(3, "h2")]);
+        assert.deepEqual(await store.readLog("run/b"), [record(1, null)]);
+        // A second writer that read the same head: its event after h3 comes second (the same
+        // seq), or after an event the log already follows (the same prev_hash).
+        await assert.rejects(store.appendToLog("run/a", [{ ...record(3, "h2"), hash: "other" }]), LogConflictError);
+        await assert.rejects(store.appendToLog("run/a", [{ ...record(9, "h2"), hash: "other" }]), LogConflictError);
+        assert.equal((await store.readLog("run/a")).length, 3, "nothing of a refused batch is kept");
+        await store.rebuild();
+        assert.equal((await store.readLog("run/a")).length, 3, "not a projection: a rebuild keeps it");
+      }
+    } finally {
+      for (const store of stores) await store.close();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 

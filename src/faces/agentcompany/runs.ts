@@ -4,7 +4,16 @@ import path from "node:path";
 import { z } from "zod";
 import { AppError } from "./errors.js";
 import { newId, readYaml, writeYaml } from "./files.js";
-import { readRunLog, runLogFor, verifyChain, type EventEnvelope } from "./run-log.js";
+import {
+  readRunLog,
+  runLogFor,
+  storedLogName,
+  storedRunLog,
+  verifyChain,
+  verifyStoredCopy,
+  type EventEnvelope,
+  type RunLogStore,
+} from "./run-log.js";
 import { layout, listProjects, requireAgent, requireProject, subdirs } from "./workspace.js";
 
 export const RunRecord = z
@@ -28,6 +37,7 @@ export const eventsFile = (ws: string, projectId: string, runId: string): string
 
 /** Creates the run's directory, its run.yaml, and its first event, run.started. */
 export function createRun(
+  store: RunLogStore,
   ws: string,
   params: { project_id: string; agent_id: string; provider: string },
 ): { run: RunRecord; started: EventEnvelope } {
@@ -48,7 +58,7 @@ export function createRun(
     events_relpath: path.relative(ws, eventsFile(ws, params.project_id, id)),
   };
   writeYaml(path.join(dir, "run.yaml"), run);
-  const log = runLogFor(eventsFile(ws, params.project_id, id), { run_id: id, session_ref: `local_${id}` });
+  const log = runLogFor(store, eventsFile(ws, params.project_id, id), { run_id: id, session_ref: `local_${id}` });
   const { envelope } = log.append({
     type: "run.started",
     payload: { project_id: params.project_id, agent_id: params.agent_id, provider: params.provider },
@@ -85,13 +95,28 @@ export function listRuns(ws: string, projectId?: string): RunRecord[] {
     .sort((a, b) => a.created_at.localeCompare(b.created_at) || a.id.localeCompare(b.id));
 }
 
-/** run.replay: the events as stored (raw), or checked against the hash chain (verified). */
-export function replayRun(ws: string, projectId: string, runId: string, opts: { mode: "raw" | "verified"; tail?: number }) {
+/**
+ * run.replay: the events as the file has them (raw), or checked (verified): the file's hash
+ * chain, and the store's copy against it.
+ */
+export async function replayRun(
+  store: RunLogStore,
+  ws: string,
+  projectId: string,
+  runId: string,
+  opts: { mode: "raw" | "verified"; tail?: number },
+) {
   readRun(ws, projectId, runId);
-  const lines = readRunLog(eventsFile(ws, projectId, runId));
+  const file = eventsFile(ws, projectId, runId);
+  const lines = readRunLog(file);
   const shown = opts.tail ? lines.slice(-opts.tail) : lines;
   const events = shown.filter((l) => l.event).map((l) => ({ seq: l.seq, ...l.event! }));
   const parse_errors = shown.filter((l) => l.error).map((l) => ({ seq: l.seq, error: l.error!, raw_line: l.raw }));
   const base = { project_id: projectId, run_id: runId, mode: opts.mode, events, parse_errors };
-  return opts.mode === "verified" ? { ...base, verification: verifyChain(lines) } : base;
+  if (opts.mode !== "verified") return base;
+  const verification = verifyChain(lines);
+  if (!verification.ok) return { ...base, verification };
+  await storedRunLog(file);
+  const broken = verifyStoredCopy(await store.logs.readLog(storedLogName(runId)), lines);
+  return { ...base, verification: broken ? { ok: false, checked: verification.checked, first_broken: broken } : verification };
 }

@@ -19,7 +19,8 @@ import {
   recordMistake,
   refreshContext,
 } from "./governance.js";
-import { runLogFor } from "./run-log.js";
+import { runLogFor, type RunLogStore } from "./run-log.js";
+import type { Logger } from "../../log.js";
 import { createRun, eventsFile, listRuns, replayRun } from "./runs.js";
 import { inboxSnapshot, monitorSnapshot, uiSnapshot } from "./snapshots.js";
 import { Sessions } from "./sessions.js";
@@ -33,16 +34,22 @@ class CompanyServices {
   readonly bus = new EventBus();
   readonly sessions: Sessions;
   private readonly indexes = new Map<string, WorkspaceIndex>();
+  /** Where run logs are kept besides their files. */
+  readonly runLogStore: RunLogStore;
 
-  constructor(readonly runtime: RuntimeApi) {
-    this.sessions = new Sessions(runtime, (workspace_dir, project_id, run_id, seq, event) =>
+  constructor(
+    readonly runtime: RuntimeApi,
+    log: Logger,
+  ) {
+    this.runLogStore = { logs: runtime.logs, log };
+    this.sessions = new Sessions(runtime, this.runLogStore, (workspace_dir, project_id, run_id, seq, event) =>
       this.bus.emit("event", { workspace_dir, project_id, run_id, seq, event }),
     );
   }
 
   /** A governance decision about a run's output, recorded in the run's log. */
   recordDecision(ws: string, projectId: string, runId: string, decision: Record<string, unknown>): void {
-    const log = runLogFor(eventsFile(ws, projectId, runId), { run_id: runId, session_ref: `local_${runId}` });
+    const log = runLogFor(this.runLogStore, eventsFile(ws, projectId, runId), { run_id: runId, session_ref: `local_${runId}` });
     for (const event of [
       { type: "policy.decision", payload: { allowed: true, action: "approve", ...decision } },
       { type: "approval.decided", payload: decision, actor: String(decision.actor_id) },
@@ -64,10 +71,10 @@ class CompanyServices {
 
 const servicesByRuntime = new WeakMap<RuntimeApi, CompanyServices>();
 
-export function openAgentCompany({ runtime, connection }: FaceContext): RpcHandlers {
+export function openAgentCompany({ runtime, connection, log }: FaceContext): RpcHandlers {
   let services = servicesByRuntime.get(runtime);
   if (!services) {
-    services = new CompanyServices(runtime);
+    services = new CompanyServices(runtime, log);
     servicesByRuntime.set(runtime, services);
   }
   const { locks, bus } = services;
@@ -101,14 +108,14 @@ export function openAgentCompany({ runtime, connection }: FaceContext): RpcHandl
     "run.create": ({ workspace_dir, project_id, agent_id, provider }) => {
       const ws = requireWorkspace(workspace_dir);
       return locks.write(ws, () => {
-        const { run, started } = createRun(ws, { project_id, agent_id, provider });
+        const { run, started } = createRun(services.runLogStore, ws, { project_id, agent_id, provider });
         bus.emit("event", { workspace_dir: ws, project_id, run_id: run.id, seq: 1, event: started });
         return { run_id: run.id, project_id, events_relpath: run.events_relpath, run };
       });
     },
     "run.list": ({ workspace_dir, project_id }) => listRuns(requireWorkspace(workspace_dir), project_id),
     "run.replay": ({ workspace_dir, project_id, run_id, tail, mode }) =>
-      replayRun(requireWorkspace(workspace_dir), project_id, run_id, { mode, ...(tail ? { tail } : {}) }),
+      replayRun(services.runLogStore, requireWorkspace(workspace_dir), project_id, run_id, { mode, ...(tail ? { tail } : {}) }),
     "session.launch": ({ workspace_dir, ...params }) => {
       const ws = requireWorkspace(workspace_dir);
       return locks.write(ws, () => services.sessions.launch(ws, params));

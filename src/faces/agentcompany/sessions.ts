@@ -12,7 +12,7 @@ import type { RuntimeApi } from "../../runtime/api.js";
 import { watchTurn } from "../turn-watch.js";
 import { AppError } from "./errors.js";
 import { readYaml, writeYaml } from "./files.js";
-import { runLogFor, type EventEnvelope, type NewRunEvent } from "./run-log.js";
+import { runLogFor, type EventEnvelope, type NewRunEvent, type RunLogStore } from "./run-log.js";
 import { eventsFile, readRun, updateRun } from "./runs.js";
 import { ADAPTERS, runEventsOf, type RunEnd } from "./wire.js";
 import { layout } from "./workspace.js";
@@ -67,6 +67,7 @@ export class Sessions {
 
   constructor(
     private readonly runtime: RuntimeApi,
+    private readonly runLogStore: RunLogStore,
     private readonly publish: Publish,
   ) {}
 
@@ -87,7 +88,7 @@ export class Sessions {
         {},
       );
     }
-    const log = runLogFor(eventsFile(ws, run.project_id, run.id), { run_id: run.id, session_ref: ref });
+    const log = runLogFor(this.runLogStore, eventsFile(ws, run.project_id, run.id), { run_id: run.id, session_ref: ref });
     const append = (event: NewRunEvent): void => {
       const { seq, envelope } = log.append(event);
       this.publish(ws, run.project_id, run.id, seq, envelope);
@@ -259,7 +260,10 @@ export class Sessions {
       error: "The server that ran this session stopped before it ended.",
     };
     this.write(ws, next);
-    const log = runLogFor(eventsFile(ws, record.project_id, record.run_id), { run_id: record.run_id, session_ref: record.session_ref });
+    const log = runLogFor(this.runLogStore, eventsFile(ws, record.project_id, record.run_id), {
+      run_id: record.run_id,
+      session_ref: record.session_ref,
+    });
     const { seq, envelope } = log.append({ type: "run.failed", payload: { error: next.error, orphaned: true } });
     this.publish(ws, record.project_id, record.run_id, seq, envelope);
     updateRun(ws, readRun(ws, record.project_id, record.run_id), { status: "failed", ended_at: next.ended_at! });
