@@ -47,6 +47,7 @@ export async function clusterFanOut(kit: BenchKit): Promise<BenchRow[]> {
         for (const [i, threadId] of threads.entries()) if (i % NODES !== n) await node.client.call("thread/subscribe", { threadId });
       }
 
+      const ownerOf = new Map(threads.map((threadId, i) => [threadId, i % NODES]));
       const ownerAt = new Map<string, number>();
       const latencies: number[] = [];
       const seen: Seen[] = nodes.map(() => ({ seqs: new Map(), ended: new Set() }));
@@ -59,7 +60,7 @@ export async function clusterFanOut(kit: BenchKit): Promise<BenchRow[]> {
           if (m.id !== undefined || typeof params?.threadId !== "string" || typeof params.seq !== "number") return;
           const at = performance.now();
           const key = `${params.threadId}#${params.seq}`;
-          const owner = threads.indexOf(params.threadId) % NODES === n;
+          const owner = ownerOf.get(params.threadId) === n;
           if (owner) ownerAt.set(key, at);
           else {
             const from = ownerAt.get(key);
@@ -78,6 +79,8 @@ export async function clusterFanOut(kit: BenchKit): Promise<BenchRow[]> {
       const deltas = Array.from({ length: DELTAS }, (_, i) => `d${i} `);
       for (let i = 0; i < THREADS; i++) fake.enqueue({ kind: "response", text: deltas });
       const t0 = performance.now();
+      const benchCpu0 = process.cpuUsage();
+      const nodeCpu0 = nodes.map((node) => kit.cpuNs(node.server.child.pid!));
       // In waves: a connection answers more than 64 requests in flight as overloaded.
       for (let wave = 0; wave < THREADS; wave += 48) {
         const starts = threads.slice(wave, wave + 48).map((threadId, k) => {
@@ -88,6 +91,9 @@ export async function clusterFanOut(kit: BenchKit): Promise<BenchRow[]> {
       }
       await done;
       const seconds = (performance.now() - t0) / 1000;
+      // Where the two cores went: each node, and this process (the fake model and the three clients).
+      const benchCpu = process.cpuUsage(benchCpu0);
+      const nodeCpuS = nodes.map((node, i) => (kit.cpuNs(node.server.child.pid!) - nodeCpu0[i]!) / 1e9);
 
       // Every client saw each thread's events in order, once each; watchers saw what the owner's client saw.
       let lost = 0;
@@ -107,6 +113,8 @@ export async function clusterFanOut(kit: BenchKit): Promise<BenchRow[]> {
       const p99 = latencies[Math.floor(latencies.length * 0.99)] ?? NaN;
       kit.notes.push(
         `Cluster: ${kit.fmt(committed, 0)} events committed in ${kit.fmt(seconds, 2)} s; ${kit.fmt(latencies.length, 0)} cross-node receipts, median ${kit.fmt(kit.median(latencies), 1)} ms.`,
+        `Cluster CPU over those ${kit.fmt(seconds, 2)} s (${kit.fmt(2 * seconds, 2)} core-seconds on 2 cores): nodes ${nodeCpuS.map((s) => kit.fmt(s, 2)).join(" + ")} s; ` +
+          `the bench process (fake model, three clients) ${kit.fmt((benchCpu.user + benchCpu.system) / 1e6, 2)} s; PostgreSQL the rest.`,
       );
       return [
         { name: names.lost, measured: `${lost} lost, ${repeated} repeated`, target: "0, 0", pass: lost === 0 && repeated === 0 },
