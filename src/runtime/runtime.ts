@@ -202,10 +202,10 @@ export class Runtime implements RuntimeApi {
       const cluster = new ClusterApprovals(this.store, this.approvals, (threadId) => this.active.has(threadId), this.log);
       this.delivery.subscribe((event) => cluster.observe(event));
     }
-    // A node of the cluster is gone: its unfinished turns are taken over here (continued or
-    // failed, see `failover`), each by one node.
     // Another node offered a turn waiting for a slot: this one may have a slot free.
     this.store.onTurnOffered(() => this.takeOfferedTurns());
+    // A node of the cluster is gone: its unfinished turns are taken over here (continued or
+    // failed, see `failover`), each by one node.
     this.store.onOrphans(() => {
       this.recover("ownerLost").catch((error: unknown) => this.log.error({ err: error }, "could not take over a lost node's turns"));
     });
@@ -857,9 +857,15 @@ export class Runtime implements RuntimeApi {
 
   private async takeOfferedTurn(): Promise<{ thread: Thread; turn: Turn; params: StartTurnParams } | undefined> {
     const offered = await this.store.takeOfferedTurn((workspacePath) => this.reaches(workspacePath));
-    if (!offered || this.active.has(offered.threadId)) return undefined;
+    if (!offered) return undefined;
     const [thread, turn] = await Promise.all([this.store.getThread(offered.threadId), this.store.getTurn(offered.turnId)]);
-    return thread && turn?.status === "running" ? { thread, turn, params: offered.params } : undefined;
+    if (thread && turn?.status === "running" && !this.active.has(thread.id)) return { thread, turn, params: offered.params };
+    // Taken, with its thread, but not to be run here after all: it ends rather than hang.
+    if (turn?.status === "running") {
+      const error = { code: "internal" as const, message: "The node that took this waiting turn over could not run it." };
+      this.emit(turnEndEvent(offered.threadId, offered.turnId, { status: "failed", error }, new Date().toISOString()));
+    }
+    return undefined;
   }
 
   /**

@@ -162,6 +162,7 @@ export class PostgresStore implements Store {
   private readonly feed = new Coalesced(() => this.readFeed());
   private readonly commands = new Coalesced(() => this.serveCommands());
   private commandHandler: ((threadId: string, command: ThreadCommand) => Promise<unknown>) | undefined;
+  private commandsPrunedAt = 0;
   /** Commands this node forwarded, by id, until their answer arrives. */
   private readonly waiting = new Map<string, WaitingCommand>();
 
@@ -449,7 +450,12 @@ export class PostgresStore implements Store {
         else this.waiting.get(row.id)?.resolve(answer);
       }
     }
-    await this.pool.query(`DELETE FROM thread_commands WHERE applied_at < now() - interval '${COMMAND_RETENTION}'`);
+    // Answered commands are kept a while (a forwarder may read its answer late), then dropped:
+    // looked at once a minute, not on every command.
+    if (Date.now() - this.commandsPrunedAt > 60_000) {
+      this.commandsPrunedAt = Date.now();
+      await this.pool.query(`DELETE FROM thread_commands WHERE applied_at < now() - interval '${COMMAND_RETENTION}'`);
+    }
   }
 
   async acquire(threadId: string): Promise<boolean> {
