@@ -12,6 +12,7 @@ import { CLI_PATH, tempDir } from "../support/server-process.js";
 import { eventually } from "../support/agentcraft.js";
 import { postgresMissing, TestPostgres } from "../support/postgres.js";
 import { postgresPool } from "../../src/store/postgres-schema.js";
+import type { RpcError } from "../../src/client/index.js";
 import {
   itemsOf,
   ManualApprovals,
@@ -414,6 +415,48 @@ describe("a cluster: several app-servers on one PostgreSQL", { skip: postgresMis
     // The old owner is a live node again: it can run the thread's next turn (the thread moves back).
     model.enqueue({ kind: "response", text: "after" });
     assert.equal((await owner!.runTurn(threadId, "again")).method, "turn/completed");
+  });
+
+  it("answers a command sent to a hung owner from the node that takes the thread over, once", async () => {
+    const {
+      nodes: [owner, other],
+      db,
+    } = await cluster(2, ["--lease-ttl-ms", "2000", "--failover", "fail"]);
+    const threadId = await owner!.startThread();
+    await other!.client.request("thread/subscribe", { threadId });
+    model.enqueue({ kind: "response", text: ["hanging "], holdOpen: true });
+    const turnId = await owner!.startTurn(threadId, "hang");
+    await other!.client.waitFor("item/agentMessage/delta", (p) => p.threadId === threadId, 10_000);
+
+    const pid = serverPid(owner!);
+    process.kill(pid, "SIGSTOP");
+    try {
+      // Forwarded to the owner, which does not answer; the node that takes the thread over (the
+      // turn fails ownerLost there) applies it: no turn runs any more.
+      await assert.rejects(other!.client.request("turn/interrupt", { threadId, turnId }), (error: RpcError) => {
+        assert.match(error.message, /not running/);
+        return true;
+      });
+    } finally {
+      process.kill(pid, "SIGCONT");
+    }
+    const { rows } = await db.query<{ applied: boolean }>(
+      "SELECT applied_at IS NOT NULL AS applied FROM thread_commands WHERE thread_id = $1",
+      [threadId],
+    );
+    assert.deepEqual(
+      rows.map((r) => r.applied),
+      [true],
+      "one command, applied once",
+    );
+    const ends = await db.query(
+      "SELECT type FROM events WHERE thread_id = $1 AND type IN ('turn.completed', 'turn.failed', 'turn.cancelled')",
+      [threadId],
+    );
+    assert.deepEqual(
+      ends.rows.map((r: { type: string }) => r.type),
+      ["turn.failed"],
+    );
   });
 
   it("offers a turn over a node's --max-running-turns to a node with a slot free, which runs it", async () => {
