@@ -172,7 +172,11 @@ export class AcpAgentSession implements PooledSession {
     if (recorded) {
       if (this.agentCapabilities.loadSession) {
         try {
-          // The agent replays the history as session/update; no turn is active, so it is not recorded again.
+          // The agent replays the history as session/update before it answers; updates of a
+          // session other than this.sessionId are not recorded, so the history is not recorded
+          // again. The SDK hands each message to its handler a few microtasks after reading it:
+          // the session is named only a macrotask later, once every update read before the
+          // answer has been handled (and ignored).
           await this.request(() =>
             this.connection.agent.request(acp.methods.agent.session.load, {
               sessionId: recorded,
@@ -180,6 +184,7 @@ export class AcpAgentSession implements PooledSession {
               mcpServers: [],
             }),
           );
+          await new Promise((resolve) => setImmediate(resolve));
           this.sessionId = recorded;
           return recorded;
         } catch (error) {
