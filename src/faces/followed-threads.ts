@@ -1,21 +1,52 @@
-// The threads one connection follows (started, resumed or turn-started on it): it is sent their
-// events from the moment it began following, and is asked their approvals.
+// The threads one connection follows: it is sent their events and asked their approvals. Each
+// is held with the runtime while followed (RuntimeApi.follow): in a cluster, that is what brings
+// other nodes' deltas of the thread to this one.
 import type { RuntimeEvent } from "../domain/events.js";
 import type { RuntimeApi } from "../runtime/api.js";
 
-export class FollowedThreads {
-  /** Each followed thread, with the last seq there was when following began. */
-  private readonly from = new Map<string, number>();
+/** The threads a connection subscribes to (the AppServer face: its feed decides what is sent). */
+export class Subscriptions {
+  private readonly held = new Map<string, () => void>();
 
-  constructor(private readonly runtime: Pick<RuntimeApi, "lastSeq">) {}
+  constructor(protected readonly runtime: Pick<RuntimeApi, "follow" | "lastSeq">) {}
 
-  /** Follows a thread from now on: events appended before this call are not sent. */
-  follow(threadId: string): void {
-    if (!this.from.has(threadId)) this.from.set(threadId, this.runtime.lastSeq(threadId));
+  add(threadId: string): void {
+    if (!this.held.has(threadId)) this.held.set(threadId, this.runtime.follow(threadId));
   }
 
   has(threadId: string): boolean {
-    return this.from.has(threadId);
+    return this.held.has(threadId);
+  }
+
+  delete(threadId: string): boolean {
+    this.held.get(threadId)?.();
+    return this.held.delete(threadId);
+  }
+
+  /** The connection went: it follows nothing. */
+  close(): void {
+    for (const threadId of [...this.held.keys()]) this.delete(threadId);
+  }
+}
+
+/**
+ * The threads a connection follows from the moment it began (started, resumed or turn-started
+ * on it): events appended before are not sent. The claude and codex faces.
+ */
+export class FollowedThreads extends Subscriptions {
+  /** The last seq there was when following began, per thread. */
+  private readonly from = new Map<string, number>();
+
+  /** Follows a thread from now on. */
+  follow(threadId: string): void {
+    if (this.has(threadId)) return;
+    this.from.set(threadId, this.runtime.lastSeq(threadId));
+    this.add(threadId);
+  }
+
+  override delete(threadId: string): boolean {
+    this.from.delete(threadId);
+    return super.delete(threadId);
   }
 
   /** Whether the connection is sent this event. */
@@ -26,6 +57,6 @@ export class FollowedThreads {
 
   /** Called as each event is sent: a deleted thread is followed no longer. */
   sent(event: RuntimeEvent): void {
-    if (event.type === "thread.deleted") this.from.delete(event.threadId);
+    if (event.type === "thread.deleted") this.delete(event.threadId);
   }
 }

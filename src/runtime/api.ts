@@ -38,6 +38,12 @@ export interface RuntimeApi {
   // ---- events ----
   /** Receives every event once it is committed to the log, in seq order. */
   subscribe(listener: RuntimeListener): () => void;
+  /**
+   * A client here follows the thread: every event of it reaches `subscribe`, deltas included
+   * (in a cluster, a node reads other nodes' deltas only of threads its clients follow). Returns
+   * the release, for when the client stops following (or goes).
+   */
+  follow(threadId: string): () => void;
   /** The seq of the thread's latest event this process knows of: "now", for following from now on. */
   lastSeq(threadId: string): number;
   /** The thread's events after `afterSeq`, for a client catching up (throws replayGap past the log's end). */

@@ -580,6 +580,10 @@ export class Runtime implements RuntimeApi {
    * so every gap can be replayed, except one this log cannot know: a seq beyond its end means
    * the client followed another history (a replaced or restored data directory).
    */
+  follow(threadId: string): () => void {
+    return this.store.follow(threadId);
+  }
+
   async eventsAfter(threadId: string, afterSeq: number, limit?: number): Promise<RuntimeEvent[]> {
     const last = await this.store.lastSeq(threadId);
     if (afterSeq > last) {

@@ -163,6 +163,8 @@ export class PostgresStore implements Store {
   private readonly commands = new Coalesced(() => this.serveCommands());
   private commandHandler: ((threadId: string, command: ThreadCommand) => Promise<unknown>) | undefined;
   private commandsPrunedAt = 0;
+  /** Threads clients of this node follow, with how many follows each. */
+  private readonly followed = new Map<string, number>();
   /** Commands this node forwarded, by id, until their answer arrives. */
   private readonly waiting = new Map<string, WaitingCommand>();
 
@@ -229,6 +231,18 @@ export class PostgresStore implements Store {
     this.pendingBytes += data.length;
     if (this.storage.available) this.scheduled ??= setImmediate(() => void this.flush().catch(() => undefined));
     return stored as Extract<RuntimeEvent, { type: T }>;
+  }
+
+  follow(threadId: string): () => void {
+    this.followed.set(threadId, (this.followed.get(threadId) ?? 0) + 1);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      const left = (this.followed.get(threadId) ?? 1) - 1;
+      if (left > 0) this.followed.set(threadId, left);
+      else this.followed.delete(threadId);
+    };
   }
 
   /** Commits what is pending; rejects (storageUnavailable) while the database cannot be written. */
@@ -356,17 +370,23 @@ export class PostgresStore implements Store {
   /** Reads the events other nodes committed since the cursor and reports them as commits. */
   private async readFeed(): Promise<void> {
     for (let full = true; full && !this.closed;) {
-      const { rows } = await this.pool.query<EventRow & { xid: string; gid: number; writer: number | null }>(
-        `SELECT xid::text AS xid, gid, writer, ${EVENT_COLUMNS} FROM events
+      // Every position is read (the cursor moves over all of them), the event only where this
+      // node wants it: deltas of threads it neither follows nor writes are left in the table.
+      const { rows } = await this.pool.query<
+        Omit<EventRow, "data"> & { data: string | null; xid: string; gid: number; writer: number | null }
+      >(
+        `SELECT xid::text AS xid, gid, writer, seq, thread_id, type, ts,
+                CASE WHEN type <> 'item.delta' OR thread_id = ANY($3::text[]) THEN data END AS data
+         FROM events
          WHERE (xid, gid) > ($1::xid8, $2) AND xid < pg_snapshot_xmin(pg_current_snapshot())
          ORDER BY events.xid, events.gid LIMIT ${FEED_PAGE}`, // the columns: "xid" alone is the text alias, which sorts "1000" before "999"
-        [this.cursor.xid, this.cursor.gid],
+        [this.cursor.xid, this.cursor.gid, [...new Set([...this.followed.keys(), ...this.owned.keys()])]],
       );
       full = rows.length === FEED_PAGE;
       const last = rows.at(-1);
       if (!last) break;
       this.cursor = { xid: last.xid, gid: last.gid };
-      const events = rows.filter((r) => r.writer !== this.node.num).map(toEvent);
+      const events = rows.flatMap((r) => (r.writer !== this.node.num && r.data !== null ? [toEvent({ ...r, data: r.data })] : []));
       if (events.length === 0) continue;
       // Another node wrote a thread this one holds, after it claimed it: the other owns it now.
       for (const event of events) if (event.seq > (this.owned.get(event.threadId)?.fromSeq ?? Infinity)) this.lose(event.threadId);

@@ -437,6 +437,11 @@ export class SqliteStore implements Store {
     return this.storage;
   }
 
+  /** One process writes every event: it reports all of them. */
+  follow(): () => void {
+    return () => undefined;
+  }
+
   /** One process owns the data directory (its lock file), so it owns every thread. */
   acquire(): Promise<boolean> {
     return Promise.resolve(true);

@@ -87,8 +87,15 @@ export interface Store {
   /** Writes any buffered events now. */
   flush(): Promise<void>;
   /**
+   * This process wants every event of the thread, its deltas too: a client here follows it. On a
+   * shared store, other processes' deltas of threads no client here follows (and this process
+   * does not write) are left out of `onCommit`; every other event is reported. Returns the
+   * release; a thread is followed while any follow of it is unreleased.
+   */
+  follow(threadId: string): () => void;
+  /**
    * Called after each batch of events is committed, in seq order within each thread, including
-   * batches other processes committed to a shared store. Whatever is told to the outside world
+   * batches other processes committed to a shared store (see `follow`). Whatever is told to the outside world
    * goes through here, so nobody sees an event that a crash could still lose.
    */
   onCommit(listener: (events: RuntimeEvent[]) => void): void;

@@ -223,6 +223,40 @@ describe("PostgreSQL store", { skip: postgresMissing() }, () => {
     }
   });
 
+  it("reports other nodes' deltas only of threads a client here follows; every other event always", async () => {
+    const url = freshUrl();
+    const [writer, reader] = [await PostgresStore.open(url), await PostgresStore.open(url)];
+    try {
+      const seen: string[] = [];
+      let reported = 0;
+      let caughtUp: (() => void) | undefined;
+      reader.onCommit((events) => {
+        for (const e of events) seen.push(e.type === "item.delta" ? `delta:${e.data.delta}` : e.type);
+        reported += events.length;
+        if (seen.at(-1) === "thread.renamed") caughtUp?.();
+      });
+      // Each round ends with a rename, which the reader is always told of: then it has read the round.
+      const round = async (delta: string): Promise<void> => {
+        const read = new Promise<void>((resolve) => (caughtUp = resolve));
+        writer.append({ type: "item.delta", threadId: "t1", data: { turnId: "u", itemId: "i", kind: "agentMessage", delta } });
+        writer.append({ type: "thread.renamed", threadId: "t1", data: { displayName: delta } });
+        await writer.flush();
+        await read;
+      };
+      writer.append({ type: "thread.created", threadId: "t1", data: { thread: makeThread("t1") } });
+      await round("unfollowed");
+      const release = reader.follow("t1");
+      await round("followed");
+      release();
+      await round("released");
+      assert.deepEqual(seen, ["thread.created", "thread.renamed", "delta:followed", "thread.renamed", "thread.renamed"]);
+      assert.equal(reported, 5);
+    } finally {
+      await writer.close();
+      await reader.close();
+    }
+  });
+
   it("keeps face logs as SQLite does: appended in order, read after a seq, a fork refused", async () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), "switchyard-store-"));
     const stores: Store[] = [openStore(dir), await PostgresStore.open(freshUrl())];

@@ -56,8 +56,8 @@ interface FollowedSession {
   /** Scope keys the user answered "always reject" for, on this connection. */
   rejected: Set<string>;
   contextWindow?: number;
-  /** Detaches the client's file system / terminal from the thread. */
-  detachEnvironment?: () => void;
+  /** Stops following: releases the thread with the runtime, detaches the client's file system / terminal from it. */
+  stop: () => void;
 }
 
 export class AcpSession {
@@ -91,7 +91,7 @@ export class AcpSession {
   private close(): void {
     this.closed = true;
     this.detach.splice(0).forEach((undo) => undo());
-    for (const session of this.sessions.values()) session.detachEnvironment?.();
+    for (const session of this.sessions.values()) session.stop();
   }
 
   private app(): acp.AgentApp {
@@ -209,6 +209,7 @@ export class AcpSession {
       modeId: modeIdOf(thread),
       modeSource: { mode: thread.mode, ...(thread.configuration ? { configuration: thread.configuration } : {}) },
       rejected: new Set(),
+      stop: () => undefined,
     };
     const environment = clientEnvironment(
       this.capabilities,
@@ -216,13 +217,18 @@ export class AcpSession {
       thread.id,
       (callId, terminalId) => this.send(thread.id, session.mapper.terminal(callId, terminalId)),
     );
-    if (environment) session.detachEnvironment = this.runtime.attachEnvironment(thread.id, environment);
+    const release = this.runtime.follow(thread.id);
+    const detach = environment ? this.runtime.attachEnvironment(thread.id, environment) : undefined;
+    session.stop = () => {
+      release();
+      detach?.();
+    };
     this.sessions.set(thread.id, session);
     return session;
   }
 
   private unfollow(threadId: string): void {
-    this.sessions.get(threadId)?.detachEnvironment?.();
+    this.sessions.get(threadId)?.stop();
     this.sessions.delete(threadId);
   }
 

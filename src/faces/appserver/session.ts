@@ -3,6 +3,7 @@
 import type { Logger } from "../../log.js";
 import type { RpcConnection, RpcHandlers, RequestContext } from "../../rpc/connection.js";
 import { EventFeed } from "../event-feed.js";
+import { Subscriptions } from "../followed-threads.js";
 import { dispatchRequests, type Dispatch } from "../../rpc/methods.js";
 import type { RequestHandlers } from "../../rpc/protocol-table.js";
 import { dispatchInitialized } from "./errors.js";
@@ -31,7 +32,7 @@ export class AppServerSession implements RpcHandlers {
   private filter = new ItemFilter({});
   private optOut = new Set<string>();
   private configChanges = true;
-  private readonly subscriptions = new Set<string>();
+  private readonly subscriptions: Subscriptions;
   private readonly feed: EventFeed;
   private readonly dispatch: Dispatch;
   private readonly detach: Array<() => void> = [];
@@ -42,6 +43,8 @@ export class AppServerSession implements RpcHandlers {
     private readonly serverVersion: string,
     private readonly log: Logger,
   ) {
+    this.subscriptions = new Subscriptions(runtime);
+    this.detach.push(() => this.subscriptions.close());
     this.dispatch = dispatchRequests(AppServerRequests, this.handlers());
     this.feed = new EventFeed(
       runtime,

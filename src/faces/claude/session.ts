@@ -108,6 +108,7 @@ export class ClaudeSession implements RpcHandlers {
     private readonly log: Logger,
   ) {
     this.followed = new FollowedThreads(runtime);
+    this.detach.push(() => this.followed.close());
     this.dispatch = dispatchRequests(ClaudeRequests, this.handlers(), claudeError);
     const feed = new EventFeed(
       runtime,

@@ -82,6 +82,7 @@ export class CodexSession implements RpcHandlers {
     private readonly log: Logger,
   ) {
     this.followed = new FollowedThreads(runtime);
+    this.detach.push(() => this.followed.close());
     this.dispatch = dispatchRequests(CodexRequests, this.handlers(), codexError);
     const feed = new EventFeed(
       runtime,
