@@ -20,12 +20,19 @@ interface Seen {
   ended: Set<string>;
 }
 
-export async function clusterFanOut(kit: BenchKit): Promise<BenchRow[]> {
+/**
+ * `watchers`: from how many nodes besides its owner each thread is watched. With fewer, a node
+ * reads fewer deltas: only those of threads its clients follow.
+ */
+export async function clusterFanOut(kit: BenchKit, watchers: 1 | 2 = 2): Promise<BenchRow[]> {
+  const label = watchers === 2 ? "" : ", watched from one other node";
   const names = {
-    lost: `Cluster, ${NODES} nodes, ${THREADS} threads × ${DELTAS} deltas watched from every node: events lost or repeated`,
-    rate: "Cluster: events committed per second (all threads, first turn/start to the last turn end seen everywhere)",
-    p99: "Cluster: cross-node delivery p99 (a watcher's receipt minus the owner's client's)",
+    lost: `Cluster, ${NODES} nodes, ${THREADS} threads × ${DELTAS} deltas watched from ${watchers === 2 ? "every node" : "its owner's and one other"}: events lost or repeated`,
+    rate: `Cluster${label}: events committed per second (all threads, first turn/start to the last turn end seen everywhere)`,
+    p99: `Cluster${label}: cross-node delivery p99 (a watcher's receipt minus the owner's client's)`,
   };
+  // Thread i is started (owned) by node i % NODES and watched from the next node (and the one after).
+  const follows = (node: number, i: number): boolean => (node - (i % NODES) + NODES) % NODES <= watchers;
   const missing = postgresMissing();
   if (missing) return Object.values(names).map((name) => ({ name, measured: `not run: ${missing}`, target: "", pass: false }));
   const postgres = await TestPostgres.start();
@@ -37,20 +44,22 @@ export async function clusterFanOut(kit: BenchKit): Promise<BenchRow[]> {
       n === 0 ? fn(conns) : kit.withServer(opts, (conn) => withNodes(n - 1, [...conns, conn], fn));
     return await withNodes(NODES, [], async (nodes) => {
       const ws = kit.workspace();
-      // Thread i is started (owned) by node i % NODES.
       const threads: string[] = [];
       for (let i = 0; i < THREADS; i++) {
         const started = await nodes[i % NODES]!.client.call("thread/start", threadStartParams(ws));
         threads.push((started.thread as { id: string }).id);
       }
       for (const [n, node] of nodes.entries()) {
-        for (const [i, threadId] of threads.entries()) if (i % NODES !== n) await node.client.call("thread/subscribe", { threadId });
+        for (const [i, threadId] of threads.entries()) {
+          if (i % NODES !== n && follows(n, i)) await node.client.call("thread/subscribe", { threadId });
+        }
       }
 
       const ownerOf = new Map(threads.map((threadId, i) => [threadId, i % NODES]));
       const ownerAt = new Map<string, number>();
       const latencies: number[] = [];
       const seen: Seen[] = nodes.map(() => ({ seqs: new Map(), ended: new Set() }));
+      const followed = nodes.map((_, node) => threads.filter((_, i) => follows(node, i)).length);
       let allEnded!: () => void;
       const done = new Promise<void>((resolve) => (allEnded = resolve));
       for (const [n, node] of nodes.entries()) {
@@ -71,7 +80,7 @@ export async function clusterFanOut(kit: BenchKit): Promise<BenchRow[]> {
           seen[n]!.seqs.set(params.threadId, list);
           if (m.method === "turn/completed" || m.method === "turn/failed") {
             seen[n]!.ended.add(params.threadId);
-            if (seen.every((s) => s.ended.size === THREADS)) allEnded();
+            if (seen.every((s, node) => s.ended.size === followed[node])) allEnded();
           }
         };
       }
@@ -100,7 +109,8 @@ export async function clusterFanOut(kit: BenchKit): Promise<BenchRow[]> {
       let repeated = 0;
       for (const [i, threadId] of threads.entries()) {
         const owned = seen[i % NODES]!.seqs.get(threadId) ?? [];
-        for (const s of seen) {
+        for (const [node, s] of seen.entries()) {
+          if (!follows(node, i)) continue;
           const seqs = s.seqs.get(threadId) ?? [];
           repeated += seqs.filter((seq, k) => k > 0 && seq <= seqs[k - 1]!).length;
           const got = new Set(seqs);

@@ -652,6 +652,7 @@ async function main(): Promise<void> {
     ["AgentCompany monitor.snapshot", () => agentCompanyMonitor(kit)],
     ["Yeaft relay", () => yeaftRelay(kit)],
     ["Cluster", () => clusterFanOut(kit)],
+    ["Cluster, watched from one other node", () => clusterFanOut(kit, 1)],
     ["Cluster failover", () => clusterFailover(kit)],
   ];
   // `npm run bench -- "First turn"` runs only the benchmarks whose names contain an argument.
