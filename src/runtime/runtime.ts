@@ -819,15 +819,19 @@ export class Runtime implements RuntimeApi {
     const movable =
       this.store.shared && this.backendSpecOf(thread).type === "builtin" && thread.historyMode !== "client" && !params.messages;
     const { input, model, provider, thinking } = params;
+    // Offered once the turn's start is committed: a node that takes it finds the turn running.
     const offered =
       movable &&
       (await this.store
-        .offerTurn({
-          threadId: thread.id,
-          turnId: active.turn.id,
-          workspacePath: thread.workspacePath,
-          params: { input, ...(model ? { model } : {}), ...(provider ? { provider } : {}), ...(thinking ? { thinking } : {}) },
-        })
+        .flush()
+        .then(() =>
+          this.store.offerTurn({
+            threadId: thread.id,
+            turnId: active.turn.id,
+            workspacePath: thread.workspacePath,
+            params: { input, ...(model ? { model } : {}), ...(provider ? { provider } : {}), ...(thinking ? { thinking } : {}) },
+          }),
+        )
         .then(
           () => true,
           (error: unknown) => {

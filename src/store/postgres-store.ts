@@ -549,16 +549,17 @@ export class PostgresStore implements Store {
     try {
       await client.query("BEGIN");
       // Offers whose node no longer owns the thread or whose turn ended are stale (the node died
-      // and its turn was taken over): dropped. The rest, oldest first, skipping those another
-      // node is taking.
+      // and its turn was taken over): dropped. The rest whose turn is recorded running, oldest
+      // first, skipping those another node is taking.
       await client.query(
-        `DELETE FROM turn_queue q WHERE NOT EXISTS (
-           SELECT 1 FROM thread_owners o JOIN turns t ON t.thread_id = o.thread_id
-           WHERE o.thread_id = q.thread_id AND o.node = q.node AND t.id = q.turn_id AND t.status = 'running')`,
+        `DELETE FROM turn_queue q
+         WHERE NOT EXISTS (SELECT 1 FROM thread_owners o WHERE o.thread_id = q.thread_id AND o.node = q.node)
+            OR EXISTS (SELECT 1 FROM turns t WHERE t.id = q.turn_id AND t.status <> 'running')`,
       );
       const { rows } = await client.query<{ turn_id: string; thread_id: string; workspace_path: string; params: string }>(
-        `SELECT turn_id, thread_id, workspace_path, params FROM turn_queue WHERE node <> $1
-         ORDER BY queued_at FOR UPDATE SKIP LOCKED LIMIT 20`,
+        `SELECT q.turn_id, q.thread_id, q.workspace_path, q.params FROM turn_queue q
+         JOIN turns t ON t.id = q.turn_id AND t.status = 'running'
+         WHERE q.node <> $1 ORDER BY q.queued_at FOR UPDATE OF q SKIP LOCKED LIMIT 20`,
         [this.node.num],
       );
       const row = rows.find((r) => reaches(r.workspace_path));
