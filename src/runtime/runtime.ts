@@ -187,9 +187,6 @@ export class Runtime implements RuntimeApi {
     // Another node's client steers, interrupts or answers an approval of a turn that runs here;
     // and this node's clients answer approvals of turns that run elsewhere.
     this.store.onCommand(async (threadId, command) => {
-      // A command that waited for a lost owner is served once its turn is taken over here: after
-      // the takeover in progress, which continues (or fails) the turn first.
-      await this.recovering.catch(() => 0);
       switch (command.kind) {
         case "steer":
           return this.steer(threadId, command.input, command.expectedTurnId);

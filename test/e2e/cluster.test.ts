@@ -228,7 +228,7 @@ describe("a cluster: several app-servers on one PostgreSQL", { skip: postgresMis
     const turnId = await owner!.startTurn(threadId, "run it");
     const pending = await waiting.next();
     await other!.client.request("thread/subscribe", { threadId });
-    assert.equal((await owner!.client.turnEnd(turnId)).method, "turn/completed");
+    assert.equal((await owner!.client.turnEnd(turnId, 30_000)).method, "turn/completed");
     assert.deepEqual(
       other!.approvals.map((r) => r.requestId),
       [pending.request.requestId],
@@ -472,7 +472,7 @@ describe("a cluster: several app-servers on one PostgreSQL", { skip: postgresMis
     model.enqueue({ kind: "response", text: "ran elsewhere" });
     const secondTurn = await busy!.startTurn(second, "wait for a slot");
     const end = await busy!.client.turnEnd(secondTurn, 20_000);
-    assert.equal(end.method, "turn/completed");
+    assert.equal(end.method, "turn/completed", JSON.stringify(end.params));
     assert.deepEqual(
       itemsOf(busy!.completedItems(second), "agentMessage").map((i) => i.payload.text),
       ["ran elsewhere"],
