@@ -153,8 +153,8 @@ export class Runtime implements RuntimeApi {
   private readonly writing = new Map<string, Promise<unknown>>();
   private recovering: Promise<number> = Promise.resolve(0);
   private readonly slots: TurnSlots;
-  /** Set while this node takes turns other nodes offered. */
-  private takingOffers: Promise<void> | undefined;
+  /** Whether this node is taking turns other nodes offered. */
+  private takingOffers = false;
 
   constructor(private readonly options: RuntimeOptions) {
     this.store = options.store;
@@ -572,15 +572,15 @@ export class Runtime implements RuntimeApi {
     return this.heads.get(threadId) ?? 0;
   }
 
+  follow(threadId: string): () => void {
+    return this.store.follow(threadId);
+  }
+
   /**
    * The thread's events after `afterSeq`, for a client catching up. The log is never pruned,
    * so every gap can be replayed, except one this log cannot know: a seq beyond its end means
    * the client followed another history (a replaced or restored data directory).
    */
-  follow(threadId: string): () => void {
-    return this.store.follow(threadId);
-  }
-
   async eventsAfter(threadId: string, afterSeq: number, limit?: number): Promise<RuntimeEvent[]> {
     const last = await this.store.lastSeq(threadId);
     if (afterSeq > last) {
@@ -799,10 +799,19 @@ export class Runtime implements RuntimeApi {
    */
   private async resumeTurn(turn: Turn): Promise<boolean> {
     const thread = await this.getThread(turn.threadId);
-    if (this.backendSpecOf(thread).type !== "builtin" || thread.historyMode === "client" || this.active.has(thread.id)) return false;
+    if (!this.runsFromTheLog(thread) || this.active.has(thread.id)) return false;
     this.log.info({ threadId: thread.id, turnId: turn.id }, "continuing a turn whose node was lost");
     this.run(thread, { ...turn, status: "running" }, { input: turn.input, ...(turn.model ? { model: turn.model } : {}) }, { resume: true });
     return true;
+  }
+
+  /**
+   * Whether any node can run the thread's turn from what the log recorded: the built-in engine
+   * with the history kept by the server. An external agent keeps its conversation in its own
+   * process; a client-history thread's conversation comes with each turn/start.
+   */
+  private runsFromTheLog(thread: Thread): boolean {
+    return this.backendSpecOf(thread).type === "builtin" && thread.historyMode !== "client";
   }
 
   /**
@@ -813,8 +822,7 @@ export class Runtime implements RuntimeApi {
    */
   private async slotFor(thread: Thread, active: ActiveTurn, params: StartTurnParams): Promise<"run" | "cancelled" | "moved"> {
     if (this.slots.tryTake()) return "run";
-    const movable =
-      this.store.shared && this.backendSpecOf(thread).type === "builtin" && thread.historyMode !== "client" && !params.messages;
+    const movable = this.store.shared && this.runsFromTheLog(thread) && !params.messages;
     const { input, model, provider, thinking } = params;
     // Offered once the turn's start is committed: a node that takes it finds the turn running.
     const offered =
@@ -848,7 +856,8 @@ export class Runtime implements RuntimeApi {
   /** While this node has a slot free, runs turns that other nodes offered (see `slotFor`). */
   private takeOfferedTurns(): void {
     if (!this.store.shared || this.takingOffers) return;
-    this.takingOffers = (async () => {
+    this.takingOffers = true;
+    void (async () => {
       while (this.slots.tryTake()) {
         const taken = await this.takeOfferedTurn().catch((error: unknown) => {
           this.slots.release();
@@ -860,7 +869,7 @@ export class Runtime implements RuntimeApi {
       }
     })()
       .catch((error: unknown) => this.log.warn({ err: error }, "could not take a turn another node offered"))
-      .finally(() => (this.takingOffers = undefined));
+      .finally(() => (this.takingOffers = false));
   }
 
   private async takeOfferedTurn(): Promise<{ thread: Thread; turn: Turn; params: StartTurnParams } | undefined> {
