@@ -480,12 +480,7 @@ export class PostgresStore implements Store {
 
   async acquire(threadId: string): Promise<boolean> {
     if (this.owned.has(threadId)) return true;
-    const client = await this.checkout().catch((error: unknown) => {
-      throw unreachable(error);
-    });
-    let failed = false;
-    try {
-      await client.query("BEGIN");
+    const claim = await this.transaction(async (client) => {
       const { rows } = await client.query<{ node: number; epoch: number; alive: boolean; busy: boolean }>(
         `SELECT o.node, o.epoch, ${nodeAlive("o.node", this.node.leaseTtlMs)} AS alive,
                 EXISTS (SELECT 1 FROM turns t WHERE t.thread_id = o.thread_id AND t.status IN ('running', 'waitingApproval')) AS busy
@@ -493,21 +488,15 @@ export class PostgresStore implements Store {
         [threadId],
       );
       const owner = rows[0];
-      if (owner && owner.node !== this.node.num && owner.alive && owner.busy) {
-        await client.query("ROLLBACK");
-        return false;
-      }
-      const claim = await this.claim(client, threadId);
-      await client.query("COMMIT");
-      this.owned.set(threadId, claim);
-      return true;
-    } catch (error) {
-      await client.query("ROLLBACK").catch(() => undefined);
-      failed = true;
-      throw this.unavailable(error);
-    } finally {
-      client.release(failed);
-    }
+      if (owner && owner.node !== this.node.num && owner.alive && owner.busy) return undefined;
+      return this.claim(client, threadId);
+    }).catch((error: unknown) => {
+      // A connection that could not be had is unreachable already; what failed in the
+      // transaction marks the store unavailable, as a commit does.
+      throw error instanceof RuntimeError ? error : this.unavailable(error);
+    });
+    if (claim) this.owned.set(threadId, claim);
+    return claim !== undefined;
   }
 
   /**
@@ -544,10 +533,7 @@ export class PostgresStore implements Store {
   }
 
   async takeOfferedTurn(reaches: (workspacePath: string) => boolean): Promise<OfferedTurn | undefined> {
-    const client = await this.checkout();
-    let failed = false;
-    try {
-      await client.query("BEGIN");
+    const taken = await this.transaction(async (client) => {
       // Offers whose node no longer owns the thread or whose turn ended are stale (the node died
       // and its turn was taken over): dropped. The rest whose turn is recorded running, oldest
       // first, skipping those another node is taking.
@@ -563,27 +549,21 @@ export class PostgresStore implements Store {
         [this.node.num],
       );
       const row = rows.find((r) => reaches(r.workspace_path));
-      if (!row) {
-        await client.query("ROLLBACK");
-        return undefined;
-      }
+      if (!row) return undefined;
       await client.query("DELETE FROM turn_queue WHERE turn_id = $1", [row.turn_id]);
-      const claim = await this.claim(client, row.thread_id);
-      await client.query("COMMIT");
-      this.owned.set(row.thread_id, claim);
-      return {
-        turnId: row.turn_id,
-        threadId: row.thread_id,
-        workspacePath: row.workspace_path,
-        params: JSON.parse(row.params) as OfferedTurn["params"],
-      };
-    } catch (error) {
-      await client.query("ROLLBACK").catch(() => undefined);
-      failed = true;
+      return { row, claim: await this.claim(client, row.thread_id) };
+    }).catch((error: unknown) => {
       throw unreachable(error);
-    } finally {
-      client.release(failed);
-    }
+    });
+    if (!taken) return undefined;
+    const { row, claim } = taken;
+    this.owned.set(row.thread_id, claim);
+    return {
+      turnId: row.turn_id,
+      threadId: row.thread_id,
+      workspacePath: row.workspace_path,
+      params: JSON.parse(row.params) as OfferedTurn["params"],
+    };
   }
 
   onTurnOffered(listener: () => void): void {
@@ -622,6 +602,27 @@ export class PostgresStore implements Store {
     const client = await this.pool.connect();
     if (client.listenerCount("error") === 0) client.on("error", (error) => this.onError(error));
     return client;
+  }
+  /**
+   * Runs `work` in a transaction on a pooled connection: committed when it returns, rolled back
+   * when it throws (the connection then dropped: it may be what failed). A connection that
+   * cannot be had is the retryable storageUnavailable; `work`'s errors are thrown as they are.
+   */
+  private async transaction<T>(work: (client: PoolClient) => Promise<T>): Promise<T> {
+    const client = await this.checkout().catch((error: unknown) => {
+      throw unreachable(error);
+    });
+    try {
+      await client.query("BEGIN");
+      const result = await work(client);
+      await client.query("COMMIT");
+      client.release();
+      return result;
+    } catch (error) {
+      await client.query("ROLLBACK").catch(() => undefined);
+      client.release(true);
+      throw error;
+    }
   }
 
   onLost(listener: (threadId: string) => void): void {
@@ -803,10 +804,7 @@ export class PostgresStore implements Store {
 
   async rebuild(): Promise<void> {
     await this.flush();
-    const client = await this.checkout();
-    let failed = false;
-    try {
-      await client.query("BEGIN");
+    await this.transaction(async (client) => {
       await client.query("DELETE FROM items; DELETE FROM turns; DELETE FROM threads; DELETE FROM approval_rules;");
       for (let after = 0; ;) {
         const { rows } = await client.query<EventRow & { gid: number }>(
@@ -817,14 +815,7 @@ export class PostgresStore implements Store {
         for (const row of rows) for (const write of projectEvent(toEvent(row))) await applyWrite(client, write);
         after = rows[rows.length - 1]!.gid;
       }
-      await client.query("COMMIT");
-    } catch (error) {
-      await client.query("ROLLBACK").catch(() => undefined);
-      failed = true;
-      throw error;
-    } finally {
-      client.release(failed);
-    }
+    });
   }
 
   async close(): Promise<void> {
