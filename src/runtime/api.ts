@@ -16,6 +16,7 @@ import type {
 } from "../domain/model.js";
 import type { ListedModel } from "../providers/model-catalog.js";
 import type { StorageStatus, Store, StoredItemJson, ThreadFilter, ThreadPage } from "../store/store.js";
+import type { FaceState } from "../store/face-state.js";
 import type { AnyTool, ToolEnvironment } from "../tools/tool.js";
 import type { Approver } from "./approvals.js";
 import type { ModelSelection, RuntimeListener, StartThreadParams, StartTurnParams } from "./runtime.js";
@@ -120,6 +121,8 @@ export interface RuntimeApi {
    * events), in the server's store: every process of a cluster reads the same. See Store.
    */
   readonly logs: Pick<Store, "appendToLog" | "readLog">;
+  /** Records, queues and broadcasts a face shares with every process of the store (the Yeaft relay's). */
+  readonly faceState: FaceState;
 
   // ---- discovery ----
   listModels(): Promise<ListedModel[]>;

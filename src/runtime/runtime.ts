@@ -8,6 +8,7 @@ import type { AgentProcessInfo, BackendAvailability, BackendSet, TurnContext, Tu
 import type { ListedModel } from "../providers/model-catalog.js";
 import type { ThinkingMode } from "../providers/provider.js";
 import type { StorageStatus, Store, StoredItemJson, ThreadFilter, ThreadPage } from "../store/store.js";
+import type { FaceState } from "../store/face-state.js";
 import type { ToolEnvironment, UserQuestion } from "../tools/tool.js";
 import type { ToolRegistry } from "../tools/registry.js";
 import { ApprovalBroker } from "./approvals.js";
@@ -133,6 +134,7 @@ export type { RuntimeListener } from "./delivery.js";
 export class Runtime implements RuntimeApi {
   readonly approvals: ApprovalBroker;
   readonly logs: Pick<Store, "appendToLog" | "readLog">;
+  readonly faceState: FaceState;
   readonly workspace: WorkspaceResources;
   readonly automation: { cron: CronService; heartbeat: HeartbeatService; channels: ChannelRunner };
   /** Running turns by thread id (at most one per thread). */
@@ -165,6 +167,7 @@ export class Runtime implements RuntimeApi {
       appendToLog: (log, records) => this.store.appendToLog(log, records),
       readLog: (log, after) => this.store.readLog(log, after),
     };
+    this.faceState = this.store.faceState;
     this.approvals = new ApprovalBroker((threadId) => this.lineage(threadId), this.store.shared ? REMOTE_APPROVAL_WINDOW_MS : undefined);
     const cron = new CronService(this, options.cronFile, this.log);
     this.automation = {

@@ -1,5 +1,6 @@
 // The PostgreSQL store's schema: versioned migrations, and the pool every connection comes from.
 import type { Pool } from "pg";
+import { FACE_STATE_MIGRATION } from "./postgres-face-state.js";
 
 // Schema. `switchyard_schema.version` is the number of migrations applied; a later version
 // appends a step and never edits an earlier one.
@@ -140,6 +141,9 @@ CREATE TABLE face_logs (
   UNIQUE (log, prev_hash)
 );
 `,
+  // 6: records, queues and broadcasts faces share across nodes (the Yeaft relay's presence,
+  // routes and away buffers).
+  FACE_STATE_MIGRATION,
 ];
 
 /** The schema version this binary writes. */

@@ -12,6 +12,7 @@
 import type { Pool, PoolClient } from "pg";
 import { migratePostgres, postgresPool } from "./postgres-schema.js";
 import { COMMAND_CHANNEL, DEFAULT_LEASE_TTL_MS, FEED_CHANNEL, nodeAlive, PostgresNode, TURN_CHANNEL } from "./postgres-node.js";
+import { PostgresFaceState } from "./postgres-face-state.js";
 import { newId } from "../ids.js";
 import { RuntimeError } from "../domain/errors.js";
 import type { EventType, NewEvent, RuntimeEvent } from "../domain/events.js";
@@ -160,6 +161,8 @@ export class PostgresStore implements Store {
   /** The last feed event read: (xid, gid). */
   private cursor: { xid: string; gid: number };
   private readonly feed = new Coalesced(() => this.readFeed());
+  readonly faceState: PostgresFaceState;
+  private readonly broadcasts: Coalesced;
   private readonly commands = new Coalesced(() => this.serveCommands());
   private commandHandler: ((threadId: string, command: ThreadCommand) => Promise<unknown>) | undefined;
   private commandsPrunedAt = 0;
@@ -172,8 +175,11 @@ export class PostgresStore implements Store {
     private readonly pool: Pool,
     xmin: string,
     private readonly onError: (err: unknown) => void,
+    leaseTtlMs: number,
   ) {
     this.cursor = { xid: xmin, gid: 0 };
+    this.faceState = new PostgresFaceState(pool, xmin, leaseTtlMs, unreachable);
+    this.broadcasts = new Coalesced(() => this.faceState.read());
   }
 
   /** Connects, migrates, and joins the cluster as a node owning no thread yet. */
@@ -185,14 +191,19 @@ export class PostgresStore implements Store {
       const { rows } = await pool.query<{ xmin: string }>("SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS xmin");
       const onError = opts.onError ?? ((err) => process.stderr.write(`switchyard store: ${String(err)}\n`));
       pool.on("error", (err) => onError(err)); // an idle client lost its connection: the pool replaces it
-      const store = new PostgresStore(pool, rows[0]!.xmin, onError);
-      store.node = await PostgresNode.join(pool, url, opts.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS, {
-        onFeed: () => void store.feed.run().catch(onError),
+      const leaseTtlMs = opts.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS;
+      const store = new PostgresStore(pool, rows[0]!.xmin, onError, leaseTtlMs);
+      store.node = await PostgresNode.join(pool, url, leaseTtlMs, {
+        onFeed: () => {
+          void store.feed.run().catch(onError);
+          void store.broadcasts.run().catch(onError);
+        },
         onCommands: () => void store.commands.run().catch(onError),
         onPeerGone: () => store.orphanListeners.forEach((listener) => listener()),
         onTurnOffered: () => store.turnOfferListeners.forEach((listener) => listener()),
         onError,
       });
+      store.faceState.node = store.node.num;
       return store;
     } catch (error) {
       await pool.end();
@@ -827,7 +838,7 @@ export class PostgresStore implements Store {
       this.onError(new Error(`${this.pending.length} events could not be written before shutdown: ${String(error)}`));
     } finally {
       this.closed = true;
-      await Promise.all([this.feed.idle(), this.commands.idle()]);
+      await Promise.all([this.feed.idle(), this.commands.idle(), this.broadcasts.idle()]);
       await this.node.leave();
       await this.pool.end();
     }

@@ -18,6 +18,7 @@ import {
 } from "./store.js";
 import { BLOBS_SCHEMA, BlobStore, hydrated } from "./blobs.js";
 import { projectEvent, type ThreadColumn } from "./projection.js";
+import { FACE_STATE_SCHEMA, SqliteFaceState } from "./sqlite-face-state.js";
 import {
   THREAD_COLUMNS,
   decodeCursor,
@@ -140,6 +141,7 @@ const MIGRATIONS: ReadonlyArray<(db: Database.Database) => void> = [
   (db) => db.exec(SCHEMA_V3),
   (db) => db.exec(BLOBS_SCHEMA), // v4: large inline images, once each (blobs.ts)
   (db) => db.exec(FACE_LOGS_SCHEMA), // v5: logs faces keep beside the threads
+  (db) => db.exec(FACE_STATE_SCHEMA), // v6: records, queues faces share (sqlite-face-state.ts)
 ];
 
 function migrate(db: Database.Database): void {
@@ -299,6 +301,7 @@ type Statements = ReturnType<typeof prepareStatements>;
 
 export class SqliteStore implements Store {
   readonly shared = false;
+  readonly faceState: SqliteFaceState;
   private readonly db: Database.Database;
   private readonly onError: (err: unknown) => void;
   private readonly stmts: Statements;
@@ -343,6 +346,7 @@ export class SqliteStore implements Store {
     // Before the statements: they call its SQL function.
     this.blobs = new BlobStore(db, db.memory ? undefined : file);
     this.stmts = prepareStatements(db);
+    this.faceState = new SqliteFaceState(db);
     this.seq = this.stmts.maxSeq.get() ?? 0;
     this.writeBatch = db.transaction((batch: PendingEvent[]) => {
       const errors: unknown[] = [];

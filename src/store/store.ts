@@ -3,6 +3,7 @@
 import type { EventType, NewEvent, RuntimeEvent } from "../domain/events.js";
 import type { ApprovalDecision, InputPart, Item, ItemType, Thread, ThreadStatus, TokenUsage, Turn } from "../domain/model.js";
 import type { ThinkingMode } from "../providers/provider.js";
+import type { FaceState } from "./face-state.js";
 
 export interface ThreadFilter {
   userId?: string;
@@ -148,6 +149,8 @@ export interface Store {
   appendToLog(log: string, records: LogRecord[]): Promise<void>;
   /** The log's records with seq > afterSeq, oldest first. */
   readLog(log: string, afterSeq?: number): Promise<LogRecord[]>;
+  /** Records, queues and broadcasts a face shares with the store's other processes (face-state.ts). */
+  readonly faceState: FaceState;
 
   // Reads see every event appended before them (they wait for the buffered ones to commit).
   getThread(threadId: string): Promise<Thread | undefined>;

@@ -282,6 +282,75 @@ describe("PostgreSQL store", { skip: postgresMissing() }, () => {
     }
   });
 
+  it("keeps face state as SQLite does: records with conditions, bounded queues taken in order", async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), "switchyard-store-"));
+    const stores: Store[] = [openStore(dir), await PostgresStore.open(freshUrl())];
+    try {
+      for (const { faceState: state } of stores) {
+        assert.equal(await state.putRecord("ns", "a", "1", { ifAbsent: true }), true);
+        assert.equal(await state.putRecord("ns", "a", "2", { ifAbsent: true }), false, "taken");
+        assert.equal(await state.putRecord("ns", "b", "3", { held: true }), true);
+        assert.equal(await state.putRecord("ns", "a", "4", { ifHeldHere: true }), false, "a is held by nobody");
+        assert.equal(await state.putRecord("ns", "b", "5"), true);
+        assert.deepEqual(await state.listRecords("ns"), [
+          { key: "a", value: "1", held: false },
+          { key: "b", value: "5", held: true }, // a write without `held` keeps the hold
+        ]);
+        assert.equal(await state.putRecord("ns", "b", "6", { held: false, ifHeldHere: true }), true);
+        assert.deepEqual(await state.getRecord("ns", "b"), { key: "b", value: "6", held: false });
+        assert.equal(await state.putRecord("ns", "a", undefined), true);
+        assert.equal(await state.getRecord("ns", "a"), undefined);
+
+        // Past 3 messages the oldest droppable goes first; a kept one only when nothing else is left.
+        const limits = { messages: 3, bytes: 1_000 };
+        const add = (body: string, keep = false) => state.enqueue("q", body, { keep, limits });
+        assert.deepEqual(await add("keep-1", true), { queued: 1, dropped: 0 });
+        await add("m1");
+        await add("m2");
+        assert.deepEqual(await add("m3"), { queued: 3, dropped: 1 });
+        assert.deepEqual(await state.takeQueued("q"), ["keep-1", "m2", "m3"]);
+        assert.deepEqual(await state.takeQueued("q"), []);
+        assert.deepEqual(await state.enqueue("q", "x".repeat(600), { keep: true, limits }), { queued: 1, dropped: 0 });
+        assert.deepEqual(await state.enqueue("q", "y".repeat(600), { keep: true, limits }), { queued: 1, dropped: 1 });
+        assert.deepEqual(await state.takeQueued("q"), ["y".repeat(600)]);
+      }
+    } finally {
+      for (const store of stores) await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("shares face state between nodes: holds read live while their node is, broadcasts reach the others in order", async () => {
+    const url = freshUrl();
+    const [one, two] = [await PostgresStore.open(url), await PostgresStore.open(url)];
+    try {
+      const heard: string[] = [];
+      let wake: () => void = () => undefined;
+      two.faceState.onBroadcast("chat", (bodies) => {
+        heard.push(...bodies);
+        wake();
+      });
+      const mine: string[] = [];
+      one.faceState.onBroadcast("chat", (bodies) => mine.push(...bodies));
+      for (let i = 0; i < 5; i++) await one.faceState.broadcast("chat", [`a${i}`, `b${i}`]);
+      while (heard.length < 10) await new Promise<void>((resolve) => (wake = resolve));
+      assert.deepEqual(
+        heard,
+        [0, 1, 2, 3, 4].flatMap((i) => [`a${i}`, `b${i}`]),
+      );
+      assert.deepEqual(mine, [], "not to the sender");
+
+      await one.faceState.putRecord("agents", "x", "{}", { held: true });
+      assert.equal((await two.faceState.getRecord("agents", "x"))?.held, true);
+      assert.equal(await two.faceState.putRecord("agents", "x", "{}", { held: false, ifHeldHere: true }), false, "not two's to let go");
+      await one.close();
+      assert.equal((await two.faceState.getRecord("agents", "x"))?.held, false, "its node left");
+    } finally {
+      await one.close();
+      await two.close();
+    }
+  });
+
   it("refuses a database whose schema is newer than this binary", async () => {
     const url = freshUrl();
     await (await PostgresStore.open(url)).close();

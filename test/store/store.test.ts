@@ -380,7 +380,7 @@ test("schema version is set and reopening does not migrate again", async () => {
     await store.close();
     // user_version lives at offset 60 of the database header.
     const header = readFileSync(path.join(dir, "switchyard.db")).subarray(60, 64);
-    assert.equal(header.readUInt32BE(0), 5);
+    assert.equal(header.readUInt32BE(0), 6);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -506,7 +506,7 @@ test("listItemsJson returns stored items with their type, also after migrating a
     // Turn the file back into a version 1 database (no type column); opening migrates it.
     const db = new Database(path.join(dir, "switchyard.db"));
     db.exec(
-      "ALTER TABLE items DROP COLUMN type; ALTER TABLE threads DROP COLUMN backend_session; DROP TABLE blobs; DROP TABLE face_logs; PRAGMA user_version = 1;",
+      "ALTER TABLE items DROP COLUMN type; ALTER TABLE threads DROP COLUMN backend_session; DROP TABLE blobs; DROP TABLE face_logs; DROP TABLE face_records; DROP TABLE face_queue; PRAGMA user_version = 1;",
     );
     db.close();
     assert.deepEqual(await read(), expected);

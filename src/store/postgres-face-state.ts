@@ -1,0 +1,212 @@
+// Face state on PostgreSQL, shared by every node: a record is held while the node that holds it
+// is alive (its liveness lock, see postgres-node.ts); a queue's writers and takers take turns on
+// an advisory lock, so its ids follow commit order; broadcasts are rows read like the event
+// feed (after a cursor, below the snapshot's xmin), woken by the same one notification per
+// commit, and deleted after a minute.
+import type { Pool } from "pg";
+import { type FaceRecord, type FaceState, overflow, type PutRecordOptions, type QueueLimits } from "./face-state.js";
+import { FEED_CHANNEL, nodeAlive } from "./postgres-node.js";
+
+/** Migration 6 of the PostgreSQL schema. */
+export const FACE_STATE_MIGRATION = `
+CREATE TABLE face_records (
+  ns     TEXT    NOT NULL,
+  key    TEXT    NOT NULL,
+  value  TEXT    NOT NULL,
+  holder INTEGER,
+  PRIMARY KEY (ns, key)
+);
+
+CREATE TABLE face_queue (
+  id    BIGSERIAL PRIMARY KEY,
+  queue TEXT      NOT NULL,
+  body  TEXT      NOT NULL,
+  keep  BOOLEAN   NOT NULL,
+  bytes INTEGER   NOT NULL
+);
+CREATE INDEX face_queue_order ON face_queue(queue, id);
+
+CREATE TABLE face_broadcasts (
+  xid     XID8        NOT NULL DEFAULT pg_current_xact_id(),
+  id      BIGINT      GENERATED ALWAYS AS IDENTITY,
+  node    INTEGER     NOT NULL,
+  channel TEXT        NOT NULL,
+  bodies  TEXT[]      NOT NULL,
+  sent_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+  PRIMARY KEY (xid, id)
+);
+`;
+
+/** The advisory lock class of queue locks: pg_advisory_xact_lock(QUEUE_LOCK_CLASS, hashtext(queue)). */
+const QUEUE_LOCK_CLASS = 0x5377_7965;
+const BROADCAST_PAGE = 500;
+/** Broadcasts are deleted after this long: a node away longer misses them (they are not a log). */
+const BROADCAST_RETENTION = "1 minute";
+const PRUNE_EVERY_MS = 30_000;
+
+type RecordRow = { key: string; value: string; held: boolean };
+
+export class PostgresFaceState implements FaceState {
+  readonly shared = true;
+  /** This node's number, set once it has joined. */
+  node = 0;
+  private cursor: { xid: string; id: number };
+  private readonly listeners = new Map<string, Array<(bodies: string[]) => void>>();
+  private prunedAt = Date.now();
+
+  constructor(
+    private readonly pool: Pool,
+    xmin: string,
+    private readonly leaseTtlMs: number,
+    /** Maps a lost connection to the retryable storageUnavailable. */
+    private readonly unreachable: (error: unknown) => unknown,
+  ) {
+    this.cursor = { xid: xmin, id: 0 };
+  }
+
+  async putRecord(ns: string, key: string, value: string | undefined, opts: PutRecordOptions = {}): Promise<boolean> {
+    const holder = opts.held === undefined ? undefined : opts.held ? this.node : null;
+    if (value === undefined) {
+      const onlyHere = opts.ifHeldHere ? " AND holder = $3" : "";
+      return (
+        (
+          await this.query(`DELETE FROM face_records WHERE ns = $1 AND key = $2${onlyHere}`, [
+            ns,
+            key,
+            ...(opts.ifHeldHere ? [this.node] : []),
+          ])
+        ).rowCount !== 0
+      );
+    }
+    if (opts.ifHeldHere) {
+      const setHolder = holder === undefined ? "" : ", holder = $5";
+      const { rowCount } = await this.query(`UPDATE face_records SET value = $3${setHolder} WHERE ns = $1 AND key = $2 AND holder = $4`, [
+        ns,
+        key,
+        value,
+        this.node,
+        ...(holder === undefined ? [] : [holder]),
+      ]);
+      return rowCount !== 0;
+    }
+    const onConflict = opts.ifAbsent
+      ? "DO NOTHING"
+      : `DO UPDATE SET value = excluded.value${holder === undefined ? "" : ", holder = excluded.holder"}`;
+    const { rowCount } = await this.query(
+      `INSERT INTO face_records (ns, key, value, holder) VALUES ($1, $2, $3, $4) ON CONFLICT (ns, key) ${onConflict}`,
+      [ns, key, value, holder ?? null],
+    );
+    return rowCount !== 0;
+  }
+
+  async getRecord(ns: string, key: string): Promise<FaceRecord | undefined> {
+    const { rows } = await this.query<RecordRow>(`${this.recordSelect()} AND key = $3`, [ns, this.node, key]);
+    return rows[0];
+  }
+
+  async listRecords(ns: string): Promise<FaceRecord[]> {
+    return (await this.query<RecordRow>(`${this.recordSelect()} ORDER BY key`, [ns, this.node])).rows;
+  }
+
+  private recordSelect(): string {
+    return `SELECT key, value, coalesce(r.holder = $2 OR ${nodeAlive("r.holder", this.leaseTtlMs)}, false) AS held
+            FROM face_records r WHERE ns = $1`;
+  }
+
+  async enqueue(queue: string, body: string, opts: { keep: boolean; limits: QueueLimits }): Promise<{ queued: number; dropped: number }> {
+    return this.inQueueTurn(queue, async (client) => {
+      await client.query("INSERT INTO face_queue (queue, body, keep, bytes) VALUES ($1, $2, $3, $4)", [
+        queue,
+        body,
+        opts.keep,
+        Buffer.byteLength(body),
+      ]);
+      const { rows: size } = await client.query<{ count: number; bytes: number }>(
+        "SELECT count(*)::int AS count, coalesce(sum(bytes), 0)::bigint AS bytes FROM face_queue WHERE queue = $1",
+        [queue],
+      );
+      const { count, bytes } = size[0]!;
+      if (count <= opts.limits.messages && bytes <= opts.limits.bytes) return { queued: count, dropped: 0 };
+      const { rows } = await client.query<{ id: number; keep: boolean; bytes: number }>(
+        "SELECT id, keep, bytes FROM face_queue WHERE queue = $1 ORDER BY id",
+        [queue],
+      );
+      const drops = overflow(rows, opts.limits);
+      await client.query("DELETE FROM face_queue WHERE id = ANY($1::bigint[])", [drops]);
+      return { queued: count - drops.length, dropped: drops.length };
+    });
+  }
+
+  takeQueued(queue: string): Promise<string[]> {
+    return this.inQueueTurn(queue, async (client) => {
+      const { rows } = await client.query<{ id: number; body: string }>("DELETE FROM face_queue WHERE queue = $1 RETURNING id, body", [
+        queue,
+      ]);
+      return rows.sort((a, b) => a.id - b.id).map((r) => r.body);
+    });
+  }
+
+  /** Runs `work` in a transaction that holds the queue's lock: one writer or taker at a time. */
+  private async inQueueTurn<T>(queue: string, work: (client: import("pg").PoolClient) => Promise<T>): Promise<T> {
+    const client = await this.pool.connect().catch((error: unknown) => {
+      throw this.unreachable(error);
+    });
+    try {
+      await client.query("BEGIN");
+      await client.query("SELECT pg_advisory_xact_lock($1, hashtext($2))", [QUEUE_LOCK_CLASS, queue]);
+      const result = await work(client);
+      await client.query("COMMIT");
+      client.release();
+      return result;
+    } catch (error) {
+      await client.query("ROLLBACK").catch(() => undefined);
+      client.release(true);
+      throw this.unreachable(error);
+    }
+  }
+
+  async broadcast(channel: string, bodies: string[]): Promise<void> {
+    if (bodies.length === 0) return;
+    await this.query(
+      `WITH sent AS (INSERT INTO face_broadcasts (node, channel, bodies) VALUES ($1, $2, $3) RETURNING 1)
+       SELECT pg_notify('${FEED_CHANNEL}', '') FROM sent`,
+      [this.node, channel, bodies],
+    );
+  }
+
+  onBroadcast(channel: string, listener: (bodies: string[]) => void): void {
+    this.listeners.set(channel, [...(this.listeners.get(channel) ?? []), listener]);
+  }
+
+  /** Reads the broadcasts other nodes committed since the cursor and hands them to the listeners. */
+  async read(): Promise<void> {
+    for (let full = true; full;) {
+      const { rows } = await this.pool.query<{ xid: string; id: number; node: number; channel: string; bodies: string[] }>(
+        `SELECT xid::text AS xid, id, node, channel, bodies FROM face_broadcasts
+         WHERE (xid, id) > ($1::xid8, $2) AND xid < pg_snapshot_xmin(pg_current_snapshot())
+         ORDER BY face_broadcasts.xid, face_broadcasts.id LIMIT ${BROADCAST_PAGE}`,
+        [this.cursor.xid, this.cursor.id],
+      );
+      full = rows.length === BROADCAST_PAGE;
+      const last = rows.at(-1);
+      if (!last) break;
+      this.cursor = { xid: last.xid, id: last.id };
+      for (const row of rows) {
+        if (row.node === this.node) continue;
+        for (const listener of this.listeners.get(row.channel) ?? []) listener(row.bodies);
+      }
+    }
+    if (Date.now() - this.prunedAt > PRUNE_EVERY_MS) {
+      this.prunedAt = Date.now();
+      await this.pool.query(`DELETE FROM face_broadcasts WHERE sent_at < now() - interval '${BROADCAST_RETENTION}'`);
+    }
+  }
+
+  private async query<R extends object>(sql: string, params: unknown[]): Promise<import("pg").QueryResult<R>> {
+    try {
+      return await this.pool.query<R>(sql, params);
+    } catch (error) {
+      throw this.unreachable(error);
+    }
+  }
+}

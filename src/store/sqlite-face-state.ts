@@ -1,0 +1,120 @@
+// Face state on SQLite: one process has the data directory, so a record is held when this
+// process (this store's opening) holds it, and a broadcast has nobody to reach.
+import { randomUUID } from "node:crypto";
+import type Database from "better-sqlite3";
+import { type FaceRecord, type FaceState, overflow, type PutRecordOptions, type QueueLimits } from "./face-state.js";
+
+// v6 of the SQLite schema.
+export const FACE_STATE_SCHEMA = `
+CREATE TABLE face_records (
+  ns     TEXT NOT NULL,
+  key    TEXT NOT NULL,
+  value  TEXT NOT NULL,
+  holder TEXT,
+  PRIMARY KEY (ns, key)
+) WITHOUT ROWID;
+
+CREATE TABLE face_queue (
+  id    INTEGER PRIMARY KEY AUTOINCREMENT,
+  queue TEXT    NOT NULL,
+  body  TEXT    NOT NULL,
+  keep  INTEGER NOT NULL,
+  bytes INTEGER NOT NULL
+);
+CREATE INDEX face_queue_order ON face_queue(queue, id);
+`;
+
+type RecordRow = { key: string; value: string; holder: string | null };
+
+export class SqliteFaceState implements FaceState {
+  readonly shared = false;
+  /** Holds of earlier openings (a previous run) read as not held. */
+  private readonly holder = randomUUID();
+  private readonly stmts;
+
+  constructor(private readonly db: Database.Database) {
+    this.stmts = {
+      get: db.prepare<[string, string], RecordRow>("SELECT key, value, holder FROM face_records WHERE ns = ? AND key = ?"),
+      list: db.prepare<[string], RecordRow>("SELECT key, value, holder FROM face_records WHERE ns = ? ORDER BY key"),
+      put: db.prepare<[string, string, string, string | null]>(
+        "INSERT INTO face_records (ns, key, value, holder) VALUES (?, ?, ?, ?) ON CONFLICT (ns, key) DO UPDATE SET value = excluded.value, holder = excluded.holder",
+      ),
+      delete: db.prepare<[string, string]>("DELETE FROM face_records WHERE ns = ? AND key = ?"),
+      enqueue: db.prepare<[string, string, number, number]>("INSERT INTO face_queue (queue, body, keep, bytes) VALUES (?, ?, ?, ?)"),
+      size: db.prepare<[string], { count: number; bytes: number }>(
+        "SELECT count(*) AS count, coalesce(sum(bytes), 0) AS bytes FROM face_queue WHERE queue = ?",
+      ),
+      queued: db.prepare<[string], { id: number; keep: number; bytes: number }>(
+        "SELECT id, keep, bytes FROM face_queue WHERE queue = ? ORDER BY id",
+      ),
+      dropQueued: db.prepare<[number]>("DELETE FROM face_queue WHERE id = ?"),
+      take: db.prepare<[string], string>("DELETE FROM face_queue WHERE queue = ? RETURNING id, body").raw(),
+    };
+  }
+
+  putRecord(ns: string, key: string, value: string | undefined, opts: PutRecordOptions = {}): Promise<boolean> {
+    return this.run(() =>
+      this.db.transaction(() => {
+        const current = this.stmts.get.get(ns, key);
+        if (opts.ifAbsent && current) return false;
+        if (opts.ifHeldHere && current?.holder !== this.holder) return false;
+        if (value === undefined) this.stmts.delete.run(ns, key);
+        else {
+          const holder = opts.held === undefined ? (current?.holder ?? null) : opts.held ? this.holder : null;
+          this.stmts.put.run(ns, key, value, holder);
+        }
+        return true;
+      })(),
+    );
+  }
+
+  getRecord(ns: string, key: string): Promise<FaceRecord | undefined> {
+    return this.run(() => {
+      const row = this.stmts.get.get(ns, key);
+      return row && this.toRecord(row);
+    });
+  }
+
+  listRecords(ns: string): Promise<FaceRecord[]> {
+    return this.run(() => this.stmts.list.all(ns).map((row) => this.toRecord(row)));
+  }
+
+  enqueue(queue: string, body: string, opts: { keep: boolean; limits: QueueLimits }): Promise<{ queued: number; dropped: number }> {
+    return this.run(() =>
+      this.db.transaction(() => {
+        this.stmts.enqueue.run(queue, body, opts.keep ? 1 : 0, Buffer.byteLength(body));
+        const size = this.stmts.size.get(queue)!;
+        if (size.count <= opts.limits.messages && size.bytes <= opts.limits.bytes) return { queued: size.count, dropped: 0 };
+        const rows = this.stmts.queued.all(queue).map((r) => ({ id: r.id, keep: r.keep === 1, bytes: r.bytes }));
+        const drops = overflow(rows, opts.limits);
+        for (const id of drops) this.stmts.dropQueued.run(id);
+        return { queued: rows.length - drops.length, dropped: drops.length };
+      })(),
+    );
+  }
+
+  takeQueued(queue: string): Promise<string[]> {
+    return this.run(() =>
+      (this.stmts.take.all(queue) as unknown as Array<[number, string]>).sort((a, b) => a[0] - b[0]).map(([, body]) => body),
+    );
+  }
+
+  broadcast(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  onBroadcast(): void {}
+
+  private toRecord(row: RecordRow): FaceRecord {
+    return { key: row.key, value: row.value, held: row.holder === this.holder };
+  }
+
+  /** A synchronous statement as a promise: its error (a full disk) rejects it. */
+  private run<T>(work: () => T): Promise<T> {
+    try {
+      return Promise.resolve(work());
+    } catch (error) {
+      return Promise.reject(error as Error);
+    }
+  }
+}
