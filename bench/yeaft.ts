@@ -38,8 +38,8 @@ async function next(ws: WebSocket, type: string): Promise<Record<string, unknown
 
 export async function yeaftRelay(kit: BenchKit): Promise<BenchRow[]> {
   const dataDir = kit.dir("yeaft-bench");
-  const users = new UserStore(path.join(dataDir, "yeaft", "users.json"));
-  const accounts = Array.from({ length: AGENTS }, (_, i) => users.add(`user${i}`, `password-${i}-long`));
+  const users = UserStore.inFile(path.join(dataDir, "yeaft", "users.json"));
+  const accounts = await Promise.all(Array.from({ length: AGENTS }, (_, i) => users.add(`user${i}`, `password-${i}-long`)));
   const port = 20_000 + Math.floor(Math.random() * 20_000);
   const relay = ServerProcess.spawn({
     command: ["yeaft", "relay"],

@@ -195,9 +195,11 @@ yeaft
   .command("add <name>")
   .description("Create a user (password from the terminal, or stdin when piped); prints the user's agent secret last.")
   .option("--data-dir <dir>", "Switchyard's data directory (env SWITCHYARD_HOME)")
-  .action(async (name: string, flags: { dataDir?: string }) => {
+  .option("--store <url>", "the PostgreSQL database a cluster's relays share (env SWITCHYARD_DATABASE_URL)")
+  .action(async (name: string, flags: { dataDir?: string; store?: string }) => {
     const { addUser } = await import("./yeaft-users.js");
-    process.exitCode = await addUser(name, path.join(resolveDataDir(flags, process.env), "yeaft"));
+    const storeUrl = flags.store ?? process.env.SWITCHYARD_DATABASE_URL;
+    process.exitCode = await addUser(name, path.join(resolveDataDir(flags, process.env), "yeaft"), storeUrl || undefined);
   });
 
 program

@@ -21,13 +21,26 @@ async function readPassword(): Promise<string> {
   return password;
 }
 
-export async function addUser(name: string, dataDir: string): Promise<number> {
+/** Adds the user to the data directory's users.json or, given a database, where a cluster's relays read users. */
+export async function addUser(name: string, dataDir: string, storeUrl: string | undefined): Promise<number> {
+  let close = async (): Promise<void> => undefined;
   try {
-    const user = new UserStore(path.join(dataDir, "users.json")).add(name, await readPassword());
+    let users: UserStore;
+    if (storeUrl) {
+      const { postgresPool, migratePostgres } = await import("../store/postgres-schema.js");
+      const { PostgresFaceState } = await import("../store/postgres-face-state.js");
+      const pool = await postgresPool(storeUrl);
+      close = () => pool.end();
+      await migratePostgres(pool);
+      users = UserStore.inState(new PostgresFaceState(pool, "0", 0, (error) => error));
+    } else users = UserStore.inFile(path.join(dataDir, "users.json"));
+    const user = await users.add(name, await readPassword());
     process.stdout.write(`user ${user.username} added. Its agents connect with this secret:\n${user.agentSecret}\n`);
     return 0;
   } catch (error) {
     process.stderr.write(`switchyard: ${(error as Error).message}\n`);
     return 1;
+  } finally {
+    await close();
   }
 }

@@ -5,62 +5,11 @@
 import assert from "node:assert/strict";
 import { writeFileSync } from "node:fs";
 import { after, before, describe, it } from "node:test";
-import WebSocket, { WebSocketServer } from "ws";
+import { WebSocketServer } from "ws";
 import { FakeModelServer } from "../support/fake-model-server.js";
 import { makeWorkspace, modelEnv } from "../support/harness.js";
 import { freePort, ServerProcess, tempDir } from "../support/server-process.js";
-import { addUser, login } from "../support/yeaft.js";
-
-type Msg = Record<string, unknown> & { type: string };
-
-/** A raw WebSocket peer that keeps every message and can wait for one. */
-class Peer {
-  readonly received: Msg[] = [];
-  closed: { code: number; reason: string } | undefined;
-  private wake: Array<() => void> = [];
-  private constructor(readonly ws: WebSocket) {
-    ws.on("message", (raw) => {
-      this.received.push(JSON.parse(raw.toString()) as Msg);
-      this.wake.splice(0).forEach((w) => w());
-    });
-    ws.on("close", (code, reason) => {
-      this.closed = { code, reason: reason.toString() };
-      this.wake.splice(0).forEach((w) => w());
-    });
-  }
-
-  static open(url: string, headers: Record<string, string> = {}, options: { autoPong?: boolean } = {}): Promise<Peer> {
-    const ws = new WebSocket(url, { headers, ...options });
-    const peer = new Peer(ws);
-    return new Promise((resolve, reject) => {
-      ws.once("open", () => resolve(peer));
-      ws.once("error", reject);
-    });
-  }
-
-  send(msg: Record<string, unknown>): void {
-    this.ws.send(JSON.stringify(msg));
-  }
-
-  async waitFor(match: (m: Msg) => boolean, timeoutMs = 15_000): Promise<Msg> {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const found = this.received.find(match);
-      if (found) return found;
-      if (this.closed) throw new Error(`closed (${this.closed.code} ${this.closed.reason}) while waiting`);
-      if (Date.now() > deadline) throw new Error(`timed out; received ${JSON.stringify(this.received.slice(-5))}`);
-      await new Promise<void>((resolve) => {
-        this.wake.push(resolve);
-        setTimeout(resolve, 200);
-      });
-    }
-  }
-
-  async waitClosed(): Promise<{ code: number; reason: string }> {
-    while (!this.closed) await new Promise<void>((resolve) => this.wake.push(resolve));
-    return this.closed;
-  }
-}
+import { addUser, login, type Msg, Peer } from "../support/yeaft.js";
 
 describe("yeaft relay and agent", () => {
   let fake: FakeModelServer;

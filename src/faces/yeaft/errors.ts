@@ -11,7 +11,9 @@ export type YeaftErrorCode =
   | "turn_failed"
   | "persona_not_found"
   | "invalid_attachment"
-  | "busy";
+  | "busy"
+  /** The relay's store cannot be reached: retry. */
+  | "relay_unavailable";
 
 export function errorEnvelope(
   code: YeaftErrorCode,

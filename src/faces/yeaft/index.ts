@@ -13,12 +13,12 @@ export const yeaftFace: Face = {
   listen: async (ctx) => {
     const opts = ctx.options as YeaftListenOptions;
     const log = ctx.log.child({ face: "yeaft" });
-    const relay = opts.relay ? await (await import("./relay.js")).startRelay(opts.relay, log) : undefined;
+    const relay = opts.relay ? await (await import("./relay.js")).startRelay(opts.relay, ctx.runtime.faceState, log) : undefined;
     let driver: import("./driver.js").AgentDriver | undefined;
     if (opts.agent) {
       const { AgentDriver } = await import("./driver.js");
       // Both in one process: the local agent belongs to the relay's first user.
-      const secret = opts.agent.secret || relay?.users.first()?.agentSecret;
+      const secret = opts.agent.secret || (await relay?.users.first())?.agentSecret;
       if (!secret)
         throw new Error(
           "The agent needs its owner's secret (--secret or YEAFT_AGENT_SECRET), or a user added with `switchyard yeaft user add`.",

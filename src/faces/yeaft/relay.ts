@@ -4,7 +4,7 @@
 // header or the HttpOnly cookie). Foreign Origins are refused; a non-loopback bind needs an
 // explicit signing secret. Liveness is WebSocket ping/pong.
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
@@ -12,6 +12,7 @@ import { fileURLToPath } from "node:url";
 import { jwtVerify, SignJWT } from "jose";
 import { WebSocketServer, type WebSocket } from "ws";
 import type { Logger } from "../../log.js";
+import type { FaceState } from "../../store/face-state.js";
 import { isLoopbackHost } from "../../transport/websocket.js";
 import type { FaceListener } from "../face.js";
 import { CLOSE_POLICY } from "./protocol.js";
@@ -34,25 +35,34 @@ export interface RelayServerOptions {
 }
 
 const COOKIE = "yeaft_session";
+/** Records: the ids (jti) of tokens logged out, and the generated signing secret. */
+const REVOKED = "yeaft/revoked";
+const SECRETS = "yeaft/secrets";
 const LOGIN_WINDOW_MS = 60_000;
 const LOGIN_ATTEMPTS = 10;
 
-export async function startRelay(opts: RelayServerOptions, log: Logger): Promise<FaceListener & { port: number; users: UserStore }> {
+export async function startRelay(
+  opts: RelayServerOptions,
+  state: FaceState,
+  log: Logger,
+): Promise<FaceListener & { port: number; users: UserStore }> {
   if (!isLoopbackHost(opts.host) && !opts.jwtSecret) {
     throw new Error(`Refusing to listen on ${opts.host} without a signing secret: set --jwt-secret (or YEAFT_JWT_SECRET).`);
   }
   mkdirSync(opts.dataDir, { recursive: true, mode: 0o700 });
-  const users = new UserStore(path.join(opts.dataDir, "users.json"));
-  const key = new TextEncoder().encode(opts.jwtSecret ?? localSecret(opts.dataDir));
+  const usersFile = path.join(opts.dataDir, "users.json");
+  const users = state.shared ? await UserStore.shared(state, usersFile) : UserStore.inFile(usersFile);
+  const key = new TextEncoder().encode(opts.jwtSecret ?? (await localSecret(opts.dataDir, state)));
   const ttl = opts.tokenTtlSeconds ?? 3 * 24 * 3600;
-  const revoked = new Set<string>();
   const attempts = new Map<string, number[]>();
   const relay = new Relay({
     users,
+    state,
     log,
     authTimeoutMs: opts.authTimeoutMs ?? 30_000,
-    pinsFile: path.join(opts.dataDir, "conversations.json"),
+    legacyPinsFile: path.join(opts.dataDir, "conversations.json"),
   });
+  await relay.start();
   const web = webRoot();
   if (!web) log.warn("the web client is not built (dist/yeaft-web): the relay serves agents and the API only");
 
@@ -60,7 +70,8 @@ export async function startRelay(opts: RelayServerOptions, log: Logger): Promise
     if (!token) return undefined;
     try {
       const { payload } = await jwtVerify(token, key, { algorithms: ["HS256"] });
-      if (typeof payload.sub !== "string" || (payload.jti && revoked.has(payload.jti)) || !users.find(payload.sub)) return undefined;
+      if (typeof payload.sub !== "string" || (payload.jti && (await state.getRecord(REVOKED, payload.jti)))) return undefined;
+      if (!(await users.find(payload.sub))) return undefined;
       return payload.sub;
     } catch {
       return undefined;
@@ -84,7 +95,9 @@ export async function startRelay(opts: RelayServerOptions, log: Logger): Promise
       attempts.set(ip, [...recent, now]);
       const body = (await readJson(req)) as { username?: unknown; password?: unknown } | undefined;
       const user =
-        typeof body?.username === "string" && typeof body.password === "string" ? users.verify(body.username, body.password) : undefined;
+        typeof body?.username === "string" && typeof body.password === "string"
+          ? await users.verify(body.username, body.password)
+          : undefined;
       if (!user) return json(res, 401, { error: "Wrong username or password." });
       const token = await new SignJWT({})
         .setProtectedHeader({ alg: "HS256" })
@@ -101,7 +114,7 @@ export async function startRelay(opts: RelayServerOptions, log: Logger): Promise
       if (token) {
         try {
           const { payload } = await jwtVerify(token, key, { algorithms: ["HS256"] });
-          if (payload.jti) revoked.add(payload.jti);
+          if (payload.jti) await state.putRecord(REVOKED, payload.jti, String(payload.exp ?? ""));
         } catch {
           // An invalid token is logged out already.
         }
@@ -214,11 +227,15 @@ function serveFile(res: ServerResponse, file: string, type: string): void {
   res.end(body);
 }
 
-/** A signing secret for a loopback relay without one: generated once, kept owner-only. */
-function localSecret(dataDir: string): string {
+/**
+ * A signing secret for a loopback relay without one: generated once and kept in the store, so
+ * that every relay of a cluster signs alike (a secret an older relay kept in its file is kept).
+ */
+async function localSecret(dataDir: string, state: FaceState): Promise<string> {
   const file = path.join(dataDir, "jwt-secret");
-  if (!existsSync(file)) writeFileSync(file, randomBytes(32).toString("base64url"), { mode: 0o600 });
-  return readFileSync(file, "utf8").trim();
+  const generated = existsSync(file) ? readFileSync(file, "utf8").trim() : randomBytes(32).toString("base64url");
+  await state.putRecord(SECRETS, "jwt", generated, { ifAbsent: true });
+  return (await state.getRecord(SECRETS, "jwt"))!.value;
 }
 
 function tokenOf(req: IncomingMessage, url: URL): string | undefined {

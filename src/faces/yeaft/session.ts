@@ -2,54 +2,94 @@
 // browsers with a token; then the relay routes envelopes (a router, not a brain). A conversation
 // is pinned to the agent that created it; browser messages go to that agent, agent messages to
 // its owner's browsers only; an agent speaks only for conversations it owns. Messages for an
-// agent that is away wait in a bounded buffer and are flushed in order when it registers again.
+// agent that is away wait in a bounded queue and are sent in order when it registers again.
+//
+// What routes live in the store's face state, so that several relay processes on one
+// PostgreSQL serve as one relay: the agents (held while connected: presence), the pins (routes)
+// and each agent's queue. A message for an agent connected to another relay goes through its
+// queue; a broadcast tells that relay to take it, tells every relay what to send its browsers,
+// and that an agent list changed. One process (SQLite): the same records, nobody to broadcast to.
 import { randomBytes } from "node:crypto";
-import { existsSync, readFileSync } from "node:fs";
-import { writeFileDurably } from "../../durable-file.js";
+import { existsSync, readFileSync, renameSync } from "node:fs";
 import type { WebSocket } from "ws";
 import type { Logger } from "../../log.js";
+import type { FaceState } from "../../store/face-state.js";
 import { errorEnvelope } from "./errors.js";
 import { ALIASES, BUFFER_LIMITS, CLOSE_POLICY, CONVERSATION_EXEMPT, Envelope, TERMINAL_TYPES, TO_AGENT, TO_WEB } from "./protocol.js";
 import type { UserStore } from "./users.js";
 
-interface AgentEntry {
-  id: string;
+/** Records: agent id → AgentRecord, held by the relay it is connected to. */
+const AGENTS = "yeaft/agents";
+/** Records: conversation (or group) id → Pin. */
+const PINS = "yeaft/pins";
+const queueOf = (agentId: string): string => `yeaft/queue/${agentId}`;
+const CHANNEL = "yeaft";
+
+interface AgentRecord {
   owner: string;
   name: string;
-  ws?: WebSocket;
-  buffer: Array<{ text: string; type: string }>;
   /** The group-chat personas the agent announced (yeaft_personas). */
   personas?: unknown;
-  bufferedBytes: number;
-  dropped: number;
-}
-
-export interface RelayOptions {
-  users: UserStore;
-  log: Logger;
-  /** Seconds an agent has to answer auth_required. */
-  authTimeoutMs: number;
-  /** Where the conversation pins are kept, so that a restarted relay routes as before. */
-  pinsFile?: string;
 }
 
 type Pin = { agentId: string; owner: string };
 
+/** What one relay tells the others. */
+type Broadcast =
+  /** An agent's message (final text) for its owner's browsers. */
+  | { kind: "web"; owner: string; text: string }
+  | { kind: "agentsChanged"; owner: string }
+  /** A message waits in the agent's queue: the relay it is connected to sends it. */
+  | { kind: "queued"; agentId: string }
+  /** The agent connected to the sender: a connection elsewhere is superseded. */
+  | { kind: "registered"; agentId: string }
+  | { kind: "unpinned"; conversationId: string };
+
+/** An agent connected to this relay. */
+interface ConnectedAgent {
+  id: string;
+  record: AgentRecord;
+  ws: WebSocket;
+  /** Its queue was emptied since it registered: messages from here may go straight to it. */
+  live: boolean;
+  /** The take of its queue in progress, and whether to take once more after it. */
+  taking?: Promise<void>;
+  again: boolean;
+}
+
+export interface RelayOptions {
+  users: UserStore;
+  state: FaceState;
+  log: Logger;
+  /** Seconds an agent has to answer auth_required. */
+  authTimeoutMs: number;
+  /** Pins an older relay kept in a file: moved into the store once. */
+  legacyPinsFile?: string;
+}
+
 export class Relay {
-  private readonly agents = new Map<string, AgentEntry>();
-  private readonly conversations: Map<string, Pin>;
+  private readonly connected = new Map<string, ConnectedAgent>();
   private readonly browsers = new Map<string, Set<WebSocket>>();
+  /** Pins read so far (a pin names its agent for good; other relays' unpins reach here). */
+  private readonly pins = new Map<string, Pin>();
+  private readonly state: FaceState;
+  private outbox: string[] = [];
+  private sending: Promise<void> = Promise.resolve();
 
   constructor(private readonly opts: RelayOptions) {
-    const saved =
-      opts.pinsFile && existsSync(opts.pinsFile) ? (JSON.parse(readFileSync(opts.pinsFile, "utf8")) as Record<string, Pin>) : {};
-    this.conversations = new Map(Object.entries(saved));
+    this.state = opts.state;
+    this.state.onBroadcast(CHANNEL, (bodies) => {
+      for (const body of bodies) this.received(JSON.parse(body) as Broadcast);
+    });
   }
 
-  private pin(conversationId: string, pin: Pin | undefined): void {
-    if (pin) this.conversations.set(conversationId, pin);
-    else this.conversations.delete(conversationId);
-    if (this.opts.pinsFile) writeFileDurably(this.opts.pinsFile, JSON.stringify(Object.fromEntries(this.conversations)), 0o600);
+  /** Moves pins an older relay kept in its file into the store. */
+  async start(): Promise<void> {
+    const file = this.opts.legacyPinsFile;
+    if (!file || !existsSync(file)) return;
+    const saved = JSON.parse(readFileSync(file, "utf8")) as Record<string, Pin>;
+    for (const [id, pin] of Object.entries(saved)) await this.state.putRecord(PINS, id, JSON.stringify(pin), { ifAbsent: true });
+    renameSync(file, `${file}.imported`);
   }
 
   // ---- agents ----
@@ -58,69 +98,86 @@ export class Relay {
     const tempId = randomBytes(8).toString("hex");
     const instanceId = query.get("id") ?? tempId;
     const name = query.get("name") ?? instanceId;
-    let entry: AgentEntry | undefined;
+    let agent: ConnectedAgent | undefined;
     const timer = setTimeout(() => ws.close(CLOSE_POLICY, "Authentication timed out"), this.opts.authTimeoutMs);
     send(ws, { type: "auth_required", tempId });
-    ws.on("message", (raw) => {
-      const text = raw.toString();
-      const msg = parse(text);
-      if (!msg) return send(ws, errorEnvelope("invalid_json", "Messages are JSON objects with a type."));
-      if (!entry) {
-        if (msg.type !== "auth" || msg.tempId !== tempId) return ws.close(CLOSE_POLICY, "Authenticate first");
-        clearTimeout(timer);
-        const owner = typeof msg.secret === "string" ? this.opts.users.byAgentSecret(msg.secret) : undefined;
-        if (!owner) return ws.close(CLOSE_POLICY, "Invalid agent secret");
-        entry = this.register(ws, owner.username, instanceId, name);
-        return;
-      }
-      this.fromAgent(entry, ws, msg, text);
-    });
+    const inOrder = this.serial(ws);
+    ws.on("message", (raw) =>
+      inOrder(async () => {
+        const text = raw.toString();
+        const msg = parse(text);
+        if (!msg) return send(ws, errorEnvelope("invalid_json", "Messages are JSON objects with a type."));
+        if (!agent) {
+          if (msg.type !== "auth" || msg.tempId !== tempId) return ws.close(CLOSE_POLICY, "Authenticate first");
+          clearTimeout(timer);
+          const owner = typeof msg.secret === "string" ? await this.opts.users.byAgentSecret(msg.secret) : undefined;
+          if (!owner) return ws.close(CLOSE_POLICY, "Invalid agent secret");
+          agent = await this.register(ws, owner.username, instanceId, name);
+          return;
+        }
+        await this.fromAgent(agent, ws, msg, text);
+      }),
+    );
     ws.on("close", () => {
       clearTimeout(timer);
-      if (entry?.ws === ws) {
-        entry.ws = undefined;
-        this.agentListChanged(entry.owner);
-      }
+      inOrder(async () => {
+        if (!agent || this.connected.get(agent.id)?.ws !== ws) return; // superseded
+        this.connected.delete(agent.id);
+        await this.state.putRecord(AGENTS, agent.id, JSON.stringify(agent.record), { held: false, ifHeldHere: true });
+        this.agentListChanged(agent.record.owner);
+      });
     });
   }
 
-  private register(ws: WebSocket, owner: string, instanceId: string, name: string): AgentEntry {
+  private async register(ws: WebSocket, owner: string, instanceId: string, name: string): Promise<ConnectedAgent> {
     const id = `${owner}:${instanceId}`;
-    const entry = this.agentEntry(id, owner, name);
-    if (entry.ws && entry.ws !== ws) entry.ws.close(CLOSE_POLICY, "Superseded by a newer connection of the same agent");
-    entry.ws = ws;
-    entry.name = name;
+    const known = await this.state.getRecord(AGENTS, id);
+    const personas = known ? (JSON.parse(known.value) as AgentRecord).personas : undefined;
+    const agent: ConnectedAgent = { id, record: { owner, name, ...(personas ? { personas } : {}) }, ws, live: false, again: false };
+    this.supersede(id);
+    this.connected.set(id, agent);
+    await this.state.putRecord(AGENTS, id, JSON.stringify(agent.record), { held: true });
+    this.publish({ kind: "registered", agentId: id });
     send(ws, { type: "registered", agentId: id });
-    // What waited while it was away, in order.
-    for (const { text } of entry.buffer.splice(0)) ws.send(text);
-    entry.bufferedBytes = 0;
+    await this.takeQueue(agent); // what waited while it was away, in order
     this.opts.log.info({ agentId: id }, "yeaft agent registered");
     this.agentListChanged(owner);
-    return entry;
+    return agent;
   }
 
-  private fromAgent(entry: AgentEntry, ws: WebSocket, msg: Envelope, raw: string): void {
-    if (entry.ws !== ws) return; // superseded
+  /** A newer connection of the agent took over (here or on another relay): the older is closed. */
+  private supersede(agentId: string): void {
+    const older = this.connected.get(agentId);
+    if (!older) return;
+    this.connected.delete(agentId);
+    older.ws.close(CLOSE_POLICY, "Superseded by a newer connection of the same agent");
+  }
+
+  private async fromAgent(agent: ConnectedAgent, ws: WebSocket, msg: Envelope, raw: string): Promise<void> {
+    if (this.connected.get(agent.id)?.ws !== ws) return; // superseded
     if (!TO_WEB.has(msg.type)) return send(ws, errorEnvelope("unknown_type", `The relay does not route "${msg.type}" from agents.`));
+    const owner = agent.record.owner;
     if (msg.type === "yeaft_personas") {
-      entry.personas = msg.personas;
-      this.agentListChanged(entry.owner);
+      agent.record.personas = msg.personas;
+      await this.state.putRecord(AGENTS, agent.id, JSON.stringify(agent.record));
+      this.agentListChanged(owner);
     }
-    const conversationId =
-      typeof msg.conversationId === "string" ? msg.conversationId : typeof msg.groupId === "string" ? msg.groupId : undefined;
+    const conversationId = conversationOf(msg);
     if (!CONVERSATION_EXEMPT.has(msg.type)) {
-      const pinned = conversationId ? this.conversations.get(conversationId) : undefined;
-      if (pinned?.agentId !== entry.id) {
+      const pinned = conversationId ? await this.pinOf(conversationId) : undefined;
+      if (pinned?.agentId !== agent.id) {
         return send(
           ws,
           errorEnvelope("not_your_conversation", `Conversation ${conversationId ?? "(none)"} does not belong to this agent.`),
         );
       }
     }
-    if (msg.type === "conversation_deleted" && conversationId) this.pin(conversationId, undefined);
+    if (msg.type === "conversation_deleted" && conversationId) await this.unpin(conversationId);
     // The agent's own text with its id appended (a later duplicate key wins in JSON): the relay
     // does not re-serialize what it does not read.
-    this.toBrowsers(entry.owner, `${raw.trimEnd().slice(0, -1)},"agentId":${JSON.stringify(entry.id)}}`);
+    const text = `${raw.trimEnd().slice(0, -1)},"agentId":${JSON.stringify(agent.id)}}`;
+    this.toBrowsers(owner, text);
+    this.publish({ kind: "web", owner, text });
   }
 
   // ---- browsers ----
@@ -130,45 +187,42 @@ export class Relay {
     if (!set) this.browsers.set(username, (set = new Set()));
     set.add(ws);
     send(ws, { type: "auth_result", success: true, username });
-    send(ws, this.agentList(username));
-    ws.on("message", (raw) => {
-      const text = raw.toString();
-      const msg = parse(text);
-      if (!msg) return send(ws, errorEnvelope("invalid_json", "Messages are JSON objects with a type."));
-      this.fromBrowser(username, ws, msg, text);
-    });
+    const inOrder = this.serial(ws);
+    inOrder(async () => send(ws, await this.agentList(username)));
+    ws.on("message", (raw) =>
+      inOrder(async () => {
+        const text = raw.toString();
+        const msg = parse(text);
+        if (!msg) return send(ws, errorEnvelope("invalid_json", "Messages are JSON objects with a type."));
+        await this.fromBrowser(username, ws, msg, text);
+      }),
+    );
     ws.on("close", () => set.delete(ws));
   }
 
-  private fromBrowser(username: string, ws: WebSocket, msg: Envelope, raw: string): void {
+  private async fromBrowser(username: string, ws: WebSocket, msg: Envelope, raw: string): Promise<void> {
     const type = ALIASES[msg.type] ?? msg.type;
-    if (type === "get_agents") return send(ws, this.agentList(username));
+    if (type === "get_agents") return send(ws, await this.agentList(username));
     if (type === "client_hello") return send(ws, { type: "client_hello_ack" });
     if (!TO_AGENT.has(type)) return send(ws, errorEnvelope("unknown_type", `The relay does not route "${msg.type}".`));
     let agentId: string | undefined;
     let text = raw;
     // A group chat is pinned like a conversation, by its groupId, on its first message.
-    if (type === "yeaft_session_chat" && typeof msg.groupId === "string" && !this.conversations.has(msg.groupId)) {
-      const target = typeof msg.agentId === "string" ? msg.agentId : this.defaultAgent(username);
-      if (!target || this.agents.get(target)?.owner !== username) {
-        return send(ws, errorEnvelope("agent_not_found", "Name one of your agents (agentId) to start a group chat on."));
-      }
-      this.pin(msg.groupId, { agentId: target, owner: username });
+    if (type === "yeaft_session_chat" && typeof msg.groupId === "string" && !(await this.pinOf(msg.groupId))) {
+      const target = await this.agentOf(username, msg.agentId);
+      if (!target) return send(ws, errorEnvelope("agent_not_found", "Name one of your agents (agentId) to start a group chat on."));
+      await this.pin(msg.groupId, { agentId: target, owner: username });
     }
     if (type === "create_conversation") {
-      agentId = typeof msg.agentId === "string" ? msg.agentId : this.defaultAgent(username);
-      if (!agentId || this.agents.get(agentId)?.owner !== username) {
-        return send(ws, errorEnvelope("agent_not_found", "Name one of your agents (agentId) to create a conversation on."));
-      }
+      agentId = await this.agentOf(username, msg.agentId);
+      if (!agentId) return send(ws, errorEnvelope("agent_not_found", "Name one of your agents (agentId) to create a conversation on."));
       const conversationId = typeof msg.conversationId === "string" ? msg.conversationId : `conv_${randomBytes(8).toString("hex")}`;
-      if (this.conversations.has(conversationId))
+      if (!(await this.pin(conversationId, { agentId, owner: username })))
         return send(ws, errorEnvelope("conversation_exists", `Conversation ${conversationId} exists.`));
-      this.pin(conversationId, { agentId, owner: username });
       text = JSON.stringify({ ...msg, conversationId });
     } else {
-      const conversationId =
-        typeof msg.conversationId === "string" ? msg.conversationId : typeof msg.groupId === "string" ? msg.groupId : undefined;
-      const pinned = conversationId ? this.conversations.get(conversationId) : undefined;
+      const conversationId = conversationOf(msg);
+      const pinned = conversationId ? await this.pinOf(conversationId) : undefined;
       if (!pinned || pinned.owner !== username) {
         return send(
           ws,
@@ -177,45 +231,84 @@ export class Relay {
       }
       agentId = pinned.agentId;
     }
-    this.toAgent(this.agentEntry(agentId, username), text, type, ws);
+    await this.toAgent(agentId, text, type, ws);
   }
 
-  /** The agent's entry; one a pinned conversation names may not have registered since the relay started. */
-  private agentEntry(id: string, owner: string, name = id): AgentEntry {
-    let entry = this.agents.get(id);
-    if (!entry) {
-      entry = { id, owner, name, buffer: [], bufferedBytes: 0, dropped: 0 };
-      this.agents.set(id, entry);
+  /** The agent the browser named, if it is the user's; else the user's first connected agent. */
+  private async agentOf(username: string, named: unknown): Promise<string | undefined> {
+    if (typeof named === "string") {
+      const record = await this.state.getRecord(AGENTS, named);
+      return record && (JSON.parse(record.value) as AgentRecord).owner === username ? named : undefined;
     }
-    return entry;
+    const agents = await this.state.listRecords(AGENTS);
+    return agents.find((a) => a.held && (JSON.parse(a.value) as AgentRecord).owner === username)?.key;
   }
 
-  private defaultAgent(username: string): string | undefined {
-    for (const a of this.agents.values()) if (a.owner === username && a.ws) return a.id;
-    return undefined;
-  }
-
-  /** Live, or buffered within bounds while the agent is away (oldest non-terminal dropped first). */
-  private toAgent(agent: AgentEntry, text: string, type: string, from: WebSocket): void {
-    if (agent.ws) return agent.ws.send(text);
-    agent.buffer.push({ text, type });
-    agent.bufferedBytes += Buffer.byteLength(text);
-    let dropped = 0;
-    while (agent.buffer.length > BUFFER_LIMITS.messages || agent.bufferedBytes > BUFFER_LIMITS.bytes) {
-      const at = agent.buffer.findIndex((m) => !TERMINAL_TYPES.has(m.type));
-      const [gone] = agent.buffer.splice(at === -1 ? 0 : at, 1);
-      agent.bufferedBytes -= Buffer.byteLength(gone!.text);
-      dropped++;
-    }
-    agent.dropped += dropped;
+  /**
+   * Straight to the agent when it is connected here with nothing older waiting; otherwise into
+   * its queue (bounded; the oldest non-terminal messages dropped first), taken by the relay it is
+   * connected to, or when it registers again.
+   */
+  private async toAgent(agentId: string, text: string, type: string, from: WebSocket): Promise<void> {
+    const here = this.connected.get(agentId);
+    if (here?.live && !here.taking) return here.ws.send(text);
+    const { queued, dropped } = await this.state.enqueue(queueOf(agentId), text, { keep: TERMINAL_TYPES.has(type), limits: BUFFER_LIMITS });
+    if (here) return this.takeQueue(here);
+    this.publish({ kind: "queued", agentId });
+    if ((await this.state.getRecord(AGENTS, agentId))?.held) return; // connected to another relay
     send(from, {
       type: "agent_status",
-      agentId: agent.id,
+      agentId,
       state: "offline",
-      queued: agent.buffer.length,
+      queued,
       ...(dropped ? { dropped, message: `The agent is away: ${dropped} older message(s) dropped from its queue.` } : {}),
     });
   }
+
+  /** Sends the agent what waits in its queue, oldest first; once emptied, it is live. */
+  private takeQueue(agent: ConnectedAgent): Promise<void> {
+    if (agent.taking) {
+      agent.again = true;
+      return agent.taking;
+    }
+    agent.taking = (async () => {
+      do {
+        agent.again = false;
+        // Not for a connection that is going: what waits stays for the next one.
+        if (agent.ws.readyState !== agent.ws.OPEN || this.connected.get(agent.id) !== agent) return;
+        for (const text of await this.state.takeQueued(queueOf(agent.id))) agent.ws.send(text);
+      } while (agent.again);
+      agent.live = true;
+    })().finally(() => (agent.taking = undefined));
+    return agent.taking;
+  }
+
+  // ---- pins ----
+
+  private async pinOf(conversationId: string): Promise<Pin | undefined> {
+    const cached = this.pins.get(conversationId);
+    if (cached) return cached;
+    const record = await this.state.getRecord(PINS, conversationId);
+    if (!record) return undefined;
+    const pin = JSON.parse(record.value) as Pin;
+    this.pins.set(conversationId, pin);
+    return pin;
+  }
+
+  /** Pins a new conversation to its agent; false if the id is taken. */
+  private async pin(conversationId: string, pin: Pin): Promise<boolean> {
+    if (!(await this.state.putRecord(PINS, conversationId, JSON.stringify(pin), { ifAbsent: true }))) return false;
+    this.pins.set(conversationId, pin);
+    return true;
+  }
+
+  private async unpin(conversationId: string): Promise<void> {
+    await this.state.putRecord(PINS, conversationId, undefined);
+    this.pins.delete(conversationId);
+    this.publish({ kind: "unpinned", conversationId });
+  }
+
+  // ---- to browsers, and between relays ----
 
   private toBrowsers(owner: string, msg: Record<string, unknown> | string): void {
     // Encoded once for all of the owner's browsers, sent as text frames.
@@ -223,22 +316,85 @@ export class Relay {
     for (const ws of this.browsers.get(owner) ?? []) ws.send(bytes, { binary: false });
   }
 
-  private agentList(owner: string): Envelope {
-    const agents = [...this.agents.values()]
-      .filter((a) => a.owner === owner)
-      .map((a) => ({
-        id: a.id,
-        name: a.name,
-        online: a.ws !== undefined,
-        ...(a.personas ? { personas: a.personas } : {}),
-        conversations: [...this.conversations].filter(([, c]) => c.agentId === a.id).map(([id]) => id),
-      }));
+  private async agentList(owner: string): Promise<Envelope> {
+    const [records, pins] = await Promise.all([this.state.listRecords(AGENTS), this.state.listRecords(PINS)]);
+    const pinned = pins.map((p) => ({ id: p.key, agentId: (JSON.parse(p.value) as Pin).agentId }));
+    const agents = records.flatMap((r) => {
+      const agent = JSON.parse(r.value) as AgentRecord;
+      if (agent.owner !== owner) return [];
+      return [
+        {
+          id: r.key,
+          name: agent.name,
+          online: r.held,
+          ...(agent.personas ? { personas: agent.personas } : {}),
+          conversations: pinned.filter((p) => p.agentId === r.key).map((p) => p.id),
+        },
+      ];
+    });
     return { type: "agent_list", agents };
   }
 
-  private agentListChanged(owner: string): void {
-    this.toBrowsers(owner, this.agentList(owner));
+  private agentListChanged(owner: string, tellOthers = true): void {
+    if (this.browsers.get(owner)?.size) {
+      void this.agentList(owner).then(
+        (list) => this.toBrowsers(owner, list),
+        (error: unknown) => this.opts.log.warn({ err: error }, "yeaft agent list unavailable"),
+      );
+    }
+    if (tellOthers) this.publish({ kind: "agentsChanged", owner });
   }
+
+  /** Tells the other relays, batched: one broadcast per turn of the event loop, in order. */
+  private publish(msg: Broadcast): void {
+    if (!this.state.shared) return;
+    if (this.outbox.push(JSON.stringify(msg)) > 1) return;
+    setImmediate(() => {
+      const batch = this.outbox.splice(0);
+      this.sending = this.sending
+        .then(() => this.state.broadcast(CHANNEL, batch))
+        .catch((error: unknown) => this.opts.log.warn({ err: error, lost: batch.length }, "yeaft relay broadcast failed"));
+    });
+  }
+
+  private received(msg: Broadcast): void {
+    switch (msg.kind) {
+      case "web":
+        return this.toBrowsers(msg.owner, msg.text);
+      case "agentsChanged":
+        return this.agentListChanged(msg.owner, false);
+      case "queued": {
+        const here = this.connected.get(msg.agentId);
+        if (here) void this.takeQueue(here).catch((error: unknown) => this.opts.log.warn({ err: error }, "yeaft queue take failed"));
+        return;
+      }
+      case "registered":
+        return this.supersede(msg.agentId);
+      case "unpinned":
+        this.pins.delete(msg.conversationId);
+    }
+  }
+
+  /**
+   * Runs a connection's handlers one after another, in arrival order (they await the store). A
+   * failure is told to that peer in-band; the connection stays.
+   */
+  private serial(ws: WebSocket): (work: () => Promise<void>) => void {
+    let tail = Promise.resolve();
+    return (work) => {
+      tail = tail.then(work).catch((error: unknown) => {
+        this.opts.log.warn({ err: error }, "yeaft relay could not route a message");
+        send(
+          ws,
+          errorEnvelope("relay_unavailable", `The relay cannot route this now: ${error instanceof Error ? error.message : String(error)}`),
+        );
+      });
+    };
+  }
+}
+
+function conversationOf(msg: Envelope): string | undefined {
+  return typeof msg.conversationId === "string" ? msg.conversationId : typeof msg.groupId === "string" ? msg.groupId : undefined;
 }
 
 function parse(text: string): Envelope | undefined {
