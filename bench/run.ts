@@ -16,6 +16,7 @@ import { agentCompanyMonitor, agentCompanySync } from "./agentcompany.js";
 import { acpFirstDelta, acpPerDelta, type BenchKit } from "./backends.js";
 import { yeaftRelay } from "./yeaft.js";
 import { clusterFailover, clusterFanOut } from "./cluster.js";
+import { sdkFloor } from "./sdk-floor.js";
 import { postgresMissing, TestPostgres } from "../test/support/postgres.js";
 
 const DELTAS = 2_000;
@@ -62,7 +63,16 @@ interface Conn {
 
 async function spawn(opts: SpawnOptions = {}): Promise<Conn> {
   // The production default log level (the test helper's default is debug).
-  const server = ServerProcess.spawn({ dataDir: dir("data"), ...opts, env: { SWITCHYARD_LOG_LEVEL: "info", ...opts.env } });
+  // BENCH_CPU_PROF=DIR: each server writes a CPU profile there when it exits (see performance.md).
+  const profile = process.env.BENCH_CPU_PROF
+    ? ["--cpu-prof", "--cpu-prof-interval=100", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`]
+    : [];
+  const server = ServerProcess.spawn({
+    dataDir: dir("data"),
+    ...opts,
+    nodeArgs: [...profile, ...(opts.nodeArgs ?? [])],
+    env: { SWITCHYARD_LOG_LEVEL: "info", ...opts.env },
+  });
   servers.add(server);
   const conn = { server, lastChunkAt: 0, stopping: false } as Conn;
   // Registered before the client's own listener: the arrival time is taken before parsing.
@@ -362,6 +372,7 @@ async function streaming(): Promise<Row[]> {
       if (!allOk) broken = true;
       const med = (f: (t: (typeof turns)[number]) => number): number => median(turns.map(f));
       const perDeltaUs = med((t) => ((t.wallMs - t.busyMs) * 1000) / DELTAS);
+      const floorUs = median((await sdkFloor(fake, turns.length + 1, DELTAS)).slice(1));
       notes.push(
         `Streaming, per turn (medians): wall ${fmt(med((t) => t.wallMs))} ms, of which the fake server was busy ${fmt(med((t) => t.busyMs))} ms; ` +
           `the first delta reached the client after ${fmt(med((t) => t.firstDeltaMs))} ms. ` +
@@ -374,6 +385,12 @@ async function streaming(): Promise<Row[]> {
           measured: `${fmt(perDeltaUs)} µs`,
           target: "< 15 µs",
           pass: perDeltaUs < 15,
+        },
+        {
+          name: `Streaming floor: the OpenAI SDK alone reading the same stream in a fresh process, same measure (of which the server's figure above is made)`,
+          measured: `${fmt(floorUs)} µs`,
+          target: "(floor)",
+          pass: true,
         },
         {
           name: `Streaming: no delta lost or reordered (${turns.length + 1} turns × ${fmt(DELTAS, 0)})`,

@@ -15,7 +15,7 @@ import type {
 import { OPENAI_REASONING_PREFIX, ProviderError } from "./provider.js";
 import { describeCause, isConnectionFailure, messageFromBody, retryAfterFromHeaders } from "./sdk-errors.js";
 import { streamFromSdk } from "./sdk-stream.js";
-import { eventChunkedFetch } from "./event-chunked-fetch.js";
+import { httpFetch } from "./http-fetch.js";
 
 type AnthropicModule = typeof import("@anthropic-ai/sdk");
 type MessageParam = Anthropic.Messages.MessageParam;
@@ -72,7 +72,7 @@ export class AnthropicProvider implements ModelProvider {
     this.sdk ??= import("@anthropic-ai/sdk").then((mod) => {
       try {
         const { apiKey, baseURL } = this.options;
-        return { mod, client: new mod.default({ apiKey, baseURL, maxRetries: this.options.maxRetries ?? 0, fetch: eventChunkedFetch }) };
+        return { mod, client: new mod.default({ apiKey, baseURL, maxRetries: this.options.maxRetries ?? 0, fetch: httpFetch }) };
       } catch (error) {
         throw new ProviderError("authentication", `The Anthropic client could not be created: ${describeCause(error)}`);
       }

@@ -6,7 +6,7 @@
 import type OpenAI from "openai";
 import { ProviderError } from "./provider.js";
 import { describeCause, isConnectionFailure, messageFromBody, retryAfterFromHeaders, type FailureFacts } from "./sdk-errors.js";
-import { eventChunkedFetch } from "./event-chunked-fetch.js";
+import { httpFetch } from "./http-fetch.js";
 
 export type OpenAIModule = typeof import("openai");
 export interface OpenAISdk {
@@ -33,7 +33,7 @@ export class LazyOpenAIClient {
     this.sdk ??= import("openai").then((mod) => {
       try {
         const { apiKey, baseURL } = this.options;
-        return { mod, client: new mod.default({ apiKey, baseURL, maxRetries: this.options.maxRetries ?? 0, fetch: eventChunkedFetch }) };
+        return { mod, client: new mod.default({ apiKey, baseURL, maxRetries: this.options.maxRetries ?? 0, fetch: httpFetch }) };
       } catch (error) {
         // The SDK refuses to build a client without a key (no OPENAI_API_KEY).
         throw new ProviderError("authentication", `The OpenAI client could not be created: ${describeCause(error)}`);

@@ -3,7 +3,9 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import { cutAtEvents, eventChunkedFetch } from "../../src/providers/event-chunked-fetch.js";
+import { Readable } from "node:stream";
+import { cutAtEvents, eventStreamBody } from "../../src/providers/sse-body.js";
+import { httpFetch } from "../../src/providers/http-fetch.js";
 
 const bytes = (s: string): Uint8Array => new TextEncoder().encode(s);
 const text = (chunks: Uint8Array[]): string[] => chunks.map((c) => new TextDecoder().decode(c));
@@ -30,6 +32,21 @@ test("each event becomes its own chunk, across network chunks and with CRLF blan
   assert.equal(out.join(""), network.join(""));
 });
 
+test("a node stream's events are cut alike; the socket pauses while the reader has enough queued", async () => {
+  const network = ["data: 1\n\ndata: 2\n\ndata: 3", "a\n\nevent: x\r\ndata: 4\r\n\r\n", "data: 5\n"];
+  const cut = text(await readAll(eventStreamBody(Readable.from(network.map((c) => Buffer.from(c))))));
+  assert.deepEqual(cut, ["data: 1\n\n", "data: 2\n\n", "data: 3", "a\n\n", "event: x\r\ndata: 4\r\n\r\n", "data: 5\n"]);
+
+  const many = Array.from({ length: 100 }, (_, i) => Buffer.from(`data: ${i}\n\n`.repeat(10)));
+  const source = Readable.from(many);
+  const reader = eventStreamBody(source).getReader();
+  await new Promise((resolve) => source.once("pause", resolve));
+  assert.ok(source.readableFlowing === false, "paused with nobody reading");
+  let events = 0;
+  while (!(await reader.read()).done) events++;
+  assert.equal(events, 1_000, "every event once it is read");
+});
+
 test("only event streams are re-chunked; status and headers pass through", async () => {
   const server = http.createServer((req, res) => {
     if (req.url === "/sse") {
@@ -43,11 +60,11 @@ test("only event streams are re-chunked; status and headers pass through", async
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   try {
-    const sse = await eventChunkedFetch(`${base}/sse`);
+    const sse = await httpFetch(`${base}/sse`);
     assert.equal(sse.status, 200);
     assert.equal(sse.headers.get("x-request-id"), "r1");
     assert.deepEqual(text(await readAll(sse.body!)), ["data: a\n\n", "data: b\n\n"]);
-    const missing = await eventChunkedFetch(`${base}/other`);
+    const missing = await httpFetch(`${base}/other`);
     assert.equal(missing.status, 404);
     assert.deepEqual(await missing.json(), { error: "no" });
   } finally {
