@@ -22,12 +22,15 @@ interface Seen {
 
 /**
  * `watchers`: from how many nodes besides its owner each thread is watched. With fewer, a node
- * reads fewer deltas: only those of threads its clients follow.
+ * reads fewer deltas: only those of threads its clients follow. `deltaEveryMs`: the model streams
+ * each thread's deltas this far apart, as a real one does (about 80 a second at 12 ms), instead of
+ * all at once: latency is then measured at a rate the cluster sustains, not in a queue that grows
+ * while more is offered than the two cores can take.
  */
-export async function clusterFanOut(kit: BenchKit, watchers: 1 | 2 = 2): Promise<BenchRow[]> {
-  const label = watchers === 2 ? "" : ", watched from one other node";
+export async function clusterFanOut(kit: BenchKit, watchers: 1 | 2 = 2, deltaEveryMs = 0): Promise<BenchRow[]> {
+  const label = `${watchers === 2 ? "" : ", watched from one other node"}${deltaEveryMs ? `, deltas ${deltaEveryMs} ms apart` : ""}`;
   const names = {
-    lost: `Cluster, ${NODES} nodes, ${THREADS} threads × ${DELTAS} deltas watched from ${watchers === 2 ? "every node" : "its owner's and one other"}: events lost or repeated`,
+    lost: `Cluster${label}, ${NODES} nodes, ${THREADS} threads × ${DELTAS} deltas watched from ${watchers === 2 ? "every node" : "its owner's and one other"}: events lost or repeated`,
     rate: `Cluster${label}: events committed per second (all threads, first turn/start to the last turn end seen everywhere)`,
     p99: `Cluster${label}: cross-node delivery p99 (a watcher's receipt minus the owner's client's)`,
   };
@@ -86,7 +89,8 @@ export async function clusterFanOut(kit: BenchKit, watchers: 1 | 2 = 2): Promise
       }
 
       const deltas = Array.from({ length: DELTAS }, (_, i) => `d${i} `);
-      for (let i = 0; i < THREADS; i++) fake.enqueue({ kind: "response", text: deltas });
+      for (let i = 0; i < THREADS; i++)
+        fake.enqueue({ kind: "response", text: deltas, ...(deltaEveryMs ? { chunkDelayMs: deltaEveryMs } : {}) });
       const t0 = performance.now();
       const benchCpu0 = process.cpuUsage();
       const nodeCpu0 = nodes.map((node) => kit.cpuNs(node.server.child.pid!));
