@@ -182,6 +182,7 @@ export async function startRelay(
     close: () =>
       new Promise<void>((resolve) => {
         clearInterval(pinger);
+        relay.close();
         for (const ws of wss.clients) ws.terminate();
         server.close(() => resolve());
       }),

@@ -24,6 +24,8 @@ const AGENTS = "yeaft/agents";
 const PINS = "yeaft/pins";
 const queueOf = (agentId: string): string => `yeaft/queue/${agentId}`;
 const CHANNEL = "yeaft";
+/** How often a relay of a cluster looks for agents whose relay is gone. */
+const PRESENCE_LOOK_MS = 2_000;
 
 interface AgentRecord {
   owner: string;
@@ -75,6 +77,9 @@ export class Relay {
   private readonly state: FaceState;
   private outbox: string[] = [];
   private sending: Promise<void> = Promise.resolve();
+  /** Which agents the last agent list sent here showed online (see `watchPresence`). */
+  private readonly online = new Set<string>();
+  private presenceTimer: NodeJS.Timeout | undefined;
 
   constructor(private readonly opts: RelayOptions) {
     this.state = opts.state;
@@ -83,13 +88,39 @@ export class Relay {
     });
   }
 
-  /** Moves pins an older relay kept in its file into the store. */
+  /** Moves pins an older relay kept in its file into the store; watches presence across relays. */
   async start(): Promise<void> {
+    if (this.state.shared) this.watchPresence();
     const file = this.opts.legacyPinsFile;
     if (!file || !existsSync(file)) return;
     const saved = JSON.parse(readFileSync(file, "utf8")) as Record<string, Pin>;
     for (const [id, pin] of Object.entries(saved)) await this.state.putRecord(PINS, id, JSON.stringify(pin), { ifAbsent: true });
     renameSync(file, `${file}.imported`);
+  }
+
+  close(): void {
+    clearTimeout(this.presenceTimer);
+  }
+
+  /**
+   * A relay that dies tells nobody: its agents read offline once the store finds it gone. So
+   * every few seconds the relay looks, and sends a new agent list to its browsers whose user's
+   * agents came or went.
+   */
+  private watchPresence(): void {
+    this.presenceTimer = setTimeout(() => {
+      void this.state
+        .listRecords(AGENTS)
+        .then((records) => {
+          const changed = new Set(
+            records.filter((r) => r.held !== this.online.has(r.key)).map((r) => (JSON.parse(r.value) as AgentRecord).owner),
+          );
+          for (const owner of changed) this.agentListChanged(owner, false);
+        })
+        .catch((error: unknown) => this.opts.log.warn({ err: error }, "yeaft presence unavailable"))
+        .finally(() => this.watchPresence());
+    }, PRESENCE_LOOK_MS);
+    this.presenceTimer.unref();
   }
 
   // ---- agents ----
@@ -322,6 +353,8 @@ export class Relay {
     const agents = records.flatMap((r) => {
       const agent = JSON.parse(r.value) as AgentRecord;
       if (agent.owner !== owner) return [];
+      if (r.held) this.online.add(r.key);
+      else this.online.delete(r.key);
       return [
         {
           id: r.key,
