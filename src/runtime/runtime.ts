@@ -85,6 +85,8 @@ export interface RuntimeOptions {
 }
 
 const DEFAULT_STORAGE_TIMEOUT_MS = 60_000;
+/** On a shared store, a thread this node has not written for this long (and runs no turn on) is let go. */
+const RELEASE_IDLE_MS = 60_000;
 
 export interface StartThreadParams {
   workspacePath: string;
@@ -149,6 +151,9 @@ export class Runtime implements RuntimeApi {
   private storageTimer: NodeJS.Timeout | undefined;
   /** The seq of the latest event of each thread this process appended or received. */
   private readonly heads = new Map<string, number>();
+  /** On a shared store: when this node last wrote each thread it holds (see releaseIdle). */
+  private readonly writtenAt = new Map<string, number>();
+  private releaseTimer: NodeJS.Timeout | undefined;
   /** The parent of each thread that ran a turn here and works for another (subagents). */
   private readonly parents = new Map<string, string>();
   /** Per thread, the end of the chain of writes that act on what they read (see `serial`). */
@@ -176,6 +181,10 @@ export class Runtime implements RuntimeApi {
       channels: new ChannelRunner(this, options.workspace.channels, options.env ?? process.env, this.log),
     };
     this.delivery = new EventDelivery(this.store, this.log);
+    if (this.store.shared) {
+      this.releaseTimer = setInterval(() => this.releaseIdle(), RELEASE_IDLE_MS);
+      this.releaseTimer.unref();
+    }
     this.store.onCommit((events) => {
       for (const event of events) if (event.seq > (this.heads.get(event.threadId) ?? 0)) this.heads.set(event.threadId, event.seq);
     });
@@ -265,6 +274,17 @@ export class Runtime implements RuntimeApi {
 
   private emit<T extends EventType>(event: NewEvent<T>): void {
     this.heads.set(event.threadId, this.store.append(event).seq);
+    if (this.store.shared) this.writtenAt.set(event.threadId, Date.now());
+  }
+
+  /** Lets go of the threads this node wrote last more than RELEASE_IDLE_MS ago and runs nothing on. */
+  private releaseIdle(): void {
+    const before = Date.now() - RELEASE_IDLE_MS;
+    for (const [threadId, at] of this.writtenAt) {
+      if (at > before || this.active.has(threadId) || this.writing.has(threadId)) continue;
+      this.writtenAt.delete(threadId);
+      this.store.release(threadId).catch((error: unknown) => this.log.warn({ err: error, threadId }, "could not release an idle thread"));
+    }
   }
 
   /**
@@ -769,6 +789,7 @@ export class Runtime implements RuntimeApi {
   /** Cancels every running turn (graceful shutdown) and flushes the store. */
   async shutdown(): Promise<void> {
     clearTimeout(this.storageTimer);
+    clearInterval(this.releaseTimer);
     this.automation.cron.close();
     this.automation.heartbeat.close();
     await this.automation.channels.close();

@@ -510,6 +510,14 @@ export class PostgresStore implements Store {
     return claim !== undefined;
   }
 
+  async release(threadId: string): Promise<void> {
+    if (!this.owned.has(threadId)) return;
+    if (this.pending.some((p) => p.event.threadId === threadId)) await this.flush();
+    // The claim stays recorded (a node that writes the thread next claims it, as from any idle
+    // owner); this node only stops writing it and reading its deltas.
+    this.owned.delete(threadId);
+  }
+
   /**
    * Claims a thread in the caller's transaction; it is this node's once that commits. A claim
    * always moves the epoch on, also over this node's own earlier claim: writes it made before

@@ -461,6 +461,10 @@ export class SqliteStore implements Store {
 
   onCommand(): void {}
 
+  release(): Promise<void> {
+    return Promise.resolve();
+  }
+
   /** One process: nobody else to run a waiting turn. */
   offerTurn(): Promise<void> {
     return Promise.resolve();

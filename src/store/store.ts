@@ -116,6 +116,12 @@ export interface Store {
    * a turn on it. A thread appended by its `thread.created` belongs to its creator.
    */
   acquire(threadId: string): Promise<boolean>;
+  /**
+   * Stops writing a thread (what is pending of it is committed first): the next write here
+   * acquires it again. A node lets go of threads it has not written for a while, so what it
+   * holds (and reads from the feed) stays what it works on. One process: nothing to do.
+   */
+  release(threadId: string): Promise<void>;
   /** Called when another process took a thread this one owned (its writes since were refused). */
   onLost(listener: (threadId: string) => void): void;
   /** Called when another process is found gone: its threads' unfinished turns can be taken over. */

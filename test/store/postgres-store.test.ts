@@ -179,6 +179,23 @@ describe("PostgreSQL store", { skip: postgresMissing() }, () => {
     }
   });
 
+  it("releases a thread: what was pending is committed, later writes need it acquired again, the seq goes on", async () => {
+    const store = await PostgresStore.open(freshUrl());
+    try {
+      store.append({ type: "thread.created", threadId: "t1", data: { thread: makeThread("t1") } });
+      store.append({ type: "thread.renamed", threadId: "t1", data: { displayName: "pending" } });
+      await store.release("t1");
+      assert.equal((await store.getThread("t1"))?.displayName, "pending", "committed on release");
+      assert.throws(() => store.append({ type: "thread.renamed", threadId: "t1", data: { displayName: "x" } }), { code: "notOwner" });
+      assert.equal(await store.acquire("t1"), true);
+      assert.equal(store.append({ type: "thread.renamed", threadId: "t1", data: { displayName: "again" } }).seq, 3);
+      await store.flush();
+      assert.equal((await store.getThread("t1"))?.displayName, "again");
+    } finally {
+      await store.close();
+    }
+  });
+
   it("reads other nodes' commits in transaction order where the xid gains a digit (…998, 999, 1000…)", async () => {
     const url = freshUrl();
     const reader = await PostgresStore.open(url);
