@@ -159,6 +159,8 @@ export class Runtime implements RuntimeApi {
   /** Per thread, the end of the chain of writes that act on what they read (see `serial`). */
   private readonly writing = new Map<string, Promise<unknown>>();
   private recovering: Promise<number> = Promise.resolve(0);
+  /** Threads a recovery claimed whose turn it has not yet continued or ended (see `recover`). */
+  private readonly takingOver = new Map<string, Promise<void>>();
   private readonly slots: TurnSlots;
   /** Whether this node is taking turns other nodes offered. */
   private takingOffers = false;
@@ -201,8 +203,10 @@ export class Runtime implements RuntimeApi {
     this.store.onCommand(async (threadId, command) => {
       switch (command.kind) {
         case "steer":
+          await this.takingOver.get(threadId);
           return this.steer(threadId, command.input, command.expectedTurnId);
         case "interrupt":
+          await this.takingOver.get(threadId);
           return this.interrupt(threadId, command.turnId);
         case "approvalSeen":
           return this.approvals.remoteSeen(command.requestId);
@@ -345,15 +349,28 @@ export class Runtime implements RuntimeApi {
    */
   recover(code: "serverRestarted" | "ownerLost" = "serverRestarted"): Promise<number> {
     // One pass at a time: a pass reads the turns the one before it closed as closed.
+    let tookOver!: () => void;
+    const done = new Promise<void>((resolve) => (tookOver = resolve));
+    const claimed: string[] = [];
     this.recovering = this.recovering
       .catch(() => 0)
       .then(() =>
         recoverUnfinishedTurns(this.store, (event) => this.emit(event), {
           code,
-          claim: async (threadId) => !this.active.has(threadId) && (await this.mayRun(threadId)) && (await this.store.acquire(threadId)),
+          claim: async (threadId) => {
+            if (this.active.has(threadId) || !(await this.mayRun(threadId)) || !(await this.store.acquire(threadId))) return false;
+            // Claimed, its turn not yet running here: a steer or interrupt forwarded now waits for it.
+            this.takingOver.set(threadId, done);
+            claimed.push(threadId);
+            return true;
+          },
           ...((this.options.failover ?? "continue") === "continue" ? { resume: (turn: Turn) => this.resumeTurn(turn) } : {}),
         }),
-      );
+      )
+      .finally(() => {
+        for (const threadId of claimed) if (this.takingOver.get(threadId) === done) this.takingOver.delete(threadId);
+        tookOver();
+      });
     return this.recovering;
   }
 

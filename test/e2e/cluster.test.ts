@@ -459,6 +459,43 @@ describe("a cluster: several app-servers on one PostgreSQL", { skip: postgresMis
     );
   });
 
+  it("applies an interrupt sent to a hung owner to the turn the node that takes it over continues, once", async () => {
+    const {
+      nodes: [owner, other],
+      db,
+    } = await cluster(2, ["--lease-ttl-ms", "2000"]);
+    const threadId = await owner!.startThread();
+    await other!.client.request("thread/subscribe", { threadId });
+    model.enqueue({ kind: "response", text: ["hanging "], holdOpen: true });
+    model.enqueue({ kind: "response", text: ["continued "], holdOpen: true }); // the takeover's model call
+    const turnId = await owner!.startTurn(threadId, "hang");
+    await other!.client.waitFor("item/agentMessage/delta", (p) => p.threadId === threadId, 10_000);
+
+    const pid = serverPid(owner!);
+    process.kill(pid, "SIGSTOP");
+    try {
+      // Forwarded to the owner, which does not answer; the node that takes the turn over and
+      // continues it applies the interrupt to that turn: the command was not lost in between.
+      const answer = await other!.client.request("turn/interrupt", { threadId, turnId }).then(
+        (result) => result,
+        (error: RpcError) => error,
+      );
+      if ("code" in answer) assert.equal(answer.code, -32032, "a retryable notOwner when the takeover took longer"); // still applied, below
+      assert.equal((await other!.client.turnEnd(turnId, 20_000)).method, "turn/cancelled");
+    } finally {
+      process.kill(pid, "SIGCONT");
+    }
+    const { rows } = await db.query<{ applied: boolean }>(
+      "SELECT applied_at IS NOT NULL AS applied FROM thread_commands WHERE thread_id = $1",
+      [threadId],
+    );
+    assert.deepEqual(
+      rows.map((r) => r.applied),
+      [true],
+      "one command, applied once",
+    );
+  });
+
   it("offers a turn over a node's --max-running-turns to a node with a slot free, which runs it", async () => {
     const {
       nodes: [busy],
