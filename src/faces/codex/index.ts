@@ -3,11 +3,13 @@
 // as every other face. Its clients leave "jsonrpc" out of their messages; a connection whose
 // first request does, or whose initialize has Codex's shape, chooses this face. Loaded on first use.
 import { lazyFace, type Face } from "../face.js";
+import { codexInitializeResult, isPlainCodexInitialize } from "./handshake.js";
 
 export const codexFace: Face = {
   name: "codex",
   claims: (params, peer) => peer.omitsJsonrpc || isCodexInitialize(params),
   peersOmitJsonrpc: true,
+  answerEarly: (params, serverVersion) => (isPlainCodexInitialize(params) ? codexInitializeResult(serverVersion) : undefined),
   ...lazyFace("codex", async () => {
     const { CodexSession } = await import("./session.js");
     return ({ runtime, connection, log, serverVersion }) => new CodexSession(runtime, connection, serverVersion, log);

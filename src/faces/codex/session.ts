@@ -1,8 +1,6 @@
 // The Codex app-server dialect, one connection: the method table, the threads this connection
 // follows, event delivery in Codex's notifications, and approvals asked with Codex's server
 // requests.
-import os from "node:os";
-import path from "node:path";
 import type { Logger } from "../../log.js";
 import type { RequestContext, RpcConnection, RpcHandlers } from "../../rpc/connection.js";
 import { dispatchRequests, type Dispatch } from "../../rpc/methods.js";
@@ -14,6 +12,7 @@ import type { RuntimeApi } from "../../runtime/api.js";
 import { EventFeed } from "../event-feed.js";
 import { FollowedThreads } from "../followed-threads.js";
 import { codexError, notInitialized } from "./errors.js";
+import { codexInitializeResult } from "./handshake.js";
 import { CodexRequests, type CodexNotification, type CodexResult, type Thread, type ThreadItem } from "./protocol.js";
 import {
   CODEX_CHANNEL,
@@ -31,7 +30,6 @@ import {
 } from "./wire.js";
 
 /** The Codex release whose app-server protocol this face follows (test/agents pins it). */
-const CODEX_PROTOCOL_VERSION = "0.169.0";
 
 /** What Codex names the provider of a thread whose provider the server chooses. */
 const SERVER_PROVIDER = "switchyard";
@@ -114,13 +112,7 @@ export class CodexSession implements RpcHandlers {
         if (!this.initialized) this.detach.push(rt.approvals.addApprover(this.approver()));
         this.initialized = true;
         this.log.info({ client: clientInfo.name, transport: this.connection.info.transport }, "codex client initialized");
-        return {
-          // Clients read the first version in it as the protocol version they talk to.
-          userAgent: `switchyard_codex/${CODEX_PROTOCOL_VERSION} (${os.type()} ${os.release()}; ${os.arch()}) switchyard/${this.serverVersion}`,
-          codexHome: process.env.CODEX_HOME ?? path.join(os.homedir(), ".codex"),
-          platformFamily: process.platform === "win32" ? "windows" : "unix",
-          platformOs: process.platform === "darwin" ? "macos" : process.platform === "win32" ? "windows" : process.platform,
-        };
+        return codexInitializeResult(this.serverVersion);
       },
       // Switchyard holds the model API keys; a client signs in to nothing.
       "account/read": () => ({ account: { type: "apiKey" }, userId: null, requiresOpenaiAuth: false }),
