@@ -143,7 +143,37 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
     });
   };
 
+  // A client that goes away does not kill its turns: with no other listener, the server exits
+  // once the running turns have finished. The stdio client may leave before the server has
+  // started: stopping waits for that.
+  let started!: () => void;
+  const whenStarted = new Promise<void>((resolve) => (started = resolve));
+  const stdioClosed = (): void => {
+    whenStarted
+      .then(async () => {
+        if (ws) return;
+        await runtime.idle();
+        await stop();
+      })
+      .catch((error: unknown) => log.error({ err: error }, "could not stop cleanly"));
+  };
+
   let stdioChannel: MessageChannel | undefined;
+  if (config.stdio && forced?.serveStream) {
+    let serving!: () => void;
+    const reading = new Promise<void>((resolve) => (serving = resolve));
+    forced
+      .serveStream({ runtime: runtimeOf, log, serverVersion: VERSION, input: process.stdin, output: process.stdout, serving })
+      .catch((error: unknown) => log.error({ err: error, face: forced.name }, "the stdio connection failed"))
+      .finally(() => {
+        serving();
+        stdioClosed();
+      });
+    // As for JSON-RPC faces below: a handshake already waiting on stdin is answered before the
+    // runtime side loads (its modules are compiled in one go, with the event loop stopped).
+    await reading;
+    for (let turn = 0; turn < 2; turn++) await new Promise((resolve) => setImmediate(resolve));
+  }
   if (config.stdio && !forced?.serveStream) {
     stdioChannel = createStdioChannel(process.stdin, process.stdout, { maxMessageBytes: config.maxMessageBytes });
     serve(stdioChannel, forcedJsonRpc, runtimeOf);
@@ -204,24 +234,10 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
       }
     })());
 
-  // A client that goes away does not kill its turns: with no other listener, the server exits
-  // once the running turns have finished.
-  const stdioClosed = (): void => {
-    if (ws) return;
-    runtime
-      .idle()
-      .then(stop)
-      .catch((error: unknown) => log.error({ err: error }, "could not stop cleanly"));
-  };
-  if (config.stdio && forced?.serveStream) {
-    forced
-      .serveStream({ runtime, log, serverVersion: VERSION, input: process.stdin, output: process.stdout })
-      .catch((error: unknown) => log.error({ err: error, face: forced.name }, "the stdio connection failed"))
-      .finally(stdioClosed);
-  }
   stdioChannel?.onClose(stdioClosed);
   if (config.exitWhenIdleMs && ws) exitWhenIdle(config.exitWhenIdleMs, ws, runtime, requestStop, log);
   log.info({ startupMs: Math.round(performance.now()), version: VERSION, store: config.storeUrl ? "postgres" : "sqlite" }, "ready");
+  started();
   return { runtime, ...(ws ? { websocketUrl: ws.url } : {}), closed, stop };
 }
 

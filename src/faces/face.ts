@@ -18,8 +18,14 @@ export interface FaceContext extends FaceHost {
   connection: RpcConnection;
 }
 
-/** A byte stream the face frames itself (e.g. ACP through its SDK). */
-export interface StreamContext extends FaceHost {
+/**
+ * A byte stream the face frames itself (e.g. ACP through its SDK). Served from the start, while
+ * the runtime still loads: the face can answer its handshake before it, and waits for it otherwise.
+ */
+export interface StreamContext extends Omit<FaceHost, "runtime"> {
+  runtime: Promise<RuntimeApi>;
+  /** Called once the face reads the stream (its code loaded): a handshake waiting there can be answered. */
+  serving(): void;
   input: NodeJS.ReadableStream;
   output: NodeJS.WritableStream;
 }

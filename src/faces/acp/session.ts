@@ -33,12 +33,14 @@ import type { StreamContext } from "../face.js";
 export const ORIGIN_CHANNEL = "acp";
 
 /** Serves one ACP client on a byte stream; resolves when its connection has closed (e.g. stdin ended). */
-export function serveAcpStream({ runtime, log, serverVersion, input, output }: StreamContext): Promise<void> {
+export function serveAcpStream({ runtime, log, serverVersion, input, output, serving }: StreamContext): Promise<void> {
   const stream = acp.ndJsonStream(
     Writable.toWeb(output as Writable) as WritableStream<Uint8Array>,
     Readable.toWeb(input as Readable) as ReadableStream<Uint8Array>,
   );
-  return new AcpSession(runtime, serverVersion, log).serve(stream);
+  const closed = new AcpSession(runtime, serverVersion, log).serve(stream);
+  serving();
+  return closed;
 }
 const LIST_PAGE_SIZE = 50;
 
@@ -74,8 +76,12 @@ export class AcpSession {
   private sending: Promise<void> = Promise.resolve();
   private readonly detach: Array<() => void> = [];
 
+  /** Set once `ready` resolves: every handler but initialize awaits that first. */
+  private runtime!: RuntimeApi;
+
   constructor(
-    private readonly runtime: RuntimeApi,
+    /** Still loading when the client connects: initialize is answered without it. */
+    private readonly ready: Promise<RuntimeApi>,
     private readonly serverVersion: string,
     private readonly log: Logger,
   ) {}
@@ -84,7 +90,11 @@ export class AcpSession {
   serve(stream: acp.Stream): Promise<void> {
     const connection = this.app().connect(stream);
     this.client = connection.client;
-    this.detach.push(this.runtime.subscribe((event) => this.deliver(event)));
+    // Registered before any handler awaits `ready`, so it runs first.
+    void this.ready.then((rt) => {
+      this.runtime = rt;
+      if (!this.closed) this.detach.push(rt.subscribe((event) => this.deliver(event)));
+    });
     return connection.closed.finally(() => this.close());
   }
 
@@ -95,15 +105,17 @@ export class AcpSession {
   }
 
   private app(): acp.AgentApp {
-    const rt = this.runtime;
     return acp
       .agent({ name: "switchyard" })
       .onRequest(acp.methods.agent.initialize, ({ params }) => {
         this.capabilities = params.clientCapabilities ?? {};
         if (!this.initialized) {
           this.initialized = true;
-          this.detach.push(rt.approvals.addApprover(this.approver()));
-          this.models = rt.listModels().catch((): ListedModel[] => []);
+          const ready = this.ready.then((rt) => {
+            if (!this.closed) this.detach.push(rt.approvals.addApprover(this.approver()));
+            return rt;
+          });
+          this.models = ready.then((rt) => rt.listModels()).catch((): ListedModel[] => []);
         }
         this.log.info({ client: params.clientInfo?.name, protocolVersion: params.protocolVersion }, "ACP client initialized");
         return {
@@ -121,6 +133,7 @@ export class AcpSession {
       })
       .onRequest(acp.methods.agent.session.new, ({ params }) =>
         guarded(async () => {
+          const rt = await this.ready;
           if (params.mcpServers.length > 0)
             this.log.warn({ count: params.mcpServers.length }, "MCP servers from the ACP client are not supported; ignored");
           const thread = rt.startThread({ workspacePath: params.cwd, originChannel: ORIGIN_CHANNEL });
@@ -130,6 +143,7 @@ export class AcpSession {
       )
       .onRequest(acp.methods.agent.session.load, ({ params }) =>
         guarded(async () => {
+          const rt = await this.ready;
           const thread = await rt.resumeThread(params.sessionId);
           this.unfollow(thread.id); // a reload replays everything to a fresh mapping
           const session = this.follow(thread);
@@ -142,6 +156,7 @@ export class AcpSession {
       )
       .onRequest(acp.methods.agent.session.resume, ({ params }) =>
         guarded(async () => {
+          const rt = await this.ready;
           const thread = await rt.resumeThread(params.sessionId);
           this.follow(thread);
           rt.approvals.offerPending(thread.id);
@@ -150,6 +165,7 @@ export class AcpSession {
       )
       .onRequest(acp.methods.agent.session.close, ({ params }) =>
         guarded(async () => {
+          const rt = await this.ready;
           await rt.getThread(params.sessionId);
           if (rt.runtimeState(params.sessionId).running) await rt.interrupt(params.sessionId);
           this.unfollow(params.sessionId);
@@ -158,6 +174,7 @@ export class AcpSession {
       )
       .onRequest(acp.methods.agent.session.list, ({ params }) =>
         guarded(async () => {
+          const rt = await this.ready;
           const page = await rt.listThreads(params.cwd ? { workspacePath: path.resolve(params.cwd) } : {}, {
             limit: LIST_PAGE_SIZE,
             ...(params.cursor ? { cursor: params.cursor } : {}),
@@ -167,6 +184,7 @@ export class AcpSession {
       )
       .onRequest(acp.methods.agent.session.setMode, ({ params }) =>
         guarded(async () => {
+          const rt = await this.ready;
           if (!isModeId(params.modeId)) {
             throw acp.RequestError.invalidParams({ modeId: params.modeId }, `Unknown mode "${params.modeId}".`);
           }
@@ -179,6 +197,7 @@ export class AcpSession {
       )
       .onRequest(acp.methods.agent.session.prompt, ({ params }) =>
         guarded(async () => {
+          const rt = await this.ready;
           const session = this.sessions.get(params.sessionId) ?? this.follow(await rt.getThread(params.sessionId));
           const models = await this.models;
           const turn = await rt.startTurn(params.sessionId, { input: toInput(params.prompt) });
@@ -193,8 +212,10 @@ export class AcpSession {
         }),
       )
       .onNotification(acp.methods.agent.session.cancel, ({ params }) => {
-        if (!this.runtime.runtimeState(params.sessionId).running) return;
-        this.runtime.interrupt(params.sessionId).catch((error: unknown) => this.log.debug({ err: error }, "cancel found no running turn"));
+        void this.ready.then((rt) => {
+          if (!rt.runtimeState(params.sessionId).running) return;
+          rt.interrupt(params.sessionId).catch((error: unknown) => this.log.debug({ err: error }, "cancel found no running turn"));
+        });
       });
   }
 
