@@ -3,39 +3,10 @@
 // an advisory lock, so its ids follow commit order; broadcasts are rows read like the event
 // feed (after a cursor, below the snapshot's xmin), woken by the same one notification per
 // commit, and deleted after a minute.
-import type { Pool } from "pg";
+import type { Pool, PoolClient, QueryResult } from "pg";
 import { type FaceRecord, type FaceState, overflow, type PutRecordOptions, type QueueLimits } from "./face-state.js";
 import { FEED_CHANNEL, nodeAlive } from "./postgres-node.js";
-
-/** Migration 6 of the PostgreSQL schema. */
-export const FACE_STATE_MIGRATION = `
-CREATE TABLE face_records (
-  ns     TEXT    NOT NULL,
-  key    TEXT    NOT NULL,
-  value  TEXT    NOT NULL,
-  holder INTEGER,
-  PRIMARY KEY (ns, key)
-);
-
-CREATE TABLE face_queue (
-  id    BIGSERIAL PRIMARY KEY,
-  queue TEXT      NOT NULL,
-  body  TEXT      NOT NULL,
-  keep  BOOLEAN   NOT NULL,
-  bytes INTEGER   NOT NULL
-);
-CREATE INDEX face_queue_order ON face_queue(queue, id);
-
-CREATE TABLE face_broadcasts (
-  xid     XID8        NOT NULL DEFAULT pg_current_xact_id(),
-  id      BIGINT      GENERATED ALWAYS AS IDENTITY,
-  node    INTEGER     NOT NULL,
-  channel TEXT        NOT NULL,
-  bodies  TEXT[]      NOT NULL,
-  sent_at TIMESTAMPTZ NOT NULL DEFAULT now(),
-  PRIMARY KEY (xid, id)
-);
-`;
+import { inTransaction } from "./postgres-schema.js";
 
 /** The advisory lock class of queue locks: pg_advisory_xact_lock(QUEUE_LOCK_CLASS, hashtext(queue)). */
 const QUEUE_LOCK_CLASS = 0x5377_7965;
@@ -56,6 +27,8 @@ export class PostgresFaceState implements FaceState {
 
   constructor(
     private readonly pool: Pool,
+    /** A connection of the pool for a transaction (with its error listener). */
+    private readonly connect: () => Promise<PoolClient>,
     xmin: string,
     private readonly leaseTtlMs: number,
     /** Maps a lost connection to the retryable storageUnavailable. */
@@ -147,22 +120,13 @@ export class PostgresFaceState implements FaceState {
   }
 
   /** Runs `work` in a transaction that holds the queue's lock: one writer or taker at a time. */
-  private async inQueueTurn<T>(queue: string, work: (client: import("pg").PoolClient) => Promise<T>): Promise<T> {
-    const client = await this.pool.connect().catch((error: unknown) => {
+  private inQueueTurn<T>(queue: string, work: (client: PoolClient) => Promise<T>): Promise<T> {
+    return inTransaction(this.connect, async (client) => {
+      await client.query("SELECT pg_advisory_xact_lock($1, hashtext($2))", [QUEUE_LOCK_CLASS, queue]);
+      return work(client);
+    }).catch((error: unknown) => {
       throw this.unreachable(error);
     });
-    try {
-      await client.query("BEGIN");
-      await client.query("SELECT pg_advisory_xact_lock($1, hashtext($2))", [QUEUE_LOCK_CLASS, queue]);
-      const result = await work(client);
-      await client.query("COMMIT");
-      client.release();
-      return result;
-    } catch (error) {
-      await client.query("ROLLBACK").catch(() => undefined);
-      client.release(true);
-      throw this.unreachable(error);
-    }
   }
 
   async broadcast(channel: string, bodies: string[]): Promise<void> {
@@ -202,7 +166,7 @@ export class PostgresFaceState implements FaceState {
     }
   }
 
-  private async query<R extends object>(sql: string, params: unknown[]): Promise<import("pg").QueryResult<R>> {
+  private async query<R extends object>(sql: string, params: unknown[]): Promise<QueryResult<R>> {
     try {
       return await this.pool.query<R>(sql, params);
     } catch (error) {

@@ -1,6 +1,5 @@
 // The PostgreSQL store's schema: versioned migrations, and the pool every connection comes from.
-import type { Pool } from "pg";
-import { FACE_STATE_MIGRATION } from "./postgres-face-state.js";
+import type { Pool, PoolClient } from "pg";
 
 // Schema. `switchyard_schema.version` is the number of migrations applied; a later version
 // appends a step and never edits an earlier one.
@@ -142,8 +141,35 @@ CREATE TABLE face_logs (
 );
 `,
   // 6: records, queues and broadcasts faces share across nodes (the Yeaft relay's presence,
-  // routes and away buffers).
-  FACE_STATE_MIGRATION,
+  // routes and away buffers; see postgres-face-state.ts).
+  `
+CREATE TABLE face_records (
+  ns     TEXT    NOT NULL,
+  key    TEXT    NOT NULL,
+  value  TEXT    NOT NULL,
+  holder INTEGER,
+  PRIMARY KEY (ns, key)
+);
+
+CREATE TABLE face_queue (
+  id    BIGSERIAL PRIMARY KEY,
+  queue TEXT      NOT NULL,
+  body  TEXT      NOT NULL,
+  keep  BOOLEAN   NOT NULL,
+  bytes INTEGER   NOT NULL
+);
+CREATE INDEX face_queue_order ON face_queue(queue, id);
+
+CREATE TABLE face_broadcasts (
+  xid     XID8        NOT NULL DEFAULT pg_current_xact_id(),
+  id      BIGINT      GENERATED ALWAYS AS IDENTITY,
+  node    INTEGER     NOT NULL,
+  channel TEXT        NOT NULL,
+  bodies  TEXT[]      NOT NULL,
+  sent_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+  PRIMARY KEY (xid, id)
+);
+`,
 ];
 
 /** The schema version this binary writes. */
@@ -188,4 +214,24 @@ export async function postgresPool(url: string): Promise<Pool> {
       getTypeParser: ((oid: number, format?: "text" | "binary") => (oid === 20 ? Number : pg.types.getTypeParser(oid, format))) as never,
     },
   });
+}
+
+/**
+ * Runs `work` in a transaction on a connection from `connect`: committed when it returns, rolled
+ * back when it throws (the connection then dropped: it may be what failed). Rejects with what
+ * failed, as it failed.
+ */
+export async function inTransaction<T>(connect: () => Promise<PoolClient>, work: (client: PoolClient) => Promise<T>): Promise<T> {
+  const client = await connect();
+  try {
+    await client.query("BEGIN");
+    const result = await work(client);
+    await client.query("COMMIT");
+    client.release();
+    return result;
+  } catch (error) {
+    await client.query("ROLLBACK").catch(() => undefined);
+    client.release(true);
+    throw error;
+  }
 }

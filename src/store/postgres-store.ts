@@ -10,7 +10,7 @@
 // one notification, and the node reads the events after its cursor, in (xid, gid) order, only
 // from transactions that have all ended (below the snapshot's xmin): none can commit behind it.
 import type { Pool, PoolClient } from "pg";
-import { migratePostgres, postgresPool } from "./postgres-schema.js";
+import { inTransaction, migratePostgres, postgresPool } from "./postgres-schema.js";
 import { COMMAND_CHANNEL, DEFAULT_LEASE_TTL_MS, FEED_CHANNEL, nodeAlive, PostgresNode, TURN_CHANNEL } from "./postgres-node.js";
 import { PostgresFaceState } from "./postgres-face-state.js";
 import { newId } from "../ids.js";
@@ -178,7 +178,7 @@ export class PostgresStore implements Store {
     leaseTtlMs: number,
   ) {
     this.cursor = { xid: xmin, gid: 0 };
-    this.faceState = new PostgresFaceState(pool, xmin, leaseTtlMs, unreachable);
+    this.faceState = new PostgresFaceState(pool, () => this.checkout(), xmin, leaseTtlMs, unreachable);
     this.broadcasts = new Coalesced(() => this.faceState.read());
   }
 
@@ -627,21 +627,12 @@ export class PostgresStore implements Store {
    * when it throws (the connection then dropped: it may be what failed). A connection that
    * cannot be had is the retryable storageUnavailable; `work`'s errors are thrown as they are.
    */
-  private async transaction<T>(work: (client: PoolClient) => Promise<T>): Promise<T> {
-    const client = await this.checkout().catch((error: unknown) => {
-      throw unreachable(error);
-    });
-    try {
-      await client.query("BEGIN");
-      const result = await work(client);
-      await client.query("COMMIT");
-      client.release();
-      return result;
-    } catch (error) {
-      await client.query("ROLLBACK").catch(() => undefined);
-      client.release(true);
-      throw error;
-    }
+  private transaction<T>(work: (client: PoolClient) => Promise<T>): Promise<T> {
+    const connect = (): Promise<PoolClient> =>
+      this.checkout().catch((error: unknown) => {
+        throw unreachable(error);
+      });
+    return inTransaction(connect, work);
   }
 
   onLost(listener: (threadId: string) => void): void {

@@ -52,6 +52,19 @@ function assertInOrder(seqs: number[], logged: number[], who: string): void {
   );
 }
 
+/** The thread got one forwarded command, and it was applied once. */
+async function assertOneCommandAppliedOnce(db: Pool, threadId: string): Promise<void> {
+  const { rows } = await db.query<{ applied: boolean }>(
+    "SELECT applied_at IS NOT NULL AS applied FROM thread_commands WHERE thread_id = $1",
+    [threadId],
+  );
+  assert.deepEqual(
+    rows.map((r) => r.applied),
+    [true],
+    "one command, applied once",
+  );
+}
+
 describe("a cluster: several app-servers on one PostgreSQL", { skip: postgresMissing() }, () => {
   let model: ModelScript;
   let postgres: TestPostgres;
@@ -440,15 +453,7 @@ describe("a cluster: several app-servers on one PostgreSQL", { skip: postgresMis
     } finally {
       process.kill(pid, "SIGCONT");
     }
-    const { rows } = await db.query<{ applied: boolean }>(
-      "SELECT applied_at IS NOT NULL AS applied FROM thread_commands WHERE thread_id = $1",
-      [threadId],
-    );
-    assert.deepEqual(
-      rows.map((r) => r.applied),
-      [true],
-      "one command, applied once",
-    );
+    await assertOneCommandAppliedOnce(db, threadId);
     const ends = await db.query(
       "SELECT type FROM events WHERE thread_id = $1 AND type IN ('turn.completed', 'turn.failed', 'turn.cancelled')",
       [threadId],
@@ -485,15 +490,7 @@ describe("a cluster: several app-servers on one PostgreSQL", { skip: postgresMis
     } finally {
       process.kill(pid, "SIGCONT");
     }
-    const { rows } = await db.query<{ applied: boolean }>(
-      "SELECT applied_at IS NOT NULL AS applied FROM thread_commands WHERE thread_id = $1",
-      [threadId],
-    );
-    assert.deepEqual(
-      rows.map((r) => r.applied),
-      [true],
-      "one command, applied once",
-    );
+    await assertOneCommandAppliedOnce(db, threadId);
   });
 
   it("offers a turn over a node's --max-running-turns to a node with a slot free, which runs it", async () => {
