@@ -52,6 +52,8 @@ interface ConnectedAgent {
   id: string;
   record: AgentRecord;
   ws: WebSocket;
+  /** It was told `registered`: what waits in its queue may be sent. */
+  registered: boolean;
   /** Its queue was emptied since it registered: messages from here may go straight to it. */
   live: boolean;
   /** The take of its queue in progress, and whether to take once more after it. */
@@ -164,12 +166,20 @@ export class Relay {
     const id = `${owner}:${instanceId}`;
     const known = await this.state.getRecord(AGENTS, id);
     const personas = known ? (JSON.parse(known.value) as AgentRecord).personas : undefined;
-    const agent: ConnectedAgent = { id, record: { owner, name, ...(personas ? { personas } : {}) }, ws, live: false, again: false };
+    const agent: ConnectedAgent = {
+      id,
+      record: { owner, name, ...(personas ? { personas } : {}) },
+      ws,
+      registered: false,
+      live: false,
+      again: false,
+    };
     this.supersede(id);
     this.connected.set(id, agent);
     await this.state.putRecord(AGENTS, id, JSON.stringify(agent.record), { held: true });
     this.publish({ kind: "registered", agentId: id });
     send(ws, { type: "registered", agentId: id });
+    agent.registered = true;
     await this.takeQueue(agent); // what waited while it was away, in order
     this.opts.log.info({ agentId: id }, "yeaft agent registered");
     this.agentListChanged(owner);
@@ -298,6 +308,7 @@ export class Relay {
 
   /** Sends the agent what waits in its queue, oldest first; once emptied, it is live. */
   private takeQueue(agent: ConnectedAgent): Promise<void> {
+    if (!agent.registered) return Promise.resolve(); // registering takes it, after `registered`
     if (agent.taking) {
       agent.again = true;
       return agent.taking;
