@@ -65,7 +65,7 @@ export interface RelayOptions {
   users: UserStore;
   state: FaceState;
   log: Logger;
-  /** Seconds an agent has to answer auth_required. */
+  /** How long (ms) an agent has to answer auth_required. */
   authTimeoutMs: number;
   /** Pins an older relay kept in a file: moved into the store once. */
   legacyPinsFile?: string;
@@ -82,6 +82,7 @@ export class Relay {
   /** Which agents the last agent list sent here showed online (see `watchPresence`). */
   private readonly online = new Set<string>();
   private presenceTimer: NodeJS.Timeout | undefined;
+  private closed = false;
 
   constructor(private readonly opts: RelayOptions) {
     this.state = opts.state;
@@ -101,6 +102,7 @@ export class Relay {
   }
 
   close(): void {
+    this.closed = true;
     clearTimeout(this.presenceTimer);
   }
 
@@ -110,6 +112,7 @@ export class Relay {
    * agents came or went.
    */
   private watchPresence(): void {
+    if (this.closed) return;
     this.presenceTimer = setTimeout(() => {
       void this.state
         .listRecords(AGENTS)
