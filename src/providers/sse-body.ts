@@ -40,14 +40,15 @@ export function cutEvents(chunk: Uint8Array, emit: (piece: Uint8Array) => void):
  */
 export function eventStreamBody(source: Readable): ReadableStream<Uint8Array> {
   let controller!: ReadableStreamDefaultController<Uint8Array>;
-  let readingSince = performance.now();
+  /** When the reading began that the event loop has not turned since (a model that streams at its pace never reaches the budget). */
+  let readingSince = 0;
+  let loopTurned = true;
   let resuming = false;
   const resumeNextTurn = (): void => {
     if (resuming) return;
     resuming = true;
     setImmediate(() => {
       resuming = false;
-      readingSince = performance.now();
       if ((controller.desiredSize ?? 1) > 0) source.resume(); // else the next pull resumes
     });
   };
@@ -57,6 +58,11 @@ export function eventStreamBody(source: Readable): ReadableStream<Uint8Array> {
       start(c) {
         controller = c;
         source.on("data", (chunk: Buffer) => {
+          if (loopTurned) {
+            loopTurned = false;
+            readingSince = performance.now();
+            setImmediate(() => (loopTurned = true));
+          }
           cutEvents(chunk, enqueue);
           if ((controller.desiredSize ?? 1) <= 0) source.pause();
           else if (performance.now() - readingSince > READ_BUDGET_MS) {

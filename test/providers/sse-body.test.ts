@@ -47,6 +47,25 @@ test("a node stream's events are cut alike; the socket pauses while the reader h
   assert.equal(events, 1_000, "every event once it is read");
 });
 
+test("a body that keeps arriving as fast as it is read lets the event loop turn every few milliseconds", async () => {
+  // One event per chunk, each after the reader has taken the last, all within microtasks: as a
+  // socket's many reads in one poll are. The queue never fills, so only the read budget pauses.
+  async function* burst(): AsyncGenerator<Buffer> {
+    for (let i = 0; i < 4_000; i++) {
+      for (let k = 0; k < 50; k++) await Promise.resolve();
+      yield Buffer.from(`data: ${i}\n\n`);
+    }
+  }
+  const reader = eventStreamBody(Readable.from(burst())).getReader();
+  let read = 0;
+  const turns: number[] = [];
+  const watch = (): void => void setImmediate(() => (turns.push(read), read < 4_000 && watch()));
+  watch();
+  while (!(await reader.read()).done) read++;
+  assert.equal(read, 4_000);
+  assert.ok(turns.length > 1 && turns[0]! < read, `the loop turned after ${turns.slice(0, 5).join(", ")}… of ${read} events`);
+});
+
 test("only event streams are re-chunked; status and headers pass through", async () => {
   const server = http.createServer((req, res) => {
     if (req.url === "/sse") {
