@@ -4,7 +4,7 @@
 import os from "node:os";
 import path from "node:path";
 
-/** The Codex app-server version whose protocol this dialect speaks (clients read it in userAgent). */
+/** The Codex release whose app-server protocol this dialect speaks (test/agents pins it; clients read it in userAgent). */
 export const CODEX_PROTOCOL_VERSION = "0.169.0";
 
 export function codexInitializeResult(serverVersion: string): {

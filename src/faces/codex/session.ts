@@ -29,8 +29,6 @@ import {
   toInput,
 } from "./wire.js";
 
-/** The Codex release whose app-server protocol this face follows (test/agents pins it). */
-
 /** What Codex names the provider of a thread whose provider the server chooses. */
 const SERVER_PROVIDER = "switchyard";
 

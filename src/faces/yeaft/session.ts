@@ -13,7 +13,7 @@ import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync, renameSync } from "node:fs";
 import type { WebSocket } from "ws";
 import type { Logger } from "../../log.js";
-import type { FaceState } from "../../store/face-state.js";
+import type { FaceRecord, FaceState } from "../../store/face-state.js";
 import { errorEnvelope } from "./errors.js";
 import { ALIASES, BUFFER_LIMITS, CLOSE_POLICY, CONVERSATION_EXEMPT, Envelope, TERMINAL_TYPES, TO_AGENT, TO_WEB } from "./protocol.js";
 import type { UserStore } from "./users.js";
@@ -35,6 +35,10 @@ interface AgentRecord {
 }
 
 type Pin = { agentId: string; owner: string };
+
+/** The agent an AGENTS record holds, and the pin a PINS record holds (this module writes both). */
+const agentIn = (record: FaceRecord): AgentRecord => JSON.parse(record.value) as AgentRecord;
+const pinIn = (record: FaceRecord): Pin => JSON.parse(record.value) as Pin;
 
 /** What one relay tells the others. */
 type Broadcast =
@@ -117,9 +121,7 @@ export class Relay {
       void this.state
         .listRecords(AGENTS)
         .then((records) => {
-          const changed = new Set(
-            records.filter((r) => r.held !== this.online.has(r.key)).map((r) => (JSON.parse(r.value) as AgentRecord).owner),
-          );
+          const changed = new Set(records.filter((r) => r.held !== this.online.has(r.key)).map((r) => agentIn(r).owner));
           for (const owner of changed) this.agentListChanged(owner, false);
         })
         .catch((error: unknown) => this.opts.log.warn({ err: error }, "yeaft presence unavailable"))
@@ -168,7 +170,7 @@ export class Relay {
   private async register(ws: WebSocket, owner: string, instanceId: string, name: string): Promise<ConnectedAgent> {
     const id = `${owner}:${instanceId}`;
     const known = await this.state.getRecord(AGENTS, id);
-    const personas = known ? (JSON.parse(known.value) as AgentRecord).personas : undefined;
+    const personas = known && agentIn(known).personas;
     const agent: ConnectedAgent = {
       id,
       record: { owner, name, ...(personas ? { personas } : {}) },
@@ -282,10 +284,10 @@ export class Relay {
   private async agentOf(username: string, named: unknown): Promise<string | undefined> {
     if (typeof named === "string") {
       const record = await this.state.getRecord(AGENTS, named);
-      return record && (JSON.parse(record.value) as AgentRecord).owner === username ? named : undefined;
+      return record && agentIn(record).owner === username ? named : undefined;
     }
     const agents = await this.state.listRecords(AGENTS);
-    return agents.find((a) => a.held && (JSON.parse(a.value) as AgentRecord).owner === username)?.key;
+    return agents.find((a) => a.held && agentIn(a).owner === username)?.key;
   }
 
   /**
@@ -335,7 +337,7 @@ export class Relay {
     if (cached) return cached;
     const record = await this.state.getRecord(PINS, conversationId);
     if (!record) return undefined;
-    const pin = JSON.parse(record.value) as Pin;
+    const pin = pinIn(record);
     this.pins.set(conversationId, pin);
     return pin;
   }
@@ -363,9 +365,9 @@ export class Relay {
 
   private async agentList(owner: string): Promise<Envelope> {
     const [records, pins] = await Promise.all([this.state.listRecords(AGENTS), this.state.listRecords(PINS)]);
-    const pinned = pins.map((p) => ({ id: p.key, agentId: (JSON.parse(p.value) as Pin).agentId }));
+    const pinned = pins.map((p) => ({ id: p.key, agentId: pinIn(p).agentId }));
     const agents = records.flatMap((r) => {
-      const agent = JSON.parse(r.value) as AgentRecord;
+      const agent = agentIn(r);
       if (agent.owner !== owner) return [];
       if (r.held) this.online.add(r.key);
       else this.online.delete(r.key);
