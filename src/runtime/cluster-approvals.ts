@@ -70,10 +70,16 @@ export class ClusterApprovals {
     const abort = new AbortController();
     this.asking.set(request.requestId, abort);
     try {
-      // Said and asked at once: the owner hears of it while the person reads the question.
-      const seen = this.store.forward(request.threadId, { kind: "approvalSeen", requestId: request.requestId });
+      // Said and asked at once: the owner hears of it while the person reads the question. The
+      // answer does not wait for the owner to acknowledge that notice (the owner takes either in
+      // any order: after the answer, the notice finds nothing to wait for); a notice the owner
+      // was slow to acknowledge (a retryable timeout) must not drop the person's answer.
+      void this.store
+        .forward(request.threadId, { kind: "approvalSeen", requestId: request.requestId })
+        .catch((error: unknown) =>
+          this.log.debug({ err: error, requestId: request.requestId }, "the owner did not acknowledge the question yet"),
+        );
       const decision = await this.broker.askHere(request, abort.signal);
-      await seen;
       if (decision && !abort.signal.aborted) {
         await this.store.forward(request.threadId, { kind: "approve", requestId: request.requestId, decision });
       }
