@@ -158,7 +158,12 @@ export class Runtime implements RuntimeApi {
   private readonly parents = new Map<string, string>();
   /** Per thread, the end of the chain of writes that act on what they read (see `serial`). */
   private readonly writing = new Map<string, Promise<unknown>>();
-  private recovering: Promise<number> = Promise.resolve(0);
+  /**
+   * Recovery passes and the taking of offered turns, one at a time: both claim threads whose turn
+   * is running, and a pass must not close, as left by a dead process, a turn this node took from
+   * the queue but has not yet started running (it is active once taken).
+   */
+  private adopting: Promise<unknown> = Promise.resolve();
   /** Threads a recovery claimed whose turn it has not yet continued or ended (see `recover`). */
   private readonly takingOver = new Map<string, Promise<void>>();
   private readonly slots: TurnSlots;
@@ -352,8 +357,8 @@ export class Runtime implements RuntimeApi {
     let tookOver!: () => void;
     const done = new Promise<void>((resolve) => (tookOver = resolve));
     const claimed: string[] = [];
-    this.recovering = this.recovering
-      .catch(() => 0)
+    const pass = this.adopting
+      .catch(() => undefined)
       .then(() =>
         recoverUnfinishedTurns(this.store, (event) => this.emit(event), {
           code,
@@ -371,7 +376,8 @@ export class Runtime implements RuntimeApi {
         for (const threadId of claimed) if (this.takingOver.get(threadId) === done) this.takingOver.delete(threadId);
         tookOver();
       });
-    return this.recovering;
+    this.adopting = pass;
+    return pass;
   }
 
   // ---- threads ---------------------------------------------------------------------------
@@ -900,13 +906,21 @@ export class Runtime implements RuntimeApi {
     this.takingOffers = true;
     void (async () => {
       while (this.slots.tryTake()) {
-        const taken = await this.takeOfferedTurn().catch((error: unknown) => {
+        const take = this.adopting
+          .catch(() => undefined)
+          .then(async () => {
+            const taken = await this.takeOfferedTurn();
+            if (!taken) return false;
+            this.log.info({ threadId: taken.thread.id, turnId: taken.turn.id }, "running a turn another node offered");
+            this.run(taken.thread, taken.turn, taken.params, { slotHeld: true });
+            return true;
+          });
+        this.adopting = take;
+        const running = await take.catch((error: unknown) => {
           this.slots.release();
           throw error;
         });
-        if (!taken) return this.slots.release();
-        this.log.info({ threadId: taken.thread.id, turnId: taken.turn.id }, "running a turn another node offered");
-        this.run(taken.thread, taken.turn, taken.params, { slotHeld: true });
+        if (!running) return this.slots.release();
       }
     })()
       .catch((error: unknown) => this.log.warn({ err: error }, "could not take a turn another node offered"))
