@@ -4,6 +4,9 @@ import type { Pool, PoolClient } from "pg";
 // Schema. `switchyard_schema.version` is the number of migrations applied; a later version
 // appends a step and never edits an earlier one.
 
+/** The SQLSTATE switchyard_fence fails with. */
+export const FENCED = "SYF01";
+
 const MIGRATIONS: readonly string[] = [
   `
 CREATE TABLE events (
@@ -169,6 +172,25 @@ CREATE TABLE face_broadcasts (
   sent_at TIMESTAMPTZ NOT NULL DEFAULT now(),
   PRIMARY KEY (xid, id)
 );
+`,
+  // 7: the epoch check of a commit as one statement, so that a commit is one script, one round
+  // trip (see PostgresStore.writeBatch): it holds the threads' owner rows until commit and fails
+  // with FENCED, the threads another node owns now in its detail (a JSON array), when any epoch moved on.
+  `
+CREATE FUNCTION switchyard_fence(writer INTEGER, claimed_threads TEXT[], claimed_epochs BIGINT[]) RETURNS VOID
+LANGUAGE plpgsql AS $$
+DECLARE
+  lost TEXT;
+BEGIN
+  WITH claimed AS (SELECT * FROM unnest(claimed_threads, claimed_epochs) AS c(thread_id, epoch)),
+       held AS (
+         SELECT o.thread_id FROM thread_owners o JOIN claimed c ON o.thread_id = c.thread_id AND o.epoch = c.epoch
+         WHERE o.node = writer FOR SHARE OF o)
+  SELECT json_agg(thread_id)::text INTO lost FROM claimed WHERE thread_id NOT IN (SELECT thread_id FROM held);
+  IF lost IS NOT NULL THEN
+    RAISE EXCEPTION 'another node owns %', lost USING ERRCODE = '${FENCED}', DETAIL = lost;
+  END IF;
+END $$;
 `,
 ];
 

@@ -112,6 +112,27 @@ describe("PostgreSQL store", { skip: postgresMissing() }, () => {
     }
   });
 
+  it("stores any text as given (a commit is one script with the values written in as literals)", async () => {
+    const store = await PostgresStore.open(freshUrl());
+    try {
+      const odd = `it's "quoted" \\ back\\\\slashes \\' $1 $$ $q$ {a,"b"} NULL \n\t é ✓ 😀 ;--`;
+      store.append({ type: "thread.created", threadId: "t1", data: { thread: makeThread("t1", { displayName: odd }) } });
+      store.append({ type: "turn.started", threadId: "t1", data: { turn: makeTurn("u1", "t1") } });
+      store.append({ type: "item.started", threadId: "t1", data: { item: agentItem("i1", "t1", "u1", "") } });
+      store.append({ type: "item.delta", threadId: "t1", data: { turnId: "u1", itemId: "i1", kind: "agentMessage", delta: odd } });
+      store.append({ type: "item.completed", threadId: "t1", data: { item: agentItem("i1", "t1", "u1", odd, true) } });
+      await store.flush();
+      assert.equal((await store.getThread("t1"))?.displayName, odd);
+      assert.equal(await store.deltasOf("i1"), odd);
+      assert.deepEqual(
+        (await store.listItems("u1")).map((i) => i.payload),
+        [{ text: odd }],
+      );
+    } finally {
+      await store.close();
+    }
+  });
+
   it("tells committed events to its listeners in seq order, once", async () => {
     const store = await PostgresStore.open(freshUrl());
     try {
