@@ -144,13 +144,17 @@ export class PostgresFaceState implements FaceState {
 
   /** Reads the broadcasts other nodes committed since the cursor and hands them to the listeners. */
   async read(): Promise<void> {
+    // A node no face listens on (an app-server) has nothing to read: every commit wakes the
+    // reader, so this saves a query per commit. The cursor waits where it is for a first listener.
+    if (this.listeners.size === 0) return;
     for (let full = true; full;) {
-      const { rows } = await this.pool.query<{ xid: string; id: number; node: number; channel: string; bodies: string[] }>(
-        `SELECT xid::text AS xid, id, node, channel, bodies FROM face_broadcasts
+      const { rows } = await this.pool.query<{ xid: string; id: number; node: number; channel: string; bodies: string[] }>({
+        name: "read-broadcasts",
+        text: `SELECT xid::text AS xid, id, node, channel, bodies FROM face_broadcasts
          WHERE (xid, id) > ($1::xid8, $2) AND xid < pg_snapshot_xmin(pg_current_snapshot())
          ORDER BY face_broadcasts.xid, face_broadcasts.id LIMIT ${BROADCAST_PAGE}`,
-        [this.cursor.xid, this.cursor.id],
-      );
+        values: [this.cursor.xid, this.cursor.id],
+      });
       full = rows.length === BROADCAST_PAGE;
       const last = rows.at(-1);
       if (!last) break;
