@@ -3,7 +3,7 @@
 // the threads and watches the other two thirds, so every thread is seen by its owner's client
 // and from two other nodes. Cross-node latency: for the same (thread, seq), the time a watcher
 // received it minus the time the owner's client did (one process, one clock).
-import { performance } from "node:perf_hooks";
+import { monitorEventLoopDelay, performance } from "node:perf_hooks";
 import { FakeModelServer } from "../test/support/fake-model-server.js";
 import { modelEnv, text, threadStartParams } from "../test/support/harness.js";
 import { postgresMissing, TestPostgres } from "../test/support/postgres.js";
@@ -92,6 +92,10 @@ export async function clusterFanOut(kit: BenchKit, watchers: 1 | 2 = 2, deltaEve
       for (let i = 0; i < THREADS; i++)
         fake.enqueue({ kind: "response", text: deltas, ...(deltaEveryMs ? { chunkDelayMs: deltaEveryMs } : {}) });
       const t0 = performance.now();
+      // How late this process (the clients' clock) was itself: its receipts wait for its turn on a core.
+      const loopDelay = monitorEventLoopDelay({ resolution: 5 });
+      loopDelay.enable();
+      const loop0 = performance.eventLoopUtilization();
       const benchCpu0 = process.cpuUsage();
       const nodeCpu0 = nodes.map((node) => kit.cpuNs(node.server.child.pid!));
       // In waves: a connection answers more than 64 requests in flight as overloaded.
@@ -104,6 +108,8 @@ export async function clusterFanOut(kit: BenchKit, watchers: 1 | 2 = 2, deltaEve
       }
       await done;
       const seconds = (performance.now() - t0) / 1000;
+      loopDelay.disable();
+      const loopBusy = performance.eventLoopUtilization(loop0).utilization;
       // Where the two cores went: each node, and this process (the fake model and the three clients).
       const benchCpu = process.cpuUsage(benchCpu0);
       const nodeCpuS = nodes.map((node, i) => (kit.cpuNs(node.server.child.pid!) - nodeCpu0[i]!) / 1e9);
@@ -129,6 +135,8 @@ export async function clusterFanOut(kit: BenchKit, watchers: 1 | 2 = 2, deltaEve
         `Cluster: ${kit.fmt(committed, 0)} events committed in ${kit.fmt(seconds, 2)} s; ${kit.fmt(latencies.length, 0)} cross-node receipts, median ${kit.fmt(kit.median(latencies), 1)} ms.`,
         `Cluster CPU over those ${kit.fmt(seconds, 2)} s (${kit.fmt(2 * seconds, 2)} core-seconds on 2 cores): nodes ${nodeCpuS.map((s) => kit.fmt(s, 2)).join(" + ")} s; ` +
           `the bench process (fake model, three clients) ${kit.fmt((benchCpu.user + benchCpu.system) / 1e6, 2)} s; PostgreSQL the rest.`,
+        `Cluster: the bench process's event loop was busy ${kit.fmt(loopBusy * 100, 0)}% of the time (waiting for a core included), its delay p99 ${kit.fmt(loopDelay.percentile(99) / 1e6, 0)} ms, ` +
+          `max ${kit.fmt(loopDelay.max / 1e6, 0)} ms: a receipt is timed when this process gets to read it.`,
       );
       return [
         { name: names.lost, measured: `${lost} lost, ${repeated} repeated`, target: "0, 0", pass: lost === 0 && repeated === 0 },
