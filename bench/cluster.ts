@@ -116,6 +116,7 @@ export async function clusterFanOut(kit: BenchKit, watchers: 1 | 2 = 2, deltaEve
 
       // Every client saw each thread's events in order, once each; watchers saw what the owner's client saw.
       let lost = 0;
+      const lostAt: string[] = [];
       let repeated = 0;
       for (const [i, threadId] of threads.entries()) {
         const owned = seen[i % NODES]!.seqs.get(threadId) ?? [];
@@ -124,9 +125,14 @@ export async function clusterFanOut(kit: BenchKit, watchers: 1 | 2 = 2, deltaEve
           const seqs = s.seqs.get(threadId) ?? [];
           repeated += seqs.filter((seq, k) => k > 0 && seq <= seqs[k - 1]!).length;
           const got = new Set(seqs);
-          lost += owned.filter((seq) => !got.has(seq)).length;
+          const missed = owned.filter((seq) => !got.has(seq));
+          lost += missed.length;
+          // Where, for whoever looks into it: which node missed what, and what it did see last.
+          if (missed.length > 0 && lostAt.length < 5)
+            lostAt.push(`node ${node} missed ${threadId} seq ${missed.join(", ")} (it saw ${seqs.length} events, the last ${seqs.at(-1)})`);
         }
       }
+      if (lostAt.length > 0) kit.notes.push(`Cluster${label}: lost events: ${lostAt.join("; ")}.`);
       const committed = await committedEvents(url, threads);
       const rate = committed / seconds;
       latencies.sort((a, b) => a - b);
