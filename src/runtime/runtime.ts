@@ -357,27 +357,29 @@ export class Runtime implements RuntimeApi {
     let tookOver!: () => void;
     const done = new Promise<void>((resolve) => (tookOver = resolve));
     const claimed: string[] = [];
-    const pass = this.adopting
-      .catch(() => undefined)
-      .then(() =>
-        recoverUnfinishedTurns(this.store, (event) => this.emit(event), {
-          code,
-          claim: async (threadId) => {
-            if (this.active.has(threadId) || !(await this.mayRun(threadId)) || !(await this.store.acquire(threadId))) return false;
-            // Claimed, its turn not yet running here: a steer or interrupt forwarded now waits for it.
-            this.takingOver.set(threadId, done);
-            claimed.push(threadId);
-            return true;
-          },
-          ...((this.options.failover ?? "continue") === "continue" ? { resume: (turn: Turn) => this.resumeTurn(turn) } : {}),
-        }),
-      )
-      .finally(() => {
+    return this.oneAtATime(() =>
+      recoverUnfinishedTurns(this.store, (event) => this.emit(event), {
+        code,
+        claim: async (threadId) => {
+          if (this.active.has(threadId) || !(await this.mayRun(threadId)) || !(await this.store.acquire(threadId))) return false;
+          // Claimed, its turn not yet running here: a steer or interrupt forwarded now waits for it.
+          this.takingOver.set(threadId, done);
+          claimed.push(threadId);
+          return true;
+        },
+        ...((this.options.failover ?? "continue") === "continue" ? { resume: (turn: Turn) => this.resumeTurn(turn) } : {}),
+      }).finally(() => {
         for (const threadId of claimed) if (this.takingOver.get(threadId) === done) this.takingOver.delete(threadId);
         tookOver();
-      });
-    this.adopting = pass;
-    return pass;
+      }),
+    );
+  }
+
+  /** Runs `work` after the recovery pass or offer taking before it has settled (see `adopting`). */
+  private oneAtATime<T>(work: () => Promise<T>): Promise<T> {
+    const next = this.adopting.catch(() => undefined).then(work);
+    this.adopting = next;
+    return next;
   }
 
   // ---- threads ---------------------------------------------------------------------------
@@ -906,16 +908,13 @@ export class Runtime implements RuntimeApi {
     this.takingOffers = true;
     void (async () => {
       while (this.slots.tryTake()) {
-        const take = this.adopting
-          .catch(() => undefined)
-          .then(async () => {
-            const taken = await this.takeOfferedTurn();
-            if (!taken) return false;
-            this.log.info({ threadId: taken.thread.id, turnId: taken.turn.id }, "running a turn another node offered");
-            this.run(taken.thread, taken.turn, taken.params, { slotHeld: true });
-            return true;
-          });
-        this.adopting = take;
+        const take = this.oneAtATime(async () => {
+          const taken = await this.takeOfferedTurn();
+          if (!taken) return false;
+          this.log.info({ threadId: taken.thread.id, turnId: taken.turn.id }, "running a turn another node offered");
+          this.run(taken.thread, taken.turn, taken.params, { slotHeld: true });
+          return true;
+        });
         const running = await take.catch((error: unknown) => {
           this.slots.release();
           throw error;
