@@ -14,6 +14,7 @@ import { FENCED, inTransaction, migratePostgres, postgresPool } from "./postgres
 import { script, type Statement } from "./postgres-script.js";
 import { COMMAND_CHANNEL, DEFAULT_LEASE_TTL_MS, FEED_CHANNEL, nodeAlive, PostgresNode, TURN_CHANNEL } from "./postgres-node.js";
 import { PostgresFaceState } from "./postgres-face-state.js";
+import { Coalesced } from "../coalesced.js";
 import { newId } from "../ids.js";
 import { RuntimeError } from "../domain/errors.js";
 import type { EventType, NewEvent, RuntimeEvent } from "../domain/events.js";
@@ -69,32 +70,6 @@ const FEED_PAGE = 2_000;
 const COMMAND_TIMEOUT_MS = 10_000;
 /** Answered commands are kept this long (for whoever waits on them), then deleted. */
 const COMMAND_RETENTION = "1 hour";
-
-/** Runs `work`, or once more after the run in progress: calls in between coalesce into one. */
-class Coalesced {
-  private running: Promise<void> | undefined;
-  private again = false;
-
-  constructor(private readonly work: () => Promise<void>) {}
-
-  run(): Promise<void> {
-    if (this.running) {
-      this.again = true;
-      return this.running;
-    }
-    this.running = (async () => {
-      do {
-        this.again = false;
-        await this.work();
-      } while (this.again);
-    })().finally(() => (this.running = undefined));
-    return this.running;
-  }
-
-  idle(): Promise<void> {
-    return this.running?.catch(() => undefined) ?? Promise.resolve();
-  }
-}
 
 /** The parameters $1..$6 of an insert of a batch into `events`. */
 function eventColumns(batch: PendingEvent[], writer: number): unknown[] {

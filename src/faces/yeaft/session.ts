@@ -12,6 +12,7 @@
 import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync, renameSync } from "node:fs";
 import type { WebSocket } from "ws";
+import { Coalesced } from "../../coalesced.js";
 import type { Logger } from "../../log.js";
 import type { FaceRecord, FaceState } from "../../store/face-state.js";
 import { errorEnvelope } from "./errors.js";
@@ -60,9 +61,8 @@ interface ConnectedAgent {
   registered: boolean;
   /** Its queue was emptied since it registered: messages from here may go straight to it. */
   live: boolean;
-  /** The take of its queue in progress, and whether to take once more after it. */
-  taking?: Promise<void>;
-  again: boolean;
+  /** Takes its queue (see `takeQueue`). */
+  queue: Coalesced;
 }
 
 export interface RelayOptions {
@@ -177,7 +177,7 @@ export class Relay {
       ws,
       registered: false,
       live: false,
-      again: false,
+      queue: new Coalesced(() => this.sendQueued(agent)),
     };
     this.supersede(id);
     this.connected.set(id, agent);
@@ -297,7 +297,7 @@ export class Relay {
    */
   private async toAgent(agentId: string, text: string, type: string, from: WebSocket): Promise<void> {
     const here = this.connected.get(agentId);
-    if (here?.live && !here.taking) return here.ws.send(text);
+    if (here?.live && !here.queue.busy) return here.ws.send(text);
     const { queued, dropped } = await this.state.enqueue(queueOf(agentId), text, { keep: TERMINAL_TYPES.has(type), limits: BUFFER_LIMITS });
     if (here) return this.takeQueue(here);
     this.publish({ kind: "queued", agentId });
@@ -311,23 +311,18 @@ export class Relay {
     });
   }
 
-  /** Sends the agent what waits in its queue, oldest first; once emptied, it is live. */
+  /** Sends the agent what waits in its queue, oldest first; a take asked for during one runs after it. */
   private takeQueue(agent: ConnectedAgent): Promise<void> {
     if (!agent.registered) return Promise.resolve(); // registering takes it, after `registered`
-    if (agent.taking) {
-      agent.again = true;
-      return agent.taking;
-    }
-    agent.taking = (async () => {
-      do {
-        agent.again = false;
-        // Not for a connection that is going: what waits stays for the next one.
-        if (agent.ws.readyState !== agent.ws.OPEN || this.connected.get(agent.id) !== agent) return;
-        for (const text of await this.state.takeQueued(queueOf(agent.id))) agent.ws.send(text);
-      } while (agent.again);
-      agent.live = true;
-    })().finally(() => (agent.taking = undefined));
-    return agent.taking;
+    return agent.queue.run();
+  }
+
+  /** One take of the agent's queue; once emptied, the agent is live. */
+  private async sendQueued(agent: ConnectedAgent): Promise<void> {
+    // Not for a connection that is going: what waits stays for the next one.
+    if (agent.ws.readyState !== agent.ws.OPEN || this.connected.get(agent.id) !== agent) return;
+    for (const text of await this.state.takeQueued(queueOf(agent.id))) agent.ws.send(text);
+    agent.live = true;
   }
 
   // ---- pins ----
