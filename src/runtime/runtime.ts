@@ -11,6 +11,7 @@ import type { StorageStatus, Store, StoredItemJson, ThreadFilter, ThreadPage } f
 import type { FaceState } from "../store/face-state.js";
 import type { ToolEnvironment, UserQuestion } from "../tools/tool.js";
 import type { ToolRegistry } from "../tools/registry.js";
+import { Coalesced } from "../coalesced.js";
 import { ApprovalBroker } from "./approvals.js";
 import { approve, type ApprovalGateDeps, type GatedTurn } from "./approval-gate.js";
 import { EventDelivery, type RuntimeListener } from "./delivery.js";
@@ -167,8 +168,8 @@ export class Runtime implements RuntimeApi {
   /** Threads a recovery claimed whose turn it has not yet continued or ended (see `recover`). */
   private readonly takingOver = new Map<string, Promise<void>>();
   private readonly slots: TurnSlots;
-  /** Whether this node is taking turns other nodes offered. */
-  private takingOffers = false;
+  /** Takes turns other nodes offered while a slot is free; asked again during a take, it looks again after. */
+  private readonly offers = new Coalesced(() => this.takeOffersWhileFree());
 
   constructor(private readonly options: RuntimeOptions) {
     this.store = options.store;
@@ -904,26 +905,24 @@ export class Runtime implements RuntimeApi {
 
   /** While this node has a slot free, runs turns that other nodes offered (see `slotFor`). */
   private takeOfferedTurns(): void {
-    if (!this.store.shared || this.takingOffers) return;
-    this.takingOffers = true;
-    void (async () => {
-      while (this.slots.tryTake()) {
-        const take = this.oneAtATime(async () => {
-          const taken = await this.takeOfferedTurn();
-          if (!taken) return false;
-          this.log.info({ threadId: taken.thread.id, turnId: taken.turn.id }, "running a turn another node offered");
-          this.run(taken.thread, taken.turn, taken.params, { slotHeld: true });
-          return true;
-        });
-        const running = await take.catch((error: unknown) => {
-          this.slots.release();
-          throw error;
-        });
-        if (!running) return this.slots.release();
-      }
-    })()
-      .catch((error: unknown) => this.log.warn({ err: error }, "could not take a turn another node offered"))
-      .finally(() => (this.takingOffers = false));
+    if (!this.store.shared) return;
+    this.offers.run().catch((error: unknown) => this.log.warn({ err: error }, "could not take a turn another node offered"));
+  }
+
+  private async takeOffersWhileFree(): Promise<void> {
+    while (this.slots.tryTake()) {
+      const running = await this.oneAtATime(async () => {
+        const taken = await this.takeOfferedTurn();
+        if (!taken) return false;
+        this.log.info({ threadId: taken.thread.id, turnId: taken.turn.id }, "running a turn another node offered");
+        this.run(taken.thread, taken.turn, taken.params, { slotHeld: true });
+        return true;
+      }).catch((error: unknown) => {
+        this.slots.release();
+        throw error;
+      });
+      if (!running) return this.slots.release();
+    }
   }
 
   private async takeOfferedTurn(): Promise<{ thread: Thread; turn: Turn; params: StartTurnParams } | undefined> {
