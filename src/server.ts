@@ -1,6 +1,7 @@
 // Starts one Switchyard server: the listeners that carry the protocol faces (stdio and/or
 // WebSocket, and faces' own) over one runtime. A stdio client's initialize is answered as soon
 // as it arrives, while the runtime side (server-runtime.ts: zod, SQLite, the tables) loads.
+import { setImmediate as loopTurn } from "node:timers/promises";
 import type { ProviderSettings } from "./config/file.js";
 import type { Logger } from "./log.js";
 import type { Face, FaceListener } from "./faces/face.js";
@@ -172,14 +173,15 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
     // As for JSON-RPC faces below: a handshake already waiting on stdin is answered before the
     // runtime side loads (its modules are compiled in one go, with the event loop stopped).
     await reading;
-    for (let turn = 0; turn < 2; turn++) await new Promise((resolve) => setImmediate(resolve));
+    await loopTurn();
+    await loopTurn();
   }
   if (config.stdio && !forced?.serveStream) {
     stdioChannel = createStdioChannel(process.stdin, process.stdout, { maxMessageBytes: config.maxMessageBytes });
     serve(stdioChannel, forcedJsonRpc, runtimeOf);
     // One turn of the event loop first, so an initialize already waiting on stdin is answered
     // before the runtime side loads.
-    await new Promise((resolve) => setImmediate(resolve));
+    await loopTurn();
   }
   let runtime: Runtime;
   let store: AssembledRuntime["store"];
