@@ -7,6 +7,7 @@ import type { Pool, PoolClient, QueryResult } from "pg";
 import { type FaceRecord, type FaceState, overflow, type PutRecordOptions, type QueueLimits } from "./face-state.js";
 import { FEED_CHANNEL, nodeAlive } from "./postgres-node.js";
 import { inTransaction } from "./postgres-schema.js";
+import type { Statement } from "./postgres-script.js";
 
 /** The advisory lock class of queue locks: pg_advisory_xact_lock(QUEUE_LOCK_CLASS, hashtext(queue)). */
 const QUEUE_LOCK_CLASS = 0x5377_7965;
@@ -87,18 +88,15 @@ export class PostgresFaceState implements FaceState {
   }
 
   async enqueue(queue: string, body: string, opts: { keep: boolean; limits: QueueLimits }): Promise<{ queued: number; dropped: number }> {
-    return this.inQueueTurn(queue, async (client) => {
-      await client.query("INSERT INTO face_queue (queue, body, keep, bytes) VALUES ($1, $2, $3, $4)", [
-        queue,
-        body,
-        opts.keep,
-        Buffer.byteLength(body),
-      ]);
-      const { rows: size } = await client.query<{ count: number; bytes: number }>(
-        "SELECT count(*)::int AS count, coalesce(sum(bytes), 0)::bigint AS bytes FROM face_queue WHERE queue = $1",
-        [queue],
-      );
-      const { count, bytes } = size[0]!;
+    const add = [
+      {
+        text: "INSERT INTO face_queue (queue, body, keep, bytes) VALUES ($1, $2, $3, $4)",
+        values: [queue, body, opts.keep, Buffer.byteLength(body)],
+      },
+      { text: "SELECT count(*)::int AS count, coalesce(sum(bytes), 0)::bigint AS bytes FROM face_queue WHERE queue = $1", values: [queue] },
+    ];
+    return this.inQueueTurn(queue, add, async (client, [, size]) => {
+      const { count, bytes } = size!.rows[0] as { count: number; bytes: number };
       if (count <= opts.limits.messages && bytes <= opts.limits.bytes) return { queued: count, dropped: 0 };
       const { rows } = await client.query<{ id: number; keep: boolean; bytes: number }>(
         "SELECT id, keep, bytes FROM face_queue WHERE queue = $1 ORDER BY id",
@@ -111,20 +109,20 @@ export class PostgresFaceState implements FaceState {
   }
 
   takeQueued(queue: string): Promise<string[]> {
-    return this.inQueueTurn(queue, async (client) => {
-      const { rows } = await client.query<{ id: number; body: string }>("DELETE FROM face_queue WHERE queue = $1 RETURNING id, body", [
-        queue,
-      ]);
-      return rows.sort((a, b) => a.id - b.id).map((r) => r.body);
-    });
+    const take = [{ text: "DELETE FROM face_queue WHERE queue = $1 RETURNING id, body", values: [queue] }];
+    return this.inQueueTurn(queue, take, async (_, [taken]) =>
+      (taken!.rows as Array<{ id: number; body: string }>).sort((a, b) => a.id - b.id).map((r) => r.body),
+    );
   }
 
-  /** Runs `work` in a transaction that holds the queue's lock: one writer or taker at a time. */
-  private inQueueTurn<T>(queue: string, work: (client: PoolClient) => Promise<T>): Promise<T> {
-    return inTransaction(this.connect, async (client) => {
-      await client.query("SELECT pg_advisory_xact_lock($1, hashtext($2))", [QUEUE_LOCK_CLASS, queue]);
-      return work(client);
-    }).catch((error: unknown) => {
+  /**
+   * Runs `first` and then `work` in a transaction that holds the queue's lock: one writer or
+   * taker at a time. BEGIN, the lock and `first` go in one round trip (a relay queues each
+   * message for an agent that is away: thousands in a row), and `work` gets their results.
+   */
+  private inQueueTurn<T>(queue: string, first: Statement[], work: (client: PoolClient, results: QueryResult[]) => Promise<T>): Promise<T> {
+    const lock = { text: "SELECT pg_advisory_xact_lock($1, hashtext($2))", values: [QUEUE_LOCK_CLASS, queue] };
+    return inTransaction(this.connect, (client, [, ...results]) => work(client, results), [lock, ...first]).catch((error: unknown) => {
       throw this.unreachable(error);
     });
   }

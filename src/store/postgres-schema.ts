@@ -1,5 +1,6 @@
 // The PostgreSQL store's schema: versioned migrations, and the pool every connection comes from.
-import type { Pool, PoolClient } from "pg";
+import type { Pool, PoolClient, QueryResult } from "pg";
+import { script, type Statement } from "./postgres-script.js";
 
 // Schema. `switchyard_schema.version` is the number of migrations applied; a later version
 // appends a step and never edits an earlier one.
@@ -243,11 +244,16 @@ export async function postgresPool(url: string): Promise<Pool> {
  * back when it throws (the connection then dropped: it may be what failed). Rejects with what
  * failed, as it failed.
  */
-export async function inTransaction<T>(connect: () => Promise<PoolClient>, work: (client: PoolClient) => Promise<T>): Promise<T> {
+export async function inTransaction<T>(
+  connect: () => Promise<PoolClient>,
+  work: (client: PoolClient, results: QueryResult[]) => Promise<T>,
+  /** Statements sent with BEGIN, in its round trip; `work` gets their results. */
+  first: Statement[] = [],
+): Promise<T> {
   const client = await connect();
   try {
-    await client.query("BEGIN");
-    const result = await work(client);
+    const begun = (await client.query(first.length > 0 ? `BEGIN;\n${script(first)}` : "BEGIN")) as unknown as QueryResult | QueryResult[];
+    const result = await work(client, Array.isArray(begun) ? begun.slice(1) : []);
     await client.query("COMMIT");
     client.release();
     return result;
