@@ -300,8 +300,10 @@ export class Relay {
     if (here?.live && !here.queue.busy) return here.ws.send(text);
     const { queued, dropped } = await this.state.enqueue(queueOf(agentId), text, { keep: TERMINAL_TYPES.has(type), limits: BUFFER_LIMITS });
     if (here) return this.takeQueue(here);
-    this.publish({ kind: "queued", agentId });
-    if ((await this.state.getRecord(AGENTS, agentId))?.held) return; // connected to another relay
+    // Connected to another relay: that relay takes the queue. Read after the message is queued,
+    // so an agent that registers meanwhile either reads as held here or finds the message when
+    // its relay takes its queue after registering.
+    if ((await this.state.getRecord(AGENTS, agentId))?.held) return this.publish({ kind: "queued", agentId });
     send(from, {
       type: "agent_status",
       agentId,
