@@ -3,6 +3,7 @@
 // the threads and watches the other two thirds, so every thread is seen by its owner's client
 // and from two other nodes. Cross-node latency: for the same (thread, seq), the time a watcher
 // received it minus the time the owner's client did (one process, one clock).
+import { readdirSync, readFileSync } from "node:fs";
 import { monitorEventLoopDelay, performance } from "node:perf_hooks";
 import { FakeModelServer } from "../test/support/fake-model-server.js";
 import { modelEnv, text, threadStartParams } from "../test/support/harness.js";
@@ -60,11 +61,22 @@ export async function clusterFanOut(kit: BenchKit, watchers: 1 | 2 = 2, deltaEve
 
       const ownerOf = new Map(threads.map((threadId, i) => [threadId, i % NODES]));
       const ownerAt = new Map<string, number>();
+      /** What the owner's client got, other than deltas: to name an event a watcher missed. */
+      const ownerMethods = new Map<string, string>();
       const latencies: number[] = [];
       const seen: Seen[] = nodes.map(() => ({ seqs: new Map(), ended: new Set() }));
       const followed = nodes.map((_, node) => threads.filter((_, i) => follows(node, i)).length);
       let allEnded!: () => void;
       const done = new Promise<void>((resolve) => (allEnded = resolve));
+      // Events follow a turn's end in the same commit (thread/runtimeChanged); a client is
+      // checked once it has everything committed, not as soon as it has the turn's end.
+      let heads: Map<string, number> | undefined;
+      let allCaughtUp!: () => void;
+      const caughtUp = new Promise<void>((resolve) => (allCaughtUp = resolve));
+      const isCaughtUp = (): boolean =>
+        threads.every((threadId, i) =>
+          seen.every((s, node) => !follows(node, i) || (s.seqs.get(threadId)?.at(-1) ?? 0) >= heads!.get(threadId)!),
+        );
       for (const [n, node] of nodes.entries()) {
         node.client.keep = false;
         node.client.onMessage = (m: Message) => {
@@ -73,8 +85,10 @@ export async function clusterFanOut(kit: BenchKit, watchers: 1 | 2 = 2, deltaEve
           const at = performance.now();
           const key = `${params.threadId}#${params.seq}`;
           const owner = ownerOf.get(params.threadId) === n;
-          if (owner) ownerAt.set(key, at);
-          else {
+          if (owner) {
+            ownerAt.set(key, at);
+            if (m.method !== "item/agentMessage/delta") ownerMethods.set(key, m.method!);
+          } else {
             const from = ownerAt.get(key);
             if (from !== undefined) latencies.push(at - from);
           }
@@ -85,6 +99,7 @@ export async function clusterFanOut(kit: BenchKit, watchers: 1 | 2 = 2, deltaEve
             seen[n]!.ended.add(params.threadId);
             if (seen.every((s, node) => s.ended.size === followed[node])) allEnded();
           }
+          if (heads && isCaughtUp()) allCaughtUp();
         };
       }
 
@@ -98,6 +113,7 @@ export async function clusterFanOut(kit: BenchKit, watchers: 1 | 2 = 2, deltaEve
       const loop0 = performance.eventLoopUtilization();
       const benchCpu0 = process.cpuUsage();
       const nodeCpu0 = nodes.map((node) => kit.cpuNs(node.server.child.pid!));
+      const postgresCpu0 = postgresCpuNs(kit);
       // In waves: a connection answers more than 64 requests in flight as overloaded.
       for (let wave = 0; wave < THREADS; wave += 48) {
         const starts = threads.slice(wave, wave + 48).map((threadId, k) => {
@@ -113,6 +129,10 @@ export async function clusterFanOut(kit: BenchKit, watchers: 1 | 2 = 2, deltaEve
       // Where the two cores went: each node, and this process (the fake model and the three clients).
       const benchCpu = process.cpuUsage(benchCpu0);
       const nodeCpuS = nodes.map((node, i) => (kit.cpuNs(node.server.child.pid!) - nodeCpu0[i]!) / 1e9);
+      const postgresCpuS = [...postgresCpuNs(kit)].reduce((ns, [pid, cpu]) => ns + cpu - (postgresCpu0.get(pid) ?? 0), 0) / 1e9;
+      heads = await committedHeads(url, threads);
+      if (isCaughtUp()) allCaughtUp();
+      await Promise.race([caughtUp, new Promise((resolve) => setTimeout(resolve, 10_000).unref())]);
 
       // Every client saw each thread's events in order, once each; watchers saw what the owner's client saw.
       let lost = 0;
@@ -129,18 +149,20 @@ export async function clusterFanOut(kit: BenchKit, watchers: 1 | 2 = 2, deltaEve
           lost += missed.length;
           // Where, for whoever looks into it: which node missed what, and what it did see last.
           if (missed.length > 0 && lostAt.length < 5)
-            lostAt.push(`node ${node} missed ${threadId} seq ${missed.join(", ")} (it saw ${seqs.length} events, the last ${seqs.at(-1)})`);
+            lostAt.push(
+              `node ${node} missed ${threadId} seq ${missed.map((seq) => `${seq} (${ownerMethods.get(`${threadId}#${seq}`) ?? "a delta"})`).join(", ")} (it saw ${seqs.length} events, the last ${seqs.at(-1)})`,
+            );
         }
       }
       if (lostAt.length > 0) kit.notes.push(`Cluster${label}: lost events: ${lostAt.join("; ")}.`);
-      const committed = await committedEvents(url, threads);
+      const committed = [...heads.values()].reduce((n, head) => n + head, 0);
       const rate = committed / seconds;
       latencies.sort((a, b) => a - b);
       const p99 = latencies[Math.floor(latencies.length * 0.99)] ?? NaN;
       kit.notes.push(
         `Cluster: ${kit.fmt(committed, 0)} events committed in ${kit.fmt(seconds, 2)} s; ${kit.fmt(latencies.length, 0)} cross-node receipts, median ${kit.fmt(kit.median(latencies), 1)} ms.`,
         `Cluster CPU over those ${kit.fmt(seconds, 2)} s (${kit.fmt(2 * seconds, 2)} core-seconds on 2 cores): nodes ${nodeCpuS.map((s) => kit.fmt(s, 2)).join(" + ")} s; ` +
-          `the bench process (fake model, three clients) ${kit.fmt((benchCpu.user + benchCpu.system) / 1e6, 2)} s; PostgreSQL the rest.`,
+          `the bench process (fake model, three clients) ${kit.fmt((benchCpu.user + benchCpu.system) / 1e6, 2)} s; PostgreSQL ${kit.fmt(postgresCpuS, 2)} s.`,
         `Cluster: the bench process's event loop was busy ${kit.fmt(loopBusy * 100, 0)}% of the time (waiting for a core included), its delay p99 ${kit.fmt(loopDelay.percentile(99) / 1e6, 0)} ms, ` +
           `max ${kit.fmt(loopDelay.max / 1e6, 0)} ms: a receipt is timed when this process gets to read it.`,
       );
@@ -156,12 +178,29 @@ export async function clusterFanOut(kit: BenchKit, watchers: 1 | 2 = 2, deltaEve
   }
 }
 
-async function committedEvents(url: string, threads: string[]): Promise<number> {
+/** CPU time of each PostgreSQL process on this machine (the server and its sessions), by pid. */
+function postgresCpuNs(kit: BenchKit): Map<string, number> {
+  const cpu = new Map<string, number>();
+  for (const pid of readdirSync("/proc").filter((name) => /^\d+$/.test(name))) {
+    try {
+      if (readFileSync(`/proc/${pid}/comm`, "utf8").trim() === "postgres") cpu.set(pid, kit.cpuNs(Number(pid)));
+    } catch {
+      // the process ended meanwhile
+    }
+  }
+  return cpu;
+}
+
+/** Each thread's last committed seq. */
+async function committedHeads(url: string, threads: string[]): Promise<Map<string, number>> {
   const { postgresPool } = await import("../src/store/postgres-schema.js");
   const pool = await postgresPool(url);
   try {
-    const { rows } = await pool.query<{ n: number }>("SELECT count(*)::int AS n FROM events WHERE thread_id = ANY($1)", [threads]);
-    return rows[0]!.n;
+    const { rows } = await pool.query<{ thread_id: string; head: number }>(
+      "SELECT thread_id, max(seq)::int AS head FROM events WHERE thread_id = ANY($1) GROUP BY thread_id",
+      [threads],
+    );
+    return new Map(rows.map((r) => [r.thread_id, r.head]));
   } finally {
     await pool.end();
   }
