@@ -1,10 +1,20 @@
 // A background job that runs again when asked during a run, never twice at once.
-/** Runs `work`, or once more after the run in progress: calls in between coalesce into one. */
+import { setTimeout as sleep } from "node:timers/promises";
+
+/**
+ * Runs `work`, or once more after the run in progress: calls in between coalesce into one.
+ * With `spacingMs`, a run starts no sooner than that after the previous one started.
+ */
 export class Coalesced {
   private running: Promise<void> | undefined;
   private again = false;
+  /** When the latest run started (performance.now()). */
+  private lastStart = -Infinity;
 
-  constructor(private readonly work: () => Promise<void>) {}
+  constructor(
+    private readonly work: () => Promise<void>,
+    private readonly spacingMs = 0,
+  ) {}
 
   run(): Promise<void> {
     if (this.running) {
@@ -13,7 +23,10 @@ export class Coalesced {
     }
     this.running = (async () => {
       do {
-        this.again = false;
+        const wait = this.lastStart + this.spacingMs - performance.now();
+        if (wait > 0) await sleep(wait);
+        this.again = false; // asks made while waiting are served by this run
+        this.lastStart = performance.now();
         await this.work();
       } while (this.again);
     })().finally(() => (this.running = undefined));

@@ -1,5 +1,6 @@
 // The PostgreSQL store's schema: versioned migrations, and the pool every connection comes from.
 import type { Pool, PoolClient, QueryResult } from "pg";
+import { FEED_CHANNEL } from "./postgres-node.js";
 import { script, type Statement } from "./postgres-script.js";
 
 // Schema. `switchyard_schema.version` is the number of migrations applied; a later version
@@ -191,6 +192,20 @@ BEGIN
   IF lost IS NOT NULL THEN
     RAISE EXCEPTION 'another node owns %', lost USING ERRCODE = '${FENCED}', DETAIL = lost;
   END IF;
+END $$;
+`,
+  // 8: a commit of events alone (no projection writes, no thread created: a run of deltas, most
+  // commits) as one prepared call: planned once per connection, its values sent as parameters
+  // rather than escaped into a script the server parses and plans on every commit.
+  `
+CREATE FUNCTION switchyard_append(p_writer INTEGER, claimed_threads TEXT[], claimed_epochs BIGINT[],
+  p_thread_ids TEXT[], p_seqs BIGINT[], p_types TEXT[], p_ts TEXT[], p_data TEXT[]) RETURNS VOID
+LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM switchyard_fence(p_writer, claimed_threads, claimed_epochs);
+  INSERT INTO events (thread_id, seq, type, ts, data, writer)
+    SELECT u.thread_id, u.seq, u.type, u.ts, u.data, p_writer FROM unnest(p_thread_ids, p_seqs, p_types, p_ts, p_data) AS u(thread_id, seq, type, ts, data);
+  PERFORM pg_notify('${FEED_CHANNEL}', '');
 END $$;
 `,
 ];

@@ -66,20 +66,27 @@ export interface PostgresStoreOptions {
 
 /** Events read from the feed per query. */
 const FEED_PAGE = 2_000;
+/**
+ * The least time between the starts of two commits made for appends, and of two feed reads.
+ * Each commit is a transaction, a NOTIFY to every node and a feed read on each: with hundreds of
+ * threads streaming, committing at every turn of the event loop spent most of the nodes' and the
+ * database's CPU on transactions of a few events each. An idle node still commits at once.
+ */
+const COMMIT_SPACING_MS = 5;
+const FEED_SPACING_MS = 5;
 /** How long a forwarded command waits for the owner's answer. */
 const COMMAND_TIMEOUT_MS = 10_000;
 /** Answered commands are kept this long (for whoever waits on them), then deleted. */
 const COMMAND_RETENTION = "1 hour";
 
-/** The parameters $1..$6 of an insert of a batch into `events`. */
-function eventColumns(batch: PendingEvent[], writer: number): unknown[] {
+/** A batch's events as columns: thread ids, seqs, types, times, data. */
+function eventColumns(batch: PendingEvent[]): unknown[][] {
   return [
     batch.map((p) => p.event.threadId),
     batch.map((p) => p.event.seq),
     batch.map((p) => p.event.type),
     batch.map((p) => p.event.ts),
     batch.map((p) => p.data),
-    writer,
   ];
 }
 
@@ -116,7 +123,10 @@ export class PostgresStore implements Store {
   readonly shared = true;
   private pending: PendingEvent[] = [];
   private pendingBytes = 0;
-  private scheduled: NodeJS.Immediate | undefined;
+  /** Cancels the commit scheduled for what is pending, if one is. */
+  private scheduled: (() => void) | undefined;
+  /** When the latest commit started (performance.now()). */
+  private lastCommitAt = -Infinity;
   /** The commit in progress; the next waits for it, so batches commit in append order. */
   private committing: Promise<void> = Promise.resolve();
   private readonly commitListeners: Array<(events: RuntimeEvent[]) => void> = [];
@@ -136,7 +146,7 @@ export class PostgresStore implements Store {
   private readonly turnOfferListeners: Array<() => void> = [];
   /** The last feed event read: (xid, gid). */
   private cursor: { xid: string; gid: number };
-  private readonly feed = new Coalesced(() => this.readFeed());
+  private readonly feed = new Coalesced(() => this.readFeed(), FEED_SPACING_MS);
   readonly faceState: PostgresFaceState;
   private readonly broadcasts: Coalesced;
   private readonly commands = new Coalesced(() => this.serveCommands());
@@ -216,7 +226,7 @@ export class PostgresStore implements Store {
     const stored = { type: event.type, threadId: event.threadId, data: event.data, seq, ts: new Date().toISOString() } as RuntimeEvent;
     this.pending.push({ event: stored, epoch, data });
     this.pendingBytes += data.length;
-    if (this.storage.available) this.scheduled ??= setImmediate(() => void this.flush().catch(() => undefined));
+    if (this.storage.available && !this.scheduled) this.scheduleCommit();
     return stored as Extract<RuntimeEvent, { type: T }>;
   }
 
@@ -234,15 +244,27 @@ export class PostgresStore implements Store {
 
   /** Commits what is pending; rejects (storageUnavailable) while the database cannot be written. */
   flush(): Promise<void> {
-    if (this.scheduled) {
-      clearImmediate(this.scheduled);
-      this.scheduled = undefined;
-    }
+    this.scheduled?.();
+    this.scheduled = undefined;
     this.committing = this.committing.catch(() => undefined).then(() => this.commit());
     return this.committing;
   }
 
+  /** Commits what is pending at the loop's next turn, or COMMIT_SPACING_MS after the previous commit started if that is later. */
+  private scheduleCommit(): void {
+    const commit = (): void => void this.flush().catch(() => undefined);
+    const wait = this.lastCommitAt + COMMIT_SPACING_MS - performance.now();
+    if (wait > 0) {
+      const timer = setTimeout(commit, wait);
+      this.scheduled = () => clearTimeout(timer);
+    } else {
+      const immediate = setImmediate(commit);
+      this.scheduled = () => clearImmediate(immediate);
+    }
+  }
+
   private async commit(): Promise<void> {
+    this.lastCommitAt = performance.now();
     let batch: PendingEvent[] = [];
     let client: PoolClient | undefined;
     try {
@@ -275,10 +297,11 @@ export class PostgresStore implements Store {
   }
 
   /**
-   * Commits a batch with its projection writes in one transaction and one round trip (a script):
-   * claims of the threads it creates, the epoch check of every thread in it (switchyard_fence),
-   * the events, the projections and the notification. Returns the threads it was fenced from
-   * (then nothing is committed).
+   * Commits a batch with its projection writes in one transaction and one round trip: claims of
+   * the threads it creates, the epoch check of every thread in it (switchyard_fence), the events,
+   * the projections and the notification. Returns the threads it was fenced from (then nothing
+   * is committed). A batch of events alone (a run of deltas) is one prepared call of
+   * switchyard_append; any other is a script.
    *
    * One round trip because the other nodes read the feed only below the oldest open transaction:
    * a transaction held open across round trips, while this node's event loop was busy elsewhere,
@@ -287,7 +310,25 @@ export class PostgresStore implements Store {
   private async writeBatch(client: PoolClient, batch: PendingEvent[], writes: ProjectionWrite[][]): Promise<string[]> {
     const created = batch.filter((p) => p.event.type === "thread.created").map((p) => p.event.threadId);
     const epochs = new Map(batch.map((p) => [p.event.threadId, p.epoch]));
-    const statements: Statement[] = [
+    const fence = [this.node.num, [...epochs.keys()], [...epochs.values()]];
+    const logOnly = created.length === 0 && writes.every((w) => w.length === 0);
+    try {
+      if (logOnly)
+        await client.query({
+          name: "append", // prepared once per connection
+          text: "SELECT switchyard_append($1, $2, $3, $4, $5, $6, $7, $8)",
+          values: [...fence, ...eventColumns(batch)],
+        });
+      else await client.query(script(this.batchStatements(batch, created, fence, writes)));
+      return [];
+    } catch (error) {
+      if ((error as { code?: string }).code === FENCED) return JSON.parse((error as { detail: string }).detail) as string[];
+      throw error;
+    }
+  }
+
+  private batchStatements(batch: PendingEvent[], created: string[], fence: unknown[], writes: ProjectionWrite[][]): Statement[] {
+    return [
       ...(created.length > 0
         ? [
             {
@@ -296,22 +337,15 @@ export class PostgresStore implements Store {
             },
           ]
         : []),
-      { text: "SELECT switchyard_fence($1, $2::text[], $3::bigint[])", values: [this.node.num, [...epochs.keys()], [...epochs.values()]] },
+      { text: "SELECT switchyard_fence($1, $2::text[], $3::bigint[])", values: fence },
       {
         text: `INSERT INTO events (thread_id, seq, type, ts, data, writer)
                SELECT *, $6::int FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[])`,
-        values: eventColumns(batch, this.node.num),
+        values: [...eventColumns(batch), this.node.num],
       },
       ...writes.flat().flatMap(writeStatements),
       { text: `SELECT pg_notify('${FEED_CHANNEL}', '')`, values: [] }, // one per commit, sent when it commits
     ];
-    try {
-      await client.query(script(statements));
-      return [];
-    } catch (error) {
-      if ((error as { code?: string }).code === FENCED) return JSON.parse((error as { detail: string }).detail) as string[];
-      throw error;
-    }
   }
 
   /** This node no longer writes the thread: what it had not committed of it is dropped. */
