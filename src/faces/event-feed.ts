@@ -18,7 +18,11 @@ export interface FeedConnection {
 /** Events read from the log per step of a catch-up. */
 const CATCH_UP_PAGE = 256;
 
-export class EventFeed {
+/** A notification being made: ready, or a read away (undefined when the read failed). */
+type Making<Made> = { made: Made } | Promise<{ made: Made } | undefined>;
+
+/** `Made`: what a face makes of an event for its connection (its notifications). */
+export class EventFeed<Made> {
   /** The last seq handed to the connection, per thread: live delivery never repeats it. */
   private readonly sentSeq = new Map<string, number>();
   /**
@@ -30,8 +34,11 @@ export class EventFeed {
   /** Threads a replay is reading back: it, not the catch-up, sends what they missed. */
   private readonly replaying = new Set<string>();
   private catchingUp = false;
-  /** Events to send once the notification being made (it reads the store) is out, in order. */
-  private waiting: RuntimeEvent[] | undefined;
+  /**
+   * What to write, in order, once the notification being made (it reads the store) is out. The
+   * notifications behind it are made at once: their reads run meanwhile, not one after another.
+   */
+  private waiting: Array<Making<Made>> | undefined;
   /** Settles once `waiting` has been sent. */
   private sending: Promise<void> | undefined;
 
@@ -40,11 +47,10 @@ export class EventFeed {
     private readonly connection: FeedConnection,
     /** Whether the connection wants this event at all (subscriptions, broadcasts). */
     private readonly wants: (event: RuntimeEvent) => boolean,
-    /**
-     * Sends one event; false when it maps to nothing for this connection. A Promise when the
-     * notification needs a read first: later events wait for it.
-     */
-    private readonly send: (event: RuntimeEvent) => boolean | Promise<boolean>,
+    /** Makes what an event is for this connection; a Promise when that needs a read first. */
+    private readonly make: (event: RuntimeEvent) => Made | Promise<Made>,
+    /** Writes it; false when it was nothing for this connection. */
+    private readonly write: (made: Made) => boolean,
     private readonly log: Logger,
   ) {}
 
@@ -90,14 +96,22 @@ export class EventFeed {
 
   private deliver(event: RuntimeEvent): boolean {
     this.sentSeq.set(event.threadId, Math.max(event.seq, this.sentSeq.get(event.threadId) ?? 0));
-    if (this.waiting) {
-      this.waiting.push(event);
+    const made = this.make(event);
+    if (!(made instanceof Promise)) {
+      if (!this.waiting) return this.write(made);
+      this.waiting.push({ made });
       return true;
     }
-    const sent = this.send(event);
-    if (typeof sent === "boolean") return sent;
-    this.waiting = [];
-    const sending = this.sendWaiting(sent);
+    const making = made.then(
+      (ready) => ({ made: ready }),
+      (error: unknown) => void this.log.error({ err: error }, "could not make a notification"),
+    );
+    if (this.waiting) {
+      this.waiting.push(making);
+      return true;
+    }
+    this.waiting = [making];
+    const sending = this.sendWaiting();
     this.sending = sending;
     void sending.then(() => {
       if (this.sending === sending) this.sending = undefined;
@@ -105,18 +119,15 @@ export class EventFeed {
     return true;
   }
 
-  /** Sends what waited behind a notification that needed a read, in order. */
-  private async sendWaiting(first: Promise<boolean>): Promise<void> {
+  /** Writes what waited behind a notification that needed a read, in order. */
+  private async sendWaiting(): Promise<void> {
+    const waiting = this.waiting!;
     // An index, not shift(): shifting a long queue copies it each time.
-    let next = 0;
-    for (let current: boolean | Promise<boolean> = first; ;) {
-      if (typeof current !== "boolean")
-        await current.catch((error: unknown) => this.log.error({ err: error }, "could not make a notification"));
-      const waiting = this.waiting!;
-      if (next >= waiting.length) break;
-      const event = waiting[next]!;
-      waiting[next++] = undefined as never; // sent: not kept alive by the queue
-      current = this.connection.closed ? false : this.send(event);
+    for (let next = 0; next < waiting.length; next++) {
+      const making = waiting[next]!;
+      waiting[next] = undefined as never; // written: not kept alive by the queue
+      const ready = making instanceof Promise ? await making : making;
+      if (ready && !this.connection.closed) this.write(ready.made);
     }
     this.waiting = undefined;
   }

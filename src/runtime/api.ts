@@ -73,7 +73,8 @@ export interface RuntimeApi {
   turnsOf(threadId: string, withItems?: boolean): Promise<Turn[]>;
   /** The thread's items as stored JSON, for fast reads of huge threads. */
   itemsJsonOf(threadId: string): Promise<StoredItemJson[]>;
-  findTurn(turnId: string): Promise<Turn | undefined>;
+  /** A turn, with its items unless `withItems` is false (a turn's end needs only the turn). */
+  findTurn(turnId: string, opts?: { withItems?: boolean }): Promise<Turn | undefined>;
   runtimeState(threadId: string): ThreadRuntimeState;
   latestPlan(threadId: string): Promise<Plan | undefined>;
   threadUsage(threadIds: string[]): Promise<Map<string, TokenUsage>>;

@@ -435,8 +435,8 @@ export class Runtime implements RuntimeApi {
   }
 
   /** A turn with its items; a running turn reflects its live status. */
-  async findTurn(turnId: string): Promise<Turn | undefined> {
-    const turn = await this.store.getTurn(turnId);
+  async findTurn(turnId: string, opts?: { withItems?: boolean }): Promise<Turn | undefined> {
+    const turn = await this.store.getTurn(turnId, opts);
     const active = turn && this.active.get(turn.threadId);
     return turn && active?.turn.id === turnId ? { ...turn, status: active.turn.status } : turn;
   }

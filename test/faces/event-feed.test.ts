@@ -1,6 +1,6 @@
 // The event feed under reads that take time: a notification that needs one holds the events
-// after it, a replay answers only once what it sent is out, and an event committed while a
-// replay reads the log is sent once, in its place.
+// after it (whose own reads run meanwhile), a replay answers only once what it sent is out, and
+// an event committed while a replay reads the log is sent once, in its place.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import type { RuntimeEvent } from "../../src/domain/events.js";
@@ -46,7 +46,8 @@ describe("event feed", () => {
       new SlowLog(),
       connection,
       () => true,
-      (event) => (event.seq === 1 ? read.then(() => (sent.push(1), true)) : (sent.push(event.seq), true)),
+      (event) => (event.seq === 1 ? read.then(() => 1) : event.seq),
+      (seq) => (sent.push(seq), true),
       silentLogger,
     );
     feed.live(renamed(1));
@@ -59,6 +60,28 @@ describe("event feed", () => {
     assert.deepEqual(sent, [1, 2, 3]);
   });
 
+  it("makes the notifications behind one being read at once: their reads overlap, they are written in order", async () => {
+    const sent: number[] = [];
+    const reads = new Map<number, () => void>();
+    const feed = new EventFeed(
+      new SlowLog(),
+      connection,
+      () => true,
+      (event) => new Promise<number>((resolve) => reads.set(event.seq, () => resolve(event.seq))),
+      (seq) => (sent.push(seq), true),
+      silentLogger,
+    );
+    for (const seq of [1, 2, 3]) feed.live(renamed(seq));
+    assert.deepEqual([...reads.keys()], [1, 2, 3], "all three reads are out before the first is done");
+    reads.get(3)!();
+    reads.get(2)!();
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual(sent, [], "nothing overtakes the first");
+    reads.get(1)!();
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual(sent, [1, 2, 3]);
+  });
+
   it("replays from the log; an event committed during the read goes out once, after the replay's", async () => {
     const log = new SlowLog();
     log.events.push(renamed(1), renamed(2));
@@ -67,7 +90,8 @@ describe("event feed", () => {
       log,
       connection,
       () => true,
-      (event) => (sent.push(event.seq), true),
+      (event) => event.seq,
+      (seq) => (sent.push(seq), true),
       silentLogger,
     );
     log.hold();
@@ -91,7 +115,8 @@ describe("event feed", () => {
       log,
       connection,
       () => true,
-      (event) => (event.seq === 1 ? Promise.resolve().then(() => (sent.push(1), true)) : (sent.push(event.seq), true)),
+      (event) => (event.seq === 1 ? Promise.resolve(1) : event.seq),
+      (seq) => (sent.push(seq), true),
       silentLogger,
     );
     await feed.replay("t", 0);

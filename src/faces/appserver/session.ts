@@ -33,7 +33,7 @@ export class AppServerSession implements RpcHandlers {
   private optOut = new Set<string>();
   private configChanges = true;
   private readonly subscriptions: Subscriptions;
-  private readonly feed: EventFeed;
+  private readonly feed: EventFeed<Notification | undefined>;
   private readonly dispatch: Dispatch;
   private readonly detach: Array<() => void> = [];
 
@@ -50,7 +50,8 @@ export class AppServerSession implements RpcHandlers {
       runtime,
       connection,
       (event) => this.wants(event),
-      (event) => this.send(event),
+      (event) => this.make(event),
+      (notification) => this.notify(notification),
       log,
     );
     this.detach.push(runtime.subscribe((event) => this.feed.live(event)));
@@ -254,10 +255,7 @@ export class AppServerSession implements RpcHandlers {
 
   private readonly eventContext: EventContext = {
     thread: async (threadId) => ((await this.runtime.findThread(threadId)) ? this.thread(threadId) : undefined),
-    turn: async (turnId) => {
-      const turn = await this.runtime.findTurn(turnId);
-      return turn && { ...turn, items: undefined };
-    },
+    turn: (turnId) => this.runtime.findTurn(turnId, { withItems: false }),
   };
 
   /** thread/started, thread/deleted and thread/statusChanged go to every client (their thread lists change); the rest only to subscribers. */
@@ -267,10 +265,9 @@ export class AppServerSession implements RpcHandlers {
     return broadcast || this.subscriptions.has(event.threadId);
   }
 
-  private send(event: RuntimeEvent): boolean | Promise<boolean> {
+  private make(event: RuntimeEvent): ReturnType<typeof toNotification> {
     if (event.type === "thread.deleted") this.subscriptions.delete(event.threadId);
-    const notification = toNotification(event, this.filter, this.eventContext);
-    return notification instanceof Promise ? notification.then((made) => this.notify(made)) : this.notify(notification);
+    return toNotification(event, this.filter, this.eventContext);
   }
 
   private notify(notification: Notification | undefined): boolean {

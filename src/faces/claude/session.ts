@@ -114,7 +114,8 @@ export class ClaudeSession implements RpcHandlers {
       runtime,
       connection,
       (event) => this.wants(event),
-      (event) => this.sendEvent(event),
+      (event) => this.makeNotifications(event),
+      (notifications) => this.notifyAll(notifications),
       log,
     );
     this.detach.push(runtime.subscribe((event) => feed.live(event)));
@@ -273,14 +274,14 @@ export class ClaudeSession implements RpcHandlers {
     return this.initialized && this.followed.wants(event);
   }
 
-  private sendEvent(event: RuntimeEvent): boolean | Promise<boolean> {
+  private makeNotifications(event: RuntimeEvent): ClaudeNotification[] | Promise<ClaudeNotification[]> {
     this.followed.sent(event);
-    const made = toNotifications(event, (turnId) => this.runtime.findTurn(turnId));
-    const send = (notifications: ClaudeNotification[]): boolean => {
-      for (const notification of notifications) this.notify(notification);
-      return notifications.length > 0;
-    };
-    return made instanceof Promise ? made.then(send) : send(made);
+    return toNotifications(event, (turnId) => this.runtime.findTurn(turnId));
+  }
+
+  private notifyAll(notifications: ClaudeNotification[]): boolean {
+    for (const notification of notifications) this.notify(notification);
+    return notifications.length > 0;
   }
 
   private notify(notification: ClaudeNotification): void {

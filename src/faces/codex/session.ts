@@ -84,7 +84,8 @@ export class CodexSession implements RpcHandlers {
       runtime,
       connection,
       (event) => this.wants(event),
-      (event) => this.sendEvent(event),
+      (event) => this.makeNotifications(event),
+      (notifications) => this.notifyAll(notifications),
       log,
     );
     this.detach.push(runtime.subscribe((event) => feed.live(event)));
@@ -289,14 +290,14 @@ export class CodexSession implements RpcHandlers {
     return this.initialized && this.followed.wants(event);
   }
 
-  private sendEvent(event: RuntimeEvent): boolean | Promise<boolean> {
+  private makeNotifications(event: RuntimeEvent): CodexNotification[] | Promise<CodexNotification[]> {
     this.followed.sent(event);
-    const made = this.toNotifications(event);
-    const send = (notifications: CodexNotification[]): boolean => {
-      for (const notification of notifications) this.notify(notification);
-      return notifications.length > 0;
-    };
-    return made instanceof Promise ? made.then(send) : send(made);
+    return this.toNotifications(event);
+  }
+
+  private notifyAll(notifications: CodexNotification[]): boolean {
+    for (const notification of notifications) this.notify(notification);
+    return notifications.length > 0;
   }
 
   /** The notifications of an event; a Promise for those that read the store (usage totals, a turn's end). */
@@ -372,7 +373,7 @@ export class CodexSession implements RpcHandlers {
     event: Extract<RuntimeEvent, { type: "turn.completed" | "turn.cancelled" | "turn.failed" }>,
   ): Promise<CodexNotification[]> {
     const threadId = codexThreadId(event.threadId);
-    const turn = await this.runtime.findTurn(event.data.turnId);
+    const turn = await this.runtime.findTurn(event.data.turnId, { withItems: false });
     if (!turn) return [];
     const completed: CodexNotification = { method: "turn/completed", params: { threadId, turn: codexTurn(turn, false) } };
     if (event.type !== "turn.failed") return [completed];
