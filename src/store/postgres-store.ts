@@ -15,6 +15,7 @@ import { script, type Statement } from "./postgres-script.js";
 import { COMMAND_CHANNEL, DEFAULT_LEASE_TTL_MS, FEED_CHANNEL, nodeAlive, PostgresNode, TURN_CHANNEL } from "./postgres-node.js";
 import { PostgresFaceState } from "./postgres-face-state.js";
 import { Coalesced } from "../coalesced.js";
+import { BatchedLookup } from "./batched-lookup.js";
 import { newId } from "../ids.js";
 import { RuntimeError } from "../domain/errors.js";
 import type { EventType, NewEvent, RuntimeEvent } from "../domain/events.js";
@@ -154,6 +155,11 @@ export class PostgresStore implements Store {
   private commandsPrunedAt = 0;
   /** Threads clients of this node follow, with how many follows each. */
   private readonly followed = new Map<string, number>();
+  /** Turn rows asked for together (turn-end notifications of turns that ended at once) read in one query. */
+  private readonly turnRows = new BatchedLookup<string, TurnRow>(async (ids) => {
+    const rows = await this.rows<TurnRow>(`SELECT ${TURN_COLUMNS} FROM turns WHERE id = ANY($1)`, [ids]);
+    return new Map(rows.map((row) => [row.id, row]));
+  });
   /** Commands this node forwarded, by id, until their answer arrives. */
   private readonly waiting = new Map<string, WaitingCommand>();
 
@@ -736,11 +742,11 @@ export class PostgresStore implements Store {
     return rows.map((r) => ({ turnId: r.turn_id, type: r.type as ItemType, json: r.data }));
   }
 
-  async getTurn(turnId: string): Promise<Turn | undefined> {
-    const [row] = await this.rows<TurnRow>(`SELECT ${TURN_COLUMNS} FROM turns WHERE id = $1`, [turnId]);
+  async getTurn(turnId: string, opts: { withItems?: boolean } = {}): Promise<Turn | undefined> {
+    const row = await this.turnRows.get(turnId);
     if (!row) return undefined;
     const turn = toTurn(row);
-    turn.items = await this.listItems(turnId);
+    if (opts.withItems !== false) turn.items = await this.listItems(turnId);
     return turn;
   }
 

@@ -682,12 +682,12 @@ export class SqliteStore implements Store {
     return this.stmts.itemsJsonOfThread.all(threadId).map(([turnId, type, json]) => ({ turnId, type: type as ItemType, json }));
   }
 
-  async getTurn(turnId: string): Promise<Turn | undefined> {
+  async getTurn(turnId: string, opts: { withItems?: boolean } = {}): Promise<Turn | undefined> {
     this.flushForRead();
     const row = this.stmts.getTurn.get(turnId);
     if (row === undefined) return undefined;
     const turn = toTurn(row);
-    turn.items = this.stmts.itemsOfTurn.all(turnId).map(toItem);
+    if (opts.withItems !== false) turn.items = this.stmts.itemsOfTurn.all(turnId).map(toItem);
     return turn;
   }
 

@@ -165,7 +165,8 @@ export interface Store {
   listTurns(threadId: string, opts: { withItems: boolean }): Promise<Turn[]>;
   /** Every item of a thread as stored JSON, in order: for large reads that pass items through. */
   listItemsJson(threadId: string): Promise<StoredItemJson[]>;
-  getTurn(turnId: string): Promise<Turn | undefined>;
+  /** A turn, with its items unless `withItems` is false. */
+  getTurn(turnId: string, opts?: { withItems?: boolean }): Promise<Turn | undefined>;
   listItems(turnId: string): Promise<Item[]>;
   /** Turns left `running` or `waitingApproval` (by a crash), for recovery at start-up. */
   listUnfinishedTurns(): Promise<Turn[]>;
