@@ -64,6 +64,8 @@ export async function clusterFanOut(kit: BenchKit, watchers: 1 | 2 = 2, deltaEve
       /** What the owner's client got, other than deltas: to name an event a watcher missed. */
       const ownerMethods = new Map<string, string>();
       const latencies: number[] = [];
+      /** When each of `latencies` was taken. */
+      const latencyAt: number[] = [];
       const seen: Seen[] = nodes.map(() => ({ seqs: new Map(), ended: new Set() }));
       const followed = nodes.map((_, node) => threads.filter((_, i) => follows(node, i)).length);
       let allEnded!: () => void;
@@ -90,7 +92,10 @@ export async function clusterFanOut(kit: BenchKit, watchers: 1 | 2 = 2, deltaEve
             if (m.method !== "item/agentMessage/delta") ownerMethods.set(key, m.method!);
           } else {
             const from = ownerAt.get(key);
-            if (from !== undefined) latencies.push(at - from);
+            if (from !== undefined) {
+              latencies.push(at - from);
+              latencyAt.push(at);
+            }
           }
           const list = seen[n]!.seqs.get(params.threadId) ?? [];
           list.push(params.seq);
@@ -157,8 +162,14 @@ export async function clusterFanOut(kit: BenchKit, watchers: 1 | 2 = 2, deltaEve
       if (lostAt.length > 0) kit.notes.push(`Cluster${label}: lost events: ${lostAt.join("; ")}.`);
       const committed = [...heads.values()].reduce((n, head) => n + head, 0);
       const rate = committed / seconds;
-      latencies.sort((a, b) => a - b);
-      const p99 = latencies[Math.floor(latencies.length * 0.99)] ?? NaN;
+      // Where the tail is: while the turns start, while they end, or while they stream.
+      const end = t0 + seconds * 1000;
+      const p99Where = (keep: (at: number) => boolean): string => kit.fmt(percentile99(latencies.filter((_, i) => keep(latencyAt[i]!))), 0);
+      kit.notes.push(
+        `Cluster${label}: cross-node p99 over the first 2 s (${THREADS} turns starting) ${p99Where((at) => at < t0 + 2000)} ms, ` +
+          `the last 2 s (turns ending) ${p99Where((at) => at > end - 2000)} ms, in between ${p99Where((at) => at >= t0 + 2000 && at <= end - 2000)} ms.`,
+      );
+      const p99 = percentile99(latencies);
       kit.notes.push(
         `Cluster: ${kit.fmt(committed, 0)} events committed in ${kit.fmt(seconds, 2)} s; ${kit.fmt(latencies.length, 0)} cross-node receipts, median ${kit.fmt(kit.median(latencies), 1)} ms.`,
         `Cluster CPU over those ${kit.fmt(seconds, 2)} s (${kit.fmt(2 * seconds, 2)} core-seconds on 2 cores): nodes ${nodeCpuS.map((s) => kit.fmt(s, 2)).join(" + ")} s; ` +
@@ -176,6 +187,10 @@ export async function clusterFanOut(kit: BenchKit, watchers: 1 | 2 = 2, deltaEve
     await fake.close();
     postgres.stop();
   }
+}
+
+function percentile99(xs: number[]): number {
+  return [...xs].sort((a, b) => a - b)[Math.floor(xs.length * 0.99)] ?? NaN;
 }
 
 /** CPU time of each PostgreSQL process on this machine (the server and its sessions), by pid. */
