@@ -10,7 +10,7 @@
 // one notification, and the node reads the events after its cursor, in (xid, gid) order, only
 // from transactions that have all ended (below the snapshot's xmin): none can commit behind it.
 import type { Pool, PoolClient } from "pg";
-import { FENCED, inTransaction, migratePostgres, postgresPool } from "./postgres-schema.js";
+import { FENCE_LOCK_CLASS, FENCED, inTransaction, migratePostgres, postgresPool } from "./postgres-schema.js";
 import { script, type Statement } from "./postgres-script.js";
 import { COMMAND_CHANNEL, DEFAULT_LEASE_TTL_MS, FEED_CHANNEL, nodeAlive, PostgresNode, TURN_CHANNEL } from "./postgres-node.js";
 import { PostgresFaceState } from "./postgres-face-state.js";
@@ -508,6 +508,10 @@ export class PostgresStore implements Store {
    * it lost the thread can never land after.
    */
   private async claim(client: PoolClient, threadId: string): Promise<{ epoch: number; fromSeq: number; head: number }> {
+    // The owner's fence lock, exclusively: the claim waits for the owner's commits in flight (so
+    // the head below includes them), and the owner's later commits wait for it and are fenced.
+    const { rows } = await client.query<{ node: number }>("SELECT node FROM thread_owners WHERE thread_id = $1 FOR UPDATE", [threadId]);
+    if (rows[0]) await client.query("SELECT pg_advisory_xact_lock($1, $2)", [FENCE_LOCK_CLASS, rows[0].node]);
     const claimed = await client.query<{ epoch: number }>(
       `INSERT INTO thread_owners (thread_id, node, epoch) VALUES ($1, $2, 1)
        ON CONFLICT (thread_id) DO UPDATE SET node = excluded.node, epoch = thread_owners.epoch + 1, claimed_at = now()
@@ -800,16 +804,20 @@ export class PostgresStore implements Store {
     await this.flush();
     await this.transaction(async (client) => {
       await client.query("DELETE FROM items; DELETE FROM turns; DELETE FROM threads; DELETE FROM approval_rules;");
-      for (let after = 0; ;) {
-        const { rows } = await client.query<EventRow & { gid: number }>(
-          `SELECT gid, ${EVENT_COLUMNS} FROM events WHERE gid > $1 AND type <> 'item.delta' ORDER BY gid LIMIT 1000`,
-          [after],
+      // In feed order: a thread's events are in it in seq order (a later commit of a thread
+      // starts, so takes its xid, after the earlier one ended).
+      for (let after = { xid: "0", gid: 0 }; ;) {
+        const { rows } = await client.query<EventRow & { xid: string; gid: number }>(
+          `SELECT xid::text AS xid, gid, ${EVENT_COLUMNS} FROM events
+           WHERE (events.xid, gid) > ($1::xid8, $2) AND type <> 'item.delta' ORDER BY events.xid, gid LIMIT 1000`,
+          [after.xid, after.gid],
         );
-        if (rows.length === 0) break;
+        const last = rows.at(-1);
+        if (!last) break;
         for (const row of rows) {
           for (const { text, values } of projectEvent(toEvent(row)).flatMap(writeStatements)) await client.query(text, [...values]);
         }
-        after = rows[rows.length - 1]!.gid;
+        after = { xid: last.xid, gid: last.gid };
       }
     });
   }

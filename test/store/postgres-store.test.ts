@@ -8,7 +8,7 @@ import os from "node:os";
 import path from "node:path";
 import type { Pool, PoolClient } from "pg";
 import { PostgresStore } from "../../src/store/postgres-store.js";
-import { POSTGRES_SCHEMA_VERSION, postgresPool } from "../../src/store/postgres-schema.js";
+import { FENCE_LOCK_CLASS, POSTGRES_SCHEMA_VERSION, postgresPool } from "../../src/store/postgres-schema.js";
 import { openStore } from "../../src/store/sqlite-store.js";
 import { LogConflictError, type Store } from "../../src/store/store.js";
 import { postgresMissing, TestPostgres } from "../support/postgres.js";
@@ -147,6 +147,50 @@ describe("PostgreSQL store", { skip: postgresMissing() }, () => {
       assert.equal(told.length, await store.lastSeq("t1"));
     } finally {
       await store.close();
+    }
+  });
+
+  it("a claim waits for the owner's commit in flight (its fence lock), and the claimed head includes that commit", async () => {
+    const url = freshUrl();
+    const [a, b] = [await PostgresStore.open(url), await PostgresStore.open(url)];
+    const pool = await postgresPool(url);
+    const inFlight = await pool.connect();
+    try {
+      a.append({ type: "thread.created", threadId: "t1", data: { thread: makeThread("t1") } });
+      await a.flush();
+      const { rows } = await pool.query<{ node: number }>("SELECT node FROM thread_owners WHERE thread_id = 't1'");
+      // A commit of a's that has taken its fence lock and not yet ended: here, held by hand.
+      await inFlight.query("BEGIN");
+      await inFlight.query("SELECT pg_advisory_xact_lock_shared($1, $2)", [FENCE_LOCK_CLASS, rows[0]!.node]);
+      await inFlight.query(
+        "INSERT INTO events (thread_id, seq, type, ts, data, writer) VALUES ('t1', 2, 'thread.renamed', '2026-01-01T00:00:00.000Z', '{\"displayName\":\"late\"}', $1)",
+        [rows[0]!.node],
+      );
+      let claimed = false;
+      const claim = b.acquire("t1").then((won) => (claimed = won));
+      // The claim's transaction is waiting for the lock, in the database, while the commit is open.
+      for (;;) {
+        const waiting = await pool.query("SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND classid = $1 AND NOT granted", [
+          FENCE_LOCK_CLASS,
+        ]);
+        if (waiting.rowCount) break;
+        assert.equal(claimed, false, "the claim did not wait for the commit in flight");
+      }
+      assert.equal(claimed, false);
+      await inFlight.query("COMMIT");
+      assert.equal(await claim, true);
+      b.append({ type: "thread.renamed", threadId: "t1", data: { displayName: "next" } });
+      await b.flush();
+      assert.deepEqual(
+        (await b.eventsAfter("t1", 0)).map((e) => e.seq),
+        [1, 2, 3],
+        "b went on after the commit that was in flight when it claimed",
+      );
+    } finally {
+      inFlight.release();
+      await pool.end();
+      await a.close();
+      await b.close();
     }
   });
 
