@@ -237,26 +237,53 @@ async function coldStart(): Promise<Row[]> {
     await server.kill();
     return ms;
   };
+  // ACP's first session: initialize and session/new sent at once (the second waits for the ACP
+  // SDK and the runtime, which load after initialize is answered).
+  const acpSessionOnce = async (): Promise<number> => {
+    const t0 = performance.now();
+    const server = ServerProcess.spawn({ command: "acp", dataDir: dir("cold"), env: { SWITCHYARD_LOG_LEVEL: "info" } });
+    const lines = [
+      { id: 1, method: "initialize", params: { protocolVersion: 1, clientCapabilities: {} } },
+      { id: 2, method: "session/new", params: { cwd: workspace(), mcpServers: [] } },
+    ];
+    server.child.stdin.write(lines.map((line) => `${JSON.stringify({ jsonrpc: "2.0", ...line })}\n`).join(""));
+    let out = "";
+    await new Promise<void>((resolve) =>
+      server.child.stdout.on("data", (chunk: Buffer) => {
+        out += chunk.toString();
+        if (out.includes('"id":2')) resolve();
+      }),
+    );
+    const ms = performance.now() - t0;
+    await server.kill();
+    return ms;
+  };
   // Interleaved, so that the machine's drift touches the floor and Switchyard alike; the first
   // round warms the OS file cache.
   const runs: number[] = [];
   const floor: number[] = [];
   const ready: number[] = [];
+  const acpSessions: number[] = [];
   const faces = otherFaces.map(() => [] as number[]);
   for (let i = 0; i < 16; i++) {
-    const [f, r, t] = [await floorOnce(), await initializeOnce(), await threadStartOnce()];
+    const [f, r, t, a] = [await floorOnce(), await initializeOnce(), await threadStartOnce(), await acpSessionOnce()];
     const others: number[] = [];
     for (const face of otherFaces) others.push(await firstAnswerOnce(face.args, face.first));
     if (i === 0) continue;
     floor.push(f);
     runs.push(r);
     ready.push(t);
+    acpSessions.push(a);
     others.forEach((ms, k) => faces[k]!.push(ms));
   }
   const over = median(runs) - median(floor);
   notes.push(
     `Cold start to the first thread/start answered (initialize and thread/start sent at once): ${fmt(median(ready))} ms ` +
       `(range ${fmt(Math.min(...ready))}–${fmt(Math.max(...ready))}).`,
+  );
+  notes.push(
+    `Cold start to ACP's first session/new answered (initialize and session/new sent at once): ${fmt(median(acpSessions))} ms ` +
+      `(range ${fmt(Math.min(...acpSessions))}–${fmt(Math.max(...acpSessions))}).`,
   );
   notes.push(
     `Cold start: Switchyard ${fmt(median(runs))} ms (range ${fmt(Math.min(...runs))}–${fmt(Math.max(...runs))}); ` +

@@ -28,19 +28,18 @@ import {
   type ModeId,
 } from "./wire.js";
 import { clientEnvironment } from "./environment.js";
+import { initializeResult } from "./handshake.js";
 import type { StreamContext } from "../face.js";
 
 export const ORIGIN_CHANNEL = "acp";
 
 /** Serves one ACP client on a byte stream; resolves when its connection has closed (e.g. stdin ended). */
-export function serveAcpStream({ runtime, log, serverVersion, input, output, serving }: StreamContext): Promise<void> {
+export function serveAcpStream({ runtime, log, serverVersion, input, output }: Omit<StreamContext, "serving">): Promise<void> {
   const stream = acp.ndJsonStream(
     Writable.toWeb(output as Writable) as WritableStream<Uint8Array>,
     Readable.toWeb(input as Readable) as ReadableStream<Uint8Array>,
   );
-  const closed = new AcpSession(runtime, serverVersion, log).serve(stream);
-  serving();
-  return closed;
+  return new AcpSession(runtime, serverVersion, log).serve(stream);
 }
 const LIST_PAGE_SIZE = 50;
 
@@ -118,18 +117,7 @@ export class AcpSession {
           this.models = ready.then((rt) => rt.listModels()).catch((): ListedModel[] => []);
         }
         this.log.info({ client: params.clientInfo?.name, protocolVersion: params.protocolVersion }, "ACP client initialized");
-        return {
-          protocolVersion: acp.PROTOCOL_VERSION,
-          agentCapabilities: {
-            loadSession: true,
-            // Images reach the built-in engine as references only, so they are not offered.
-            promptCapabilities: { image: false, audio: false, embeddedContext: true },
-            mcpCapabilities: { http: false, sse: false },
-            sessionCapabilities: { list: {}, resume: {}, close: {} },
-          },
-          agentInfo: { name: "switchyard", title: "Switchyard", version: this.serverVersion },
-          authMethods: [],
-        };
+        return initializeResult(this.serverVersion);
       })
       .onRequest(acp.methods.agent.session.new, ({ params }) =>
         guarded(async () => {
