@@ -188,13 +188,11 @@ async function coldStart(): Promise<Row[]> {
     await stop(conn);
     return ms;
   };
-  // Editors send thread/start right behind initialize: when is the server ready for it? (The
-  // early initialize answer must not just move the wait there.)
-  const threadStartOnce = async (): Promise<number> => {
+  /** Spawn → the answer to the second of two requests written at once (the first an initialize). */
+  const secondAnswerOnce = async (command: string, requests: Array<{ method: string; params: unknown }>): Promise<number> => {
     const t0 = performance.now();
-    const server = ServerProcess.spawn({ dataDir: dir("cold"), env: { SWITCHYARD_LOG_LEVEL: "info" } });
-    const init = { jsonrpc: "2.0", id: 1, method: "initialize", params: { clientInfo: { name: "bench" } } };
-    server.child.stdin.write(`${JSON.stringify(init)}\n${JSON.stringify({ jsonrpc: "2.0", id: 2, method: "thread/start", params: {} })}\n`);
+    const server = ServerProcess.spawn({ command, dataDir: dir("cold"), env: { SWITCHYARD_LOG_LEVEL: "info" } });
+    server.child.stdin.write(requests.map((request, i) => `${JSON.stringify({ jsonrpc: "2.0", id: i + 1, ...request })}\n`).join(""));
     let out = "";
     await new Promise<void>((resolve) =>
       server.child.stdout.on("data", (chunk: Buffer) => {
@@ -206,6 +204,13 @@ async function coldStart(): Promise<Row[]> {
     await server.kill();
     return ms;
   };
+  // Editors send thread/start right behind initialize: when is the server ready for it? (The
+  // early initialize answer must not just move the wait there.)
+  const threadStartOnce = (): Promise<number> =>
+    secondAnswerOnce("app-server", [
+      { method: "initialize", params: { clientInfo: { name: "bench" } } },
+      { method: "thread/start", params: {} },
+    ]);
   // The other faces a client spawns and talks to over stdio: spawn → the answer to its first request.
   const otherFaces = [
     { face: "claude dialect", what: "initialize", args: ["app-server"], first: { method: "initialize", params: {} } },
@@ -237,27 +242,13 @@ async function coldStart(): Promise<Row[]> {
     await server.kill();
     return ms;
   };
-  // ACP's first session: initialize and session/new sent at once (the second waits for the ACP
-  // SDK and the runtime, which load after initialize is answered).
-  const acpSessionOnce = async (): Promise<number> => {
-    const t0 = performance.now();
-    const server = ServerProcess.spawn({ command: "acp", dataDir: dir("cold"), env: { SWITCHYARD_LOG_LEVEL: "info" } });
-    const lines = [
-      { id: 1, method: "initialize", params: { protocolVersion: 1, clientCapabilities: {} } },
-      { id: 2, method: "session/new", params: { cwd: workspace(), mcpServers: [] } },
-    ];
-    server.child.stdin.write(lines.map((line) => `${JSON.stringify({ jsonrpc: "2.0", ...line })}\n`).join(""));
-    let out = "";
-    await new Promise<void>((resolve) =>
-      server.child.stdout.on("data", (chunk: Buffer) => {
-        out += chunk.toString();
-        if (out.includes('"id":2')) resolve();
-      }),
-    );
-    const ms = performance.now() - t0;
-    await server.kill();
-    return ms;
-  };
+  // ACP's first session, sent with initialize (it waits for the ACP SDK and the runtime, which
+  // load after initialize is answered).
+  const acpSessionOnce = (): Promise<number> =>
+    secondAnswerOnce("acp", [
+      { method: "initialize", params: { protocolVersion: 1, clientCapabilities: {} } },
+      { method: "session/new", params: { cwd: workspace(), mcpServers: [] } },
+    ]);
   // Interleaved, so that the machine's drift touches the floor and Switchyard alike; the first
   // round warms the OS file cache.
   const runs: number[] = [];
