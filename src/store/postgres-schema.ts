@@ -6,7 +6,7 @@ import { script, type Statement } from "./postgres-script.js";
 // Schema. `switchyard_schema.version` is the number of migrations applied; a later version
 // appends a step and never edits an earlier one.
 
-/** The SQLSTATE switchyard_fence fails with. */
+/** The SQLSTATE a commit's epoch check (switchyard_append) fails with. */
 export const FENCED = "SYF01";
 
 /**
@@ -14,19 +14,6 @@ export const FENCED = "SYF01";
  * lock shared; a claim of one of its threads holds it exclusively.
  */
 export const FENCE_LOCK_CLASS = 0x5377_7966;
-
-/**
- * The body of migration 9's epoch check, in plpgsql: fails with FENCED, the threads whose owner
- * or epoch moved on in its detail (a JSON array). Declares nothing; needs `lost TEXT`.
- */
-function fenceCheck(writer: string): string {
-  return `  PERFORM pg_advisory_xact_lock_shared(${FENCE_LOCK_CLASS}, ${writer});
-  SELECT json_agg(c.thread_id)::text INTO lost FROM unnest(claimed_threads, claimed_epochs) AS c(thread_id, epoch)
-  WHERE NOT EXISTS (SELECT 1 FROM thread_owners o WHERE o.thread_id = c.thread_id AND o.node = ${writer} AND o.epoch = c.epoch);
-  IF lost IS NOT NULL THEN
-    RAISE EXCEPTION 'another node owns %', lost USING ERRCODE = '${FENCED}', DETAIL = lost;
-  END IF;`;
-}
 
 const MIGRATIONS: readonly string[] = [
   `
@@ -227,33 +214,34 @@ BEGIN
   PERFORM pg_notify('${FEED_CHANNEL}', '');
 END $$;
 `,
-  // 9: the epoch check without row locks. Locking every owner row of a batch (FOR SHARE) wrote
-  // each row again, with its WAL, on every commit: about 150 µs of a commit of 60 threads. A
-  // commit holds its writer node's fence lock shared instead; a claim takes the owner's
-  // exclusively before it moves the epoch on (PostgresStore.claim), so it waits for the
-  // commits in flight, and a commit after it reads the new epoch. switchyard_append checks in
-  // its own body (a nested call cost ~40 µs). Nodes of an earlier version claim without the
-  // lock: a cluster is upgraded by stopping all of its nodes.
+  // 9: the epoch check without row locks, in switchyard_append, which every commit calls (a
+  // commit with projection writes calls it in its script); switchyard_fence goes. Locking every
+  // owner row of a batch (FOR SHARE) wrote each row again, with its WAL, on every commit: about
+  // 150 µs of a commit of 60 threads. A commit holds its writer node's fence lock shared
+  // instead; a claim takes the owner's exclusively before it moves the epoch on
+  // (PostgresStore.claim), so it waits for the commits in flight, and a commit after it reads
+  // the new epoch. Fails with FENCED, the threads whose owner or epoch moved on in its detail (a
+  // JSON array). Nodes of an earlier version claim without the lock: a cluster is upgraded by
+  // stopping all of its nodes.
   `
-CREATE OR REPLACE FUNCTION switchyard_fence(writer INTEGER, claimed_threads TEXT[], claimed_epochs BIGINT[]) RETURNS VOID
-LANGUAGE plpgsql AS $$
-DECLARE
-  lost TEXT;
-BEGIN
-${fenceCheck("writer")}
-END $$;
-
 CREATE OR REPLACE FUNCTION switchyard_append(p_writer INTEGER, claimed_threads TEXT[], claimed_epochs BIGINT[],
   p_thread_ids TEXT[], p_seqs BIGINT[], p_types TEXT[], p_ts TEXT[], p_data TEXT[]) RETURNS VOID
 LANGUAGE plpgsql AS $$
 DECLARE
   lost TEXT;
 BEGIN
-${fenceCheck("p_writer")}
+  PERFORM pg_advisory_xact_lock_shared(${FENCE_LOCK_CLASS}, p_writer);
+  SELECT json_agg(c.thread_id)::text INTO lost FROM unnest(claimed_threads, claimed_epochs) AS c(thread_id, epoch)
+  WHERE NOT EXISTS (SELECT 1 FROM thread_owners o WHERE o.thread_id = c.thread_id AND o.node = p_writer AND o.epoch = c.epoch);
+  IF lost IS NOT NULL THEN
+    RAISE EXCEPTION 'another node owns %', lost USING ERRCODE = '${FENCED}', DETAIL = lost;
+  END IF;
   INSERT INTO events (thread_id, seq, type, ts, data, writer)
     SELECT u.thread_id, u.seq, u.type, u.ts, u.data, p_writer FROM unnest(p_thread_ids, p_seqs, p_types, p_ts, p_data) AS u(thread_id, seq, type, ts, data);
   PERFORM pg_notify('${FEED_CHANNEL}', '');
 END $$;
+
+DROP FUNCTION switchyard_fence(INTEGER, TEXT[], BIGINT[]);
 `,
   // 10: a rebuild reads the log in feed order, (xid, gid), through events_feed; nothing else
   // used events_gid, which every insert kept up to date.

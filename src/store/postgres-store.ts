@@ -12,7 +12,7 @@
 import type { Pool, PoolClient } from "pg";
 import { FENCE_LOCK_CLASS, FENCED, inTransaction, migratePostgres, postgresPool } from "./postgres-schema.js";
 import { script, type Statement } from "./postgres-script.js";
-import { COMMAND_CHANNEL, DEFAULT_LEASE_TTL_MS, FEED_CHANNEL, nodeAlive, PostgresNode, TURN_CHANNEL } from "./postgres-node.js";
+import { COMMAND_CHANNEL, DEFAULT_LEASE_TTL_MS, nodeAlive, PostgresNode, TURN_CHANNEL } from "./postgres-node.js";
 import { PostgresFaceState } from "./postgres-face-state.js";
 import { Coalesced } from "../coalesced.js";
 import { BatchedLookup } from "./batched-lookup.js";
@@ -303,11 +303,11 @@ export class PostgresStore implements Store {
   }
 
   /**
-   * Commits a batch with its projection writes in one transaction and one round trip: claims of
-   * the threads it creates, the epoch check of every thread in it (switchyard_fence), the events,
-   * the projections and the notification. Returns the threads it was fenced from (then nothing
-   * is committed). A batch of events alone (a run of deltas) is one prepared call of
-   * switchyard_append; any other is a script.
+   * Commits a batch with its projection writes in one transaction and one round trip:
+   * switchyard_append checks the epoch of every thread in it, inserts the events and notifies
+   * the other nodes. A batch of events alone (a run of deltas, most commits) is that prepared
+   * call; any other is a script that also claims the threads it creates (first) and writes the
+   * projections. Returns the threads it was fenced from (then nothing is committed).
    *
    * One round trip because the other nodes read the feed only below the oldest open transaction:
    * a transaction held open across round trips, while this node's event loop was busy elsewhere,
@@ -316,16 +316,14 @@ export class PostgresStore implements Store {
   private async writeBatch(client: PoolClient, batch: PendingEvent[], writes: ProjectionWrite[][]): Promise<string[]> {
     const created = batch.filter((p) => p.event.type === "thread.created").map((p) => p.event.threadId);
     const epochs = new Map(batch.map((p) => [p.event.threadId, p.epoch]));
-    const fence = [this.node.num, [...epochs.keys()], [...epochs.values()]];
-    const logOnly = created.length === 0 && writes.every((w) => w.length === 0);
+    const append = {
+      text: "SELECT switchyard_append($1, $2::text[], $3::bigint[], $4::text[], $5::bigint[], $6::text[], $7::text[], $8::text[])",
+      values: [this.node.num, [...epochs.keys()], [...epochs.values()], ...eventColumns(batch)],
+    };
     try {
-      if (logOnly)
-        await client.query({
-          name: "append", // prepared once per connection
-          text: "SELECT switchyard_append($1, $2, $3, $4, $5, $6, $7, $8)",
-          values: [...fence, ...eventColumns(batch)],
-        });
-      else await client.query(script(this.batchStatements(batch, created, fence, writes)));
+      if (created.length === 0 && writes.every((w) => w.length === 0))
+        await client.query({ name: "append", ...append }); // prepared once per connection
+      else await client.query(script([...this.claimStatements(created), append, ...writes.flat().flatMap(writeStatements)]));
       return [];
     } catch (error) {
       if ((error as { code?: string }).code === FENCED) return JSON.parse((error as { detail: string }).detail) as string[];
@@ -333,24 +331,14 @@ export class PostgresStore implements Store {
     }
   }
 
-  private batchStatements(batch: PendingEvent[], created: string[], fence: unknown[], writes: ProjectionWrite[][]): Statement[] {
+  /** The claims of the threads a batch creates: they are this node's once it commits. */
+  private claimStatements(created: string[]): Statement[] {
+    if (created.length === 0) return [];
     return [
-      ...(created.length > 0
-        ? [
-            {
-              text: "INSERT INTO thread_owners (thread_id, node, epoch) SELECT unnest($1::text[]), $2, 1 ON CONFLICT DO NOTHING",
-              values: [created, this.node.num],
-            },
-          ]
-        : []),
-      { text: "SELECT switchyard_fence($1, $2::text[], $3::bigint[])", values: fence },
       {
-        text: `INSERT INTO events (thread_id, seq, type, ts, data, writer)
-               SELECT *, $6::int FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[])`,
-        values: [...eventColumns(batch), this.node.num],
+        text: "INSERT INTO thread_owners (thread_id, node, epoch) SELECT unnest($1::text[]), $2, 1 ON CONFLICT DO NOTHING",
+        values: [created, this.node.num],
       },
-      ...writes.flat().flatMap(writeStatements),
-      { text: `SELECT pg_notify('${FEED_CHANNEL}', '')`, values: [] }, // one per commit, sent when it commits
     ];
   }
 
