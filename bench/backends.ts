@@ -17,6 +17,7 @@ export interface BenchKit {
   withServer<T>(opts: { env?: Record<string, string>; args?: string[] }, fn: (conn: BenchConn) => Promise<T>): Promise<T>;
   cpuNs(pid: number): number;
   median(xs: number[]): number;
+  percentile(xs: number[], p: number): number;
   fmt(n: number, digits?: number): string;
   dir(prefix: string): string;
   workspace(): string;

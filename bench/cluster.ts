@@ -68,6 +68,11 @@ export async function clusterFanOut(kit: BenchKit, watchers: 1 | 2 = 2, deltaEve
       const latencies: number[] = [];
       /** When each of `latencies` was taken. */
       const latencyAt: number[] = [];
+      // Every (owner's client, watcher) pair counts, also when the watcher got it first.
+      const pair = (watcherAt: number, ownerAt: number): void => {
+        latencies.push(watcherAt - ownerAt);
+        latencyAt.push(Math.max(watcherAt, ownerAt));
+      };
       const seen: Seen[] = nodes.map(() => ({ seqs: new Map(), ended: new Set() }));
       const followed = nodes.map((_, node) => threads.filter((_, i) => follows(node, i)).length);
       let allEnded!: () => void;
@@ -89,11 +94,6 @@ export async function clusterFanOut(kit: BenchKit, watchers: 1 | 2 = 2, deltaEve
           const at = performance.now();
           const key = `${params.threadId}#${params.seq}`;
           const owner = ownerOf.get(params.threadId) === n;
-          // Every (owner's client, watcher) pair counts, also when the watcher got it first.
-          const pair = (watcherAt: number, ownerAt: number): void => {
-            latencies.push(watcherAt - ownerAt);
-            latencyAt.push(Math.max(watcherAt, ownerAt));
-          };
           if (owner) {
             ownerAt.set(key, at);
             if (m.method !== "item/agentMessage/delta") ownerMethods.set(key, m.method!);
@@ -171,12 +171,19 @@ export async function clusterFanOut(kit: BenchKit, watchers: 1 | 2 = 2, deltaEve
       const rate = committed / seconds;
       // Where the tail is: while the turns start, while they end, or while they stream.
       const end = t0 + seconds * 1000;
-      const p99Where = (keep: (at: number) => boolean): string => kit.fmt(percentile99(latencies.filter((_, i) => keep(latencyAt[i]!))), 0);
+      const p99Where = (keep: (at: number) => boolean): string =>
+        kit.fmt(
+          kit.percentile(
+            latencies.filter((_, i) => keep(latencyAt[i]!)),
+            99,
+          ),
+          0,
+        );
       kit.notes.push(
         `Cluster${label}: cross-node p99 over the first 2 s (${THREADS} turns starting) ${p99Where((at) => at < t0 + 2000)} ms, ` +
           `the last 2 s (turns ending) ${p99Where((at) => at > end - 2000)} ms, in between ${p99Where((at) => at >= t0 + 2000 && at <= end - 2000)} ms.`,
       );
-      const p99 = percentile99(latencies);
+      const p99 = kit.percentile(latencies, 99);
       kit.notes.push(
         `Cluster: ${kit.fmt(committed, 0)} events committed in ${kit.fmt(seconds, 2)} s; ${kit.fmt(latencies.length, 0)} pairs of an owner's client's and a watcher's receipt, median ${kit.fmt(kit.median(latencies), 1)} ms.`,
         `Cluster CPU over those ${kit.fmt(seconds, 2)} s (${kit.fmt(2 * seconds, 2)} core-seconds on 2 cores): nodes ${nodeCpuS.map((s) => kit.fmt(s, 2)).join(" + ")} s; ` +
@@ -194,10 +201,6 @@ export async function clusterFanOut(kit: BenchKit, watchers: 1 | 2 = 2, deltaEve
     await fake.close();
     postgres.stop();
   }
-}
-
-function percentile99(xs: number[]): number {
-  return [...xs].sort((a, b) => a - b)[Math.floor(xs.length * 0.99)] ?? NaN;
 }
 
 /** CPU time of each PostgreSQL process on this machine (the server and its sessions), by pid. */
@@ -292,7 +295,7 @@ export async function clusterFailover(kit: BenchKit): Promise<BenchRow[]> {
           });
         }
         takeovers.sort((a, b) => a - b);
-        const p99 = takeovers[Math.ceil(takeovers.length * 0.99) - 1]!;
+        const p99 = kit.percentile(takeovers, 99);
         kit.notes.push(`Cluster failover takeovers (ms): ${takeovers.map((t) => kit.fmt(t, 0)).join(", ")}.`);
         return [
           { name: names.takeover, measured: `${kit.fmt(p99, 0)} ms`, target: "≤ 3,000 ms", pass: p99 <= 3_000 },

@@ -150,6 +150,8 @@ const median = (xs: number[]): number => {
   const mid = Math.floor(s.length / 2);
   return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
 };
+/** The value below which `p` percent of `xs` lie (nearest rank, NaN for none). */
+const percentile = (xs: number[], p: number): number => [...xs].sort((a, b) => a - b)[Math.floor((xs.length * p) / 100)] ?? NaN;
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 const fmt = (n: number, digits = 1): string => n.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits });
 
@@ -696,7 +698,16 @@ async function threadRead(): Promise<Row[]> {
 
 // ---------------------------------------------------------------------------------------------
 
-const kit: BenchKit = { withServer: (opts, fn) => withServer(opts, (conn) => fn(conn)), cpuNs, median, fmt, dir, workspace, notes };
+const kit: BenchKit = {
+  withServer: (opts, fn) => withServer(opts, (conn) => fn(conn)),
+  cpuNs,
+  median,
+  percentile,
+  fmt,
+  dir,
+  workspace,
+  notes,
+};
 
 async function main(): Promise<void> {
   const watchdog = setTimeout(() => {

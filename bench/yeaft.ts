@@ -104,9 +104,8 @@ export async function yeaftRelay(kit: BenchKit): Promise<BenchRow[]> {
     );
     const deadline = Date.now() + 30_000;
     while (received < expected && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
-    latencies.sort((x, y) => x - y);
-    const p99 = latencies[Math.floor(latencies.length * 0.99)] ?? Number.NaN;
-    const p50 = latencies[Math.floor(latencies.length * 0.5)] ?? Number.NaN;
+    const p99 = kit.percentile(latencies, 99);
+    const p50 = kit.percentile(latencies, 50);
     kit.notes.push(
       `Yeaft relay: ${expected} deliveries (each message to its owner's ${BROWSERS_PER_AGENT} browsers) from ${AGENTS} agents to ${AGENTS * BROWSERS_PER_AGENT} browsers; latency p50 ${kit.fmt(p50, 2)} ms, p99 ${kit.fmt(p99, 2)} ms (agent send → browser receipt, loopback included).`,
     );
