@@ -1,0 +1,35 @@
+// The floor under the first-turn figure: the same requests made by the SDK alone in a fresh
+// process (first-turn-floor-child.ts), timed from the request to its first delta and its end.
+import { fork } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import type { FakeModelServer } from "../test/support/fake-model-server.js";
+
+const CHILD = fileURLToPath(new URL("./first-turn-floor-child.js", import.meta.url));
+
+export interface RequestTimes {
+  deltaMs: number;
+  endMs: number;
+}
+
+/** One fresh process's requests, in order (the first is the process's first). */
+export async function firstTurnFloor(
+  fake: FakeModelServer,
+  family: "responses" | "chat" | "anthropic",
+  requests: number,
+): Promise<RequestTimes[]> {
+  const baseURL = family === "anthropic" ? fake.anthropicBaseURL : fake.openaiBaseURL;
+  const child = fork(CHILD, [family, baseURL], { stdio: ["ignore", "inherit", "inherit", "ipc"] });
+  const next = (): Promise<unknown> => new Promise((resolve) => child.once("message", resolve));
+  try {
+    await next(); // ready
+    const times: RequestTimes[] = [];
+    for (let i = 0; i < requests; i++) {
+      fake.enqueue({ kind: "response", text: ["Hello ", "there."] });
+      child.send(i);
+      times.push((await next()) as RequestTimes);
+    }
+    return times;
+  } finally {
+    child.kill();
+  }
+}
