@@ -96,9 +96,10 @@ export async function assembleRuntime(
   runtime.automation.channels.start(process.cwd(), workspace.changes);
   if (recovered > 0) log.warn({ turns: recovered }, "marked turns interrupted by the previous shutdown as failed");
 
-  // What the first turn needs (the default provider's SDK and client) loads once the first
-  // request (initialize) has been answered: off the start-up path, and usually done before the
-  // client's first turn/start; a turn that comes sooner waits for the same load, not a second.
+  // What the first turn needs (the tool specs, the skill catalog, the default provider's SDK and
+  // client, its streaming path run once in memory: providers/warm-up.ts) is prepared once the
+  // first request (initialize) has been answered: off the start-up path, and usually done before
+  // the client's first turn/start; a turn that comes sooner waits for the same load, not a second.
   let preparing = false;
   const prepareFirstTurn = (): void => {
     if (preparing) return;
@@ -106,14 +107,12 @@ export async function assembleRuntime(
     if (config.backend && config.backend.type !== "builtin") return keepYoungGenerationSize();
     setImmediate(() => {
       tools.specs();
-      // The skill catalog goes into the first prompt: reading it once here compiles the YAML parser.
+      // The skill catalog goes into the first prompt.
       try {
         workspace.skills.catalog(process.cwd());
       } catch (error) {
         log.debug({ err: error }, "could not read the skill catalog");
       }
-      // Node's Headers and Response, which the SDKs use, load on first use.
-      void new Request("http://localhost/");
       providers
         .prepare()
         .catch((error: unknown) => log.debug({ err: error }, "could not prepare the default provider"))

@@ -16,8 +16,10 @@ import { OPENAI_REASONING_PREFIX, ProviderError } from "./provider.js";
 import { describeCause, isConnectionFailure, messageFromBody, retryAfterFromHeaders } from "./sdk-errors.js";
 import { streamFromSdk } from "./sdk-stream.js";
 import { httpFetch } from "./http-fetch.js";
+import { ANTHROPIC_ANSWER, WARM_UP_REQUEST, drain, replaying } from "./warm-up.js";
 
 type AnthropicModule = typeof import("@anthropic-ai/sdk");
+type AnthropicSdk = { mod: AnthropicModule; client: Anthropic };
 type MessageParam = Anthropic.Messages.MessageParam;
 type ContentBlockParam = Anthropic.Messages.ContentBlockParam;
 type StreamEvent = Anthropic.Messages.RawMessageStreamEvent;
@@ -42,22 +44,28 @@ const ADAPTIVE_MAX_TOKENS = 16384;
 export class AnthropicProvider implements ModelProvider {
   readonly name = "anthropic";
   readonly defaultModel: string;
-  private sdk?: Promise<{ mod: AnthropicModule; client: Anthropic }>;
+  private sdk?: Promise<AnthropicSdk>;
 
   constructor(private readonly options: AnthropicOptions = {}) {
     this.defaultModel = options.defaultModel ?? "claude-sonnet-4-5";
   }
 
+  /** Loads the SDK and runs the streaming path once on an answer made in memory (warm-up.ts). */
   async prepare(): Promise<void> {
-    await this.load();
+    const sdk = await this.load();
+    await drain(this.streamWith(replaying(sdk, ANTHROPIC_ANSWER), WARM_UP_REQUEST, new AbortController().signal));
   }
 
   stream(request: ModelRequest, signal: AbortSignal): AsyncIterable<ModelStreamEvent> {
+    return this.streamWith(() => this.load(), request, signal);
+  }
+
+  private streamWith(load: () => Promise<AnthropicSdk>, request: ModelRequest, signal: AbortSignal): AsyncIterable<ModelStreamEvent> {
     const mapper = new EventMapper();
     return streamFromSdk({
       signal,
       service: describeService(this.options.baseURL ?? process.env["ANTHROPIC_BASE_URL"]),
-      load: () => this.load(),
+      load,
       describeService: (sdk) => describeService(sdk.client.baseURL),
       open: (sdk) => sdk.client.messages.create(buildRequest(request, this.defaultModel, this.options.thinkingBudgetTokens), { signal }),
       map: (event) => mapper.push(event),
@@ -68,7 +76,7 @@ export class AnthropicProvider implements ModelProvider {
     });
   }
 
-  private load(): Promise<{ mod: AnthropicModule; client: Anthropic }> {
+  private load(): Promise<AnthropicSdk> {
     this.sdk ??= import("@anthropic-ai/sdk").then((mod) => {
       try {
         const { apiKey, baseURL } = this.options;

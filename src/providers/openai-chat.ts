@@ -20,8 +20,10 @@ import {
   describeOpenAIService,
   isOfficialOpenAI,
   type OpenAIClientOptions,
+  type OpenAISdk,
 } from "./openai-client.js";
 import { streamFromSdk } from "./sdk-stream.js";
+import { CHAT_ANSWER, WARM_UP_REQUEST, drain, replaying } from "./warm-up.js";
 
 type ChatMessage = OpenAI.Chat.Completions.ChatCompletionMessageParam;
 type ChatTool = OpenAI.Chat.Completions.ChatCompletionTool;
@@ -49,17 +51,23 @@ export class OpenAIChatProvider implements ModelProvider {
     this.client = new LazyOpenAIClient(options);
   }
 
+  /** Loads the SDK and runs the streaming path once on an answer made in memory (warm-up.ts). */
   async prepare(): Promise<void> {
-    await this.client.load();
+    const sdk = await this.client.load();
+    await drain(this.streamWith(replaying(sdk, CHAT_ANSWER), WARM_UP_REQUEST, new AbortController().signal));
   }
 
   stream(request: ModelRequest, signal: AbortSignal): AsyncIterable<ModelStreamEvent> {
+    return this.streamWith(() => this.client.load(), request, signal);
+  }
+
+  private streamWith(load: () => Promise<OpenAISdk>, request: ModelRequest, signal: AbortSignal): AsyncIterable<ModelStreamEvent> {
     const label = this.options.serviceLabel;
     const mapper = new ChunkMapper();
     return streamFromSdk({
       signal,
       service: describeOpenAIService(this.options.baseURL ?? process.env["OPENAI_BASE_URL"], label),
-      load: () => this.client.load(),
+      load,
       describeService: (sdk) => describeOpenAIService(sdk.client.baseURL, label),
       open: (sdk) =>
         sdk.client.chat.completions.create(buildRequest(request, this.defaultModel, !isOfficialOpenAI(sdk.client.baseURL)), { signal }),

@@ -10,8 +10,15 @@ import { lookupModel } from "./catalog.js";
 import type { ConversationMessage, ModelProvider, ModelRequest, ModelStreamEvent, StopReason, ToolSpec, UsageReport } from "./provider.js";
 import { OPENAI_REASONING_PREFIX } from "./provider.js";
 import { imageUrl } from "./openai-chat.js";
-import { LazyOpenAIClient, describeOpenAIFailure, describeOpenAIService, type OpenAIClientOptions } from "./openai-client.js";
+import {
+  LazyOpenAIClient,
+  describeOpenAIFailure,
+  describeOpenAIService,
+  type OpenAIClientOptions,
+  type OpenAISdk,
+} from "./openai-client.js";
 import { streamFromSdk } from "./sdk-stream.js";
+import { RESPONSES_ANSWER, WARM_UP_REQUEST, drain, replaying } from "./warm-up.js";
 
 type StreamEvent = OpenAI.Responses.ResponseStreamEvent;
 type InputItem = OpenAI.Responses.ResponseInputItem;
@@ -34,16 +41,22 @@ export class OpenAIResponsesProvider implements ModelProvider {
     this.client = new LazyOpenAIClient(options);
   }
 
+  /** Loads the SDK and runs the streaming path once on an answer made in memory (warm-up.ts). */
   async prepare(): Promise<void> {
-    await this.client.load();
+    const sdk = await this.client.load();
+    await drain(this.streamWith(replaying(sdk, RESPONSES_ANSWER), WARM_UP_REQUEST, new AbortController().signal));
   }
 
   stream(request: ModelRequest, signal: AbortSignal): AsyncIterable<ModelStreamEvent> {
+    return this.streamWith(() => this.client.load(), request, signal);
+  }
+
+  private streamWith(load: () => Promise<OpenAISdk>, request: ModelRequest, signal: AbortSignal): AsyncIterable<ModelStreamEvent> {
     const mapper = new EventMapper();
     return streamFromSdk({
       signal,
       service: describeOpenAIService(this.options.baseURL ?? process.env["OPENAI_BASE_URL"]),
-      load: () => this.client.load(),
+      load,
       describeService: (sdk) => describeOpenAIService(sdk.client.baseURL),
       open: (sdk) => sdk.client.responses.create(buildRequest(request, this.defaultModel), { signal }),
       map: (event) => mapper.push(event),
