@@ -229,14 +229,18 @@ async function coldStart(): Promise<Row[]> {
       args: ["acp"],
       first: { method: "initialize", params: { protocolVersion: 1, clientCapabilities: {} } },
     },
+    // The protocol has no handshake: a new user's first request creates the workspace. (Not
+    // adapter.status, whose answer runs each external agent's `--version`: its own work.)
     {
       face: "AgentCompany",
-      what: "adapter.status (it has no initialize)",
+      what: "workspace.init (it has no initialize)",
       args: ["agentcompany", "server:start"],
-      first: { method: "adapter.status", params: {} },
+      first: () => ({ method: "workspace.init", params: { workspace_dir: dir("company") } }),
     },
   ];
-  const firstAnswerOnce = async (args: string[], first: { method: string; params: unknown }): Promise<number> => {
+  type Request = { method: string; params: unknown };
+  const firstAnswerOnce = async (args: string[], request: Request | (() => Request)): Promise<number> => {
+    const first = typeof request === "function" ? request() : request;
     const t0 = performance.now();
     const server = ServerProcess.spawn({ command: args, dataDir: dir("cold"), env: { SWITCHYARD_LOG_LEVEL: "info" } });
     server.child.stdin.write(`${JSON.stringify({ jsonrpc: "2.0", id: 1, ...first })}\n`);
