@@ -177,7 +177,10 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
     await loopTurn();
   }
   if (config.stdio && !forced?.serveStream) {
-    stdioChannel = createStdioChannel(process.stdin, process.stdout, { maxMessageBytes: config.maxMessageBytes });
+    stdioChannel = createStdioChannel(process.stdin, process.stdout, {
+      maxMessageBytes: config.maxMessageBytes,
+      outputOutlivesInput: true,
+    });
     serve(stdioChannel, forcedJsonRpc, runtimeOf);
     // One turn of the event loop first, so an initialize already waiting on stdin is answered
     // before the runtime side loads.

@@ -115,6 +115,9 @@ export class RpcConnection {
   private readonly closeListeners: Array<() => void> = [];
   private nextId = 0;
   private inFlight = 0;
+  /** Replies being worked on (a request's or a batch's); the connection closes after them once input ended. */
+  private replying = 0;
+  private inputEnded = false;
   private isClosed = false;
   private codes: EngineErrorCodes = { overloaded: ErrorCode.Overloaded };
   private readonly outputBudgetBytes: number;
@@ -134,6 +137,7 @@ export class RpcConnection {
     channel.onMessage((text) => this.handleText(text));
     channel.onOversized((size, limit) => this.handleOversized(size, limit));
     channel.onClose(() => this.shutdown());
+    channel.onInputEnd?.(() => this.finishInput());
   }
 
   /** Replaces the engine's own error codes from now on (a face calls this when it is chosen). */
@@ -172,7 +176,7 @@ export class RpcConnection {
   }
 
   request<T = unknown>(method: string, params?: unknown, opts: RequestOptions = {}): Promise<T> {
-    if (this.isClosed) return Promise.reject(new ConnectionClosedError());
+    if (this.isClosed || this.inputEnded) return Promise.reject(new ConnectionClosedError());
     const { signal } = opts;
     if (signal?.aborted) return Promise.reject(abortReason(signal));
 
@@ -248,7 +252,10 @@ export class RpcConnection {
     // together as one array once all are done, and not at all if there are none.
     const replies = message.map((m) => this.handleOne(m)).filter((r): r is string | Promise<string> => r !== undefined);
     if (replies.length === 0) return;
-    void Promise.all(replies).then((parts) => this.sendText(`[${parts.map((part) => this.styled(part)).join(",")}]`));
+    this.replyLater(
+      Promise.all(replies).then((parts) => `[${parts.map((part) => this.styled(part)).join(",")}]`),
+      false,
+    );
   }
 
   private handleOne(message: unknown): Reply {
@@ -367,7 +374,32 @@ export class RpcConnection {
   private sendReply(reply: Reply): void {
     if (reply === undefined) return;
     if (typeof reply === "string") this.sendText(reply);
-    else void reply.then((text) => this.sendText(text));
+    else this.replyLater(reply, true);
+  }
+
+  private replyLater(reply: Promise<string>, style: boolean): void {
+    this.replying++;
+    void reply.then((text) => {
+      if (!this.isClosed) this.channel.send(style ? this.styled(text) : text);
+      this.replying--;
+      this.closeIfAnswered();
+    });
+  }
+
+  /**
+   * The peer sent all it will (e.g. `printf '...' | switchyard app-server`): what it asked is
+   * still answered, then the connection closes. Requests of ours can no longer be answered.
+   */
+  private finishInput(): void {
+    this.inputEnded = true;
+    for (const entry of [...this.pending.values()]) {
+      entry.reject(new ConnectionClosedError(`The peer's input ended before "${entry.method}" was answered`));
+    }
+    this.closeIfAnswered();
+  }
+
+  private closeIfAnswered(): void {
+    if (this.inputEnded && this.replying === 0) this.close();
   }
 
   /** Sends what we serialized, in the peer's style (a batch's parts are styled by the caller). */

@@ -19,6 +19,11 @@ export interface MessageChannel {
    */
   onOversized(listener: (size: number, limit: number) => void): void;
   onClose(listener: () => void): void;
+  /**
+   * The peer has sent all it will (stdin ended) while output can still reach it. A channel that
+   * has a listener for this stays open until close(); without one it closes at once.
+   */
+  onInputEnd?(listener: () => void): void;
   close(): void;
   /**
    * Output accepted by send() that the peer has not taken yet, in bytes (approximately). A

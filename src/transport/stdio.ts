@@ -6,6 +6,12 @@ export interface StdioChannelOptions {
   maxMessageBytes: number;
   /** How the channel shows in logs (default: stdio); a Unix socket connection is JSON Lines too. */
   info?: ChannelInfo;
+  /**
+   * A server's stdin: when it ends, the channel stays open for output until close(), so what the
+   * client asked is still answered (see MessageChannel.onInputEnd). Off for a child process's
+   * stdout: a peer that has exited gets no answers.
+   */
+  outputOutlivesInput?: boolean;
 }
 
 const LF = 0x0a;
@@ -86,7 +92,9 @@ export function createStdioChannel(input: Readable, output: Writable, opts: Stdi
   const messageListeners: Array<(message: string) => void> = [];
   const oversizedListeners: Array<(size: number, limit: number) => void> = [];
   const closeListeners: Array<() => void> = [];
+  const inputEndListeners: Array<() => void> = [];
   let closed = false;
+  let inputEnded = false;
   const outbox: string[] = [];
   let outboxChars = 0;
   const drain = (): void => {
@@ -135,8 +143,12 @@ export function createStdioChannel(input: Readable, output: Writable, opts: Stdi
     splitter.push(typeof chunk === "string" ? Buffer.from(chunk, "utf8") : chunk);
   };
   const onEnd = (): void => {
-    if (!closed) splitter.finish();
-    doClose();
+    if (closed || inputEnded) return;
+    inputEnded = true;
+    splitter.finish();
+    stopReading();
+    if (!opts.outputOutlivesInput || inputEndListeners.length === 0 || output.destroyed) return doClose();
+    for (const l of inputEndListeners.splice(0)) l();
   };
   // A broken pipe on output (the peer went away) must not crash the process; it ends the channel.
   const onOutputError = (): void => doClose();
@@ -144,14 +156,18 @@ export function createStdioChannel(input: Readable, output: Writable, opts: Stdi
   function doClose(): void {
     if (closed) return;
     closed = true;
+    stopReading();
+    output.off("drain", checkDrained);
+    checkDrained();
+    for (const l of closeListeners.splice(0)) l();
+  }
+
+  function stopReading(): void {
     input.off("data", onData);
     input.off("end", onEnd);
     input.off("close", onEnd);
     // The "error" listener stays so a late stream error cannot become an uncaught exception.
     input.pause();
-    output.off("drain", checkDrained);
-    checkDrained();
-    for (const l of closeListeners.splice(0)) l();
   }
 
   input.on("data", onData);
@@ -186,6 +202,9 @@ export function createStdioChannel(input: Readable, output: Writable, opts: Stdi
     onClose(listener) {
       if (closed) queueMicrotask(listener);
       else closeListeners.push(listener);
+    },
+    onInputEnd(listener) {
+      inputEndListeners.push(listener);
     },
     close() {
       doClose();

@@ -69,6 +69,34 @@ describe("initialize handshake", () => {
   });
 });
 
+describe("stdin closed right after the requests", () => {
+  // `printf '<requests>' | switchyard app-server`: stdin ends while the runtime still loads, so
+  // thread/list waits for it; what was asked is answered before the server exits.
+  it("answers every request, then exits", async () => {
+    const server = ServerProcess.spawn();
+    let stdout = "";
+    server.child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString("utf8")));
+    const lines = [
+      { jsonrpc: "2.0", id: 1, method: "initialize", params: { clientInfo: { name: "t" } } },
+      { jsonrpc: "2.0", id: 2, method: "thread/list", params: {} },
+      { jsonrpc: "2.0", id: 3, method: "no/such/method", params: {} },
+    ];
+    server.child.stdin.end(lines.map((line) => JSON.stringify(line)).join("\n") + "\n");
+    assert.deepEqual(await server.exited, { code: 0, signal: null });
+    // Answers may come in any order (the unknown method's before thread/list's).
+    const answers = new Map(
+      stdout
+        .trim()
+        .split("\n")
+        .map((line) => JSON.parse(line) as { id: number; result?: Record<string, unknown>; error?: { code: number } })
+        .map((answer) => [answer.id, answer]),
+    );
+    assert.deepEqual([...answers.keys()].sort(), [1, 2, 3]);
+    assert.deepEqual(answers.get(2)!.result, { data: [] });
+    assert.equal(answers.get(3)!.error?.code, -32601);
+  });
+});
+
 describe("bad input", () => {
   let server: ServerProcess;
   let client: TestClient;
