@@ -23,8 +23,10 @@ export class Coalesced {
     }
     this.running = (async () => {
       do {
-        const wait = this.lastStart + this.spacingMs - performance.now();
-        if (wait > 0) await sleep(wait);
+        // Checked again after each sleep: a timer may fire a little early by performance.now()
+        // (libuv's clock is read once per turn of the event loop).
+        let wait: number;
+        while ((wait = this.lastStart + this.spacingMs - performance.now()) > 0) await sleep(wait);
         this.again = false; // asks made while waiting are served by this run
         this.lastStart = performance.now();
         await this.work();

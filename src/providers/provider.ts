@@ -119,8 +119,9 @@ export interface ModelProvider {
    */
   stream(request: ModelRequest, signal: AbortSignal): AsyncIterable<ModelStreamEvent>;
   /**
-   * Loads what the first call needs (the SDK module, its client), so that call does not wait
-   * for it. Optional; a failure here is only reported by the call that needs it.
+   * Loads what the first call needs (the SDK module, its client) and runs the streaming path
+   * once without a request (warm-up.ts), so that call neither waits for the load nor compiles
+   * that code. Optional; a failure here is only reported by the call that needs it.
    */
   prepare?(): Promise<void>;
 }
