@@ -1,6 +1,9 @@
 // Several parameterised statements sent as one script: PostgreSQL runs the statements of one
 // simple-protocol query as one transaction, in one round trip. The values are written into the
-// text as literals (E'' strings, which mean the same whatever standard_conforming_strings says).
+// text as literals. Strings are dollar-quoted, which PostgreSQL reads as they are, and an array's
+// elements are quoted by JSON.stringify: building a commit of many events costs no pass over
+// their text in JS (escaping each one for an array literal, then the whole for an E'' literal,
+// was ~7% of a cluster node's CPU).
 
 /** A statement with `$n` placeholders and its values, as `client.query(text, values)` takes them. */
 export interface Statement {
@@ -13,7 +16,7 @@ export function script(statements: readonly Statement[]): string {
   return statements.map(({ text, values }) => text.replace(/\$(\d+)/g, (_, n: string) => literal(values[Number(n) - 1]))).join(";\n");
 }
 
-/** A value as an SQL literal: null, a number, a boolean, text, or an array of those (as a text array literal). */
+/** A value as an SQL literal: null, a number, a boolean, text, or an array of those. */
 export function literal(value: unknown): string {
   if (value === null || value === undefined) return "NULL";
   if (typeof value === "number") {
@@ -21,16 +24,37 @@ export function literal(value: unknown): string {
     return String(value);
   }
   if (typeof value === "boolean") return value ? "TRUE" : "FALSE";
-  if (Array.isArray(value)) return text(arrayLiteral(value));
+  if (Array.isArray(value)) return array(value);
   if (typeof value === "string") return text(value);
   throw new TypeError(`No SQL literal for a ${typeof value}`);
 }
 
-function text(value: string): string {
-  return `E'${value.replace(/[\\']/g, "\\$&")}'`;
+/** `$s$…$s$`, with a tag the text cannot end early (event data seldom holds a `$` at all). */
+export function text(value: string): string {
+  if (!value.includes("$")) return `$s$${value}$s$`;
+  for (let n = 0; ; n++) {
+    const tag = `$s${n}$`;
+    if ((value + tag).indexOf(tag) === value.length) return `${tag}${value}${tag}`;
+  }
 }
 
-/** An array's input form: `{"a","b",NULL}`, each element quoted with `"` and `\` escaped. */
-function arrayLiteral(values: readonly unknown[]): string {
-  return `{${values.map((v) => (v === null || v === undefined ? "NULL" : `"${String(v).replace(/[\\"]/g, "\\$&")}"`)).join(",")}}`;
+/**
+ * An array's input form, `{"a","b",NULL}`, as one literal: PostgreSQL's array input is far quicker
+ * to read than an ARRAY[…] of as many literals.
+ */
+function array(values: readonly unknown[]): string {
+  return text(`{${values.map(element).join(",")}}`);
+}
+
+/** Characters JSON writes as escapes that the array input would read differently (`\n` as `n`). */
+// eslint-disable-next-line no-control-regex -- control characters are what it looks for
+const JSON_ESCAPED = /[\u0000-\u001f\ud800-\udfff]/;
+
+function element(value: unknown): string {
+  if (value === null || value === undefined) return "NULL";
+  if (typeof value === "number") return literal(value);
+  const s = String(value);
+  // JSON quotes a string as the array input wants it (`"`, with `\"` and `\\` inside) wherever
+  // it leaves the characters as they are, and it does so natively: event data needs no pass in JS.
+  return JSON_ESCAPED.test(s) ? `"${s.replace(/[\\"]/g, "\\$&")}"` : JSON.stringify(s);
 }
