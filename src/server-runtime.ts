@@ -15,7 +15,7 @@ import { loadSkillTool } from "./tools/load-skill.js";
 import { schedulePromptTool } from "./automation/schedule-prompt.js";
 import { runSubagentTool } from "./automation/run-subagent.js";
 import { WorkspaceResources } from "./workspace/index.js";
-import { keepYoungGenerationSize, startHeapGovernor } from "./heap-governor.js";
+import { startHeapGovernor } from "./heap-governor.js";
 
 /** The system skills, `skills/` of the package: two levels up from dist/src and from dist/chunks. */
 const BUILTIN_SKILLS_DIR = fileURLToPath(new URL("../../skills", import.meta.url));
@@ -69,7 +69,7 @@ export async function assembleRuntime(
     config.backend,
   );
   backends.reapOrphans();
-  startHeapGovernor();
+  const heap = startHeapGovernor(() => runtimeRef?.runningTurns() ?? 0);
   const runtime = new Runtime({
     store,
     backends,
@@ -104,7 +104,7 @@ export async function assembleRuntime(
   const prepareFirstTurn = (): void => {
     if (preparing) return;
     preparing = true;
-    if (config.backend && config.backend.type !== "builtin") return keepYoungGenerationSize();
+    if (config.backend && config.backend.type !== "builtin") return heap.startupDone();
     setImmediate(() => {
       tools.specs();
       // The skill catalog goes into the first prompt.
@@ -116,7 +116,7 @@ export async function assembleRuntime(
       providers
         .prepare()
         .catch((error: unknown) => log.debug({ err: error }, "could not prepare the default provider"))
-        .finally(keepYoungGenerationSize);
+        .finally(() => heap.startupDone());
     });
   };
   return { runtime, store, prepareFirstTurn };

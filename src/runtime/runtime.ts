@@ -807,6 +807,11 @@ export class Runtime implements RuntimeApi {
     return this.active.size > 0;
   }
 
+  /** How many turns run now. */
+  runningTurns(): number {
+    return this.active.size;
+  }
+
   /** Resolves when no turn is running. */
   async idle(): Promise<void> {
     while (this.active.size > 0) await Promise.all([...this.active.values()].map((a) => a.done));
