@@ -354,12 +354,15 @@ export class PostgresStore implements Store {
     for (let full = true; full && !this.closed;) {
       // Every position is read (the cursor moves over all of them), the event only where this
       // node wants it: deltas of threads it neither follows nor writes are left in the table.
+      // `= ANY (SELECT unnest(…))`, not `= ANY($3)`: a subquery's set is hashed once, where the
+      // prepared statement's generic plan searches a parameter array row by row (3.3 ms per
+      // 2,000 rows with 134 threads, against 0.7).
       const { rows } = await this.pool.query<
         Omit<EventRow, "data"> & { data: string | null; xid: string; gid: number; writer: number | null }
       >({
         name: "read-feed", // prepared once per connection, not planned again after every commit
         text: `SELECT xid::text AS xid, gid, writer, seq, thread_id, type, ts,
-                CASE WHEN type <> 'item.delta' OR thread_id = ANY($3::text[]) THEN data END AS data
+                CASE WHEN type <> 'item.delta' OR thread_id = ANY (SELECT unnest($3::text[])) THEN data END AS data
          FROM events
          WHERE (xid, gid) > ($1::xid8, $2) AND xid < pg_snapshot_xmin(pg_current_snapshot())
          ORDER BY events.xid, events.gid LIMIT ${FEED_PAGE}`, // the columns: "xid" alone is the text alias, which sorts "1000" before "999"
