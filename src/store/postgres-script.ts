@@ -38,12 +38,18 @@ export function text(value: string): string {
   }
 }
 
-/**
- * An array's input form, `{"a","b",NULL}`, as one literal: PostgreSQL's array input is far quicker
- * to read than an ARRAY[…] of as many literals.
- */
+/** An array as one literal of its input form: PostgreSQL reads it far quicker than an ARRAY[…] of as many. */
 function array(values: readonly unknown[]): string {
-  return text(`{${values.map(element).join(",")}}`);
+  return text(arrayInput(values));
+}
+
+/**
+ * An array's input form, `{"a","b",NULL}`: also what a parameter of an array type takes as
+ * text. `pg` would make the same, escaping each element in JS on the way (~6% of a cluster
+ * node's CPU at a model's pace, for the events of each commit).
+ */
+export function arrayInput(values: readonly unknown[]): string {
+  return `{${values.map(element).join(",")}}`;
 }
 
 /** Characters JSON writes as escapes that the array input would read differently (`\n` as `n`). */

@@ -11,7 +11,7 @@
 // from transactions that have all ended (below the snapshot's xmin): none can commit behind it.
 import type { Pool, PoolClient } from "pg";
 import { FENCE_LOCK_CLASS, FENCED, inTransaction, migratePostgres, postgresPool } from "./postgres-schema.js";
-import { script, type Statement } from "./postgres-script.js";
+import { arrayInput, script, type Statement } from "./postgres-script.js";
 import { COMMAND_CHANNEL, DEFAULT_LEASE_TTL_MS, nodeAlive, PostgresNode, TURN_CHANNEL } from "./postgres-node.js";
 import { PostgresFaceState } from "./postgres-face-state.js";
 import { Coalesced } from "../coalesced.js";
@@ -81,14 +81,15 @@ const COMMAND_TIMEOUT_MS = 10_000;
 const COMMAND_RETENTION = "1 hour";
 
 /** A batch's events as columns: thread ids, seqs, types, times, data. */
-function eventColumns(batch: PendingEvent[]): unknown[][] {
+/** The batch's columns, each an array parameter in its input form (see arrayInput). */
+function eventColumns(batch: PendingEvent[]): string[] {
   return [
     batch.map((p) => p.event.threadId),
     batch.map((p) => p.event.seq),
     batch.map((p) => p.event.type),
     batch.map((p) => p.event.ts),
     batch.map((p) => p.data),
-  ];
+  ].map(arrayInput);
 }
 
 /**
@@ -318,7 +319,7 @@ export class PostgresStore implements Store {
     const epochs = new Map(batch.map((p) => [p.event.threadId, p.epoch]));
     const append = {
       text: "SELECT switchyard_append($1, $2::text[], $3::bigint[], $4::text[], $5::bigint[], $6::text[], $7::text[], $8::text[])",
-      values: [this.node.num, [...epochs.keys()], [...epochs.values()], ...eventColumns(batch)],
+      values: [this.node.num, arrayInput([...epochs.keys()]), arrayInput([...epochs.values()]), ...eventColumns(batch)],
     };
     try {
       if (created.length === 0 && writes.every((w) => w.length === 0))
