@@ -8,18 +8,35 @@ import type { ChannelInfo, MessageChannel } from "./channel.js";
 export const DEFAULT_STALL_TIMEOUT_MS = 60_000;
 /** How often pending output is looked at while some is waiting (ws has no drain event of its own). */
 const PROGRESS_POLL_MS = 50;
+/** Frames held together at most, before they are written. */
+const CORKED_BYTES = 64 * 1024;
 
-export function createWebSocketChannel(
-  ws: WebSocket,
-  remote: string,
-  maxMessageBytes: number,
-  log: Logger,
+export interface WebSocketChannelOptions {
+  remote: string;
+  maxMessageBytes: number;
+  log: Logger;
   /** Unsent bytes the connection may hold before it is closed as too slow. */
-  maxBufferedBytes = 64 * 1024 * 1024,
+  maxBufferedBytes?: number;
   /** How long a peer may take nothing of pending output before it is closed as stalled. */
-  stallTimeoutMs = DEFAULT_STALL_TIMEOUT_MS,
-): MessageChannel {
+  stallTimeoutMs?: number;
+  /**
+   * The connection's socket, when the caller has it (a server's upgraded request): the frames
+   * sent in one go (a commit's events, to a client following its threads) are written to it
+   * together, in one system call instead of one each.
+   */
+  socket?: { cork(): void; uncork(): void };
+}
+
+export function createWebSocketChannel(ws: WebSocket, options: WebSocketChannelOptions): MessageChannel {
+  const { remote, maxMessageBytes, log, socket } = options;
+  const maxBufferedBytes = options.maxBufferedBytes ?? 64 * 1024 * 1024;
+  const stallTimeoutMs = options.stallTimeoutMs ?? DEFAULT_STALL_TIMEOUT_MS;
   const info: ChannelInfo = { transport: "websocket", remote };
+  let corked = false;
+  const uncork = (): void => {
+    corked = false;
+    socket!.uncork();
+  };
   const messageListeners: Array<(message: string) => void> = [];
   const oversizedListeners: Array<(size: number, limit: number) => void> = [];
   const closeListeners: Array<() => void> = [];
@@ -92,6 +109,15 @@ export function createWebSocketChannel(
         setTimeout(() => ws.terminate(), 1_000).unref();
         fireClose();
         return;
+      }
+      if (socket && !corked) {
+        corked = true;
+        socket.cork();
+        queueMicrotask(uncork);
+      } else if (corked && ws.bufferedAmount > CORKED_BYTES) {
+        // A long run goes out in parts, as the kernel takes it, not held as the client's backlog.
+        socket!.uncork();
+        socket!.cork();
       }
       ws.send(message);
       if (ws.bufferedAmount > 0) startWatching();

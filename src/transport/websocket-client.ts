@@ -32,7 +32,7 @@ export function connectWebSocketChannel(url: string, opts: WebSocketClientOption
     ws.once("error", onError);
     ws.once("open", () => {
       ws.off("error", onError);
-      resolve(createWebSocketChannel(ws, url, maxMessageBytes, silentLogger));
+      resolve(createWebSocketChannel(ws, { remote: url, maxMessageBytes, log: silentLogger }));
     });
   });
 }

@@ -116,7 +116,16 @@ export async function startWebSocketServer(
       ws.on("pong", () => alive.set(ws, true));
       const remote = remoteOf(req);
       log.debug({ remote }, "WebSocket connected");
-      onChannel(createWebSocketChannel(ws, remote, opts.maxMessageBytes, log, opts.maxBufferedBytes, opts.stallTimeoutMs));
+      onChannel(
+        createWebSocketChannel(ws, {
+          remote,
+          maxMessageBytes: opts.maxMessageBytes,
+          log,
+          ...(opts.maxBufferedBytes !== undefined ? { maxBufferedBytes: opts.maxBufferedBytes } : {}),
+          ...(opts.stallTimeoutMs !== undefined ? { stallTimeoutMs: opts.stallTimeoutMs } : {}),
+          socket,
+        }),
+      );
     });
   });
 
