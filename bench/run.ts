@@ -784,6 +784,7 @@ async function main(): Promise<void> {
     ["Cluster", () => clusterFanOut(kit)],
     ["Cluster, watched from one other node", () => clusterFanOut(kit, 1)],
     ["Cluster, deltas 12 ms apart", () => clusterFanOut(kit, 2, 12)],
+    ["Cluster, watched from one other node, deltas 12 ms apart", () => clusterFanOut(kit, 1, 12)],
     ["Cluster, deltas 30 ms apart", () => clusterFanOut(kit, 2, 30)],
     ["Cluster failover", () => clusterFailover(kit)],
   ];
