@@ -45,8 +45,8 @@ function array(values: readonly unknown[]): string {
 
 /**
  * An array's input form, `{"a","b",NULL}`: also what a parameter of an array type takes as
- * text. `pg` would make the same, escaping each element in JS on the way (~6% of a cluster
- * node's CPU at a model's pace, for the events of each commit).
+ * text. `pg` would make the same, escaping each element in JS on the way (~4% of a cluster
+ * node's CPU profile at a model's pace, for the events of each commit).
  */
 export function arrayInput(values: readonly unknown[]): string {
   return `{${values.map(element).join(",")}}`;

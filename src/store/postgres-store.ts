@@ -80,8 +80,7 @@ const COMMAND_TIMEOUT_MS = 10_000;
 /** Answered commands are kept this long (for whoever waits on them), then deleted. */
 const COMMAND_RETENTION = "1 hour";
 
-/** A batch's events as columns: thread ids, seqs, types, times, data. */
-/** The batch's columns, each an array parameter in its input form (see arrayInput). */
+/** A batch's events as columns (thread ids, seqs, types, times, data), each an array parameter in its input form. */
 function eventColumns(batch: PendingEvent[]): string[] {
   return [
     batch.map((p) => p.event.threadId),
