@@ -16,7 +16,7 @@ import { OPENAI_REASONING_PREFIX, ProviderError } from "./provider.js";
 import { describeCause, isConnectionFailure, messageFromBody, retryAfterFromHeaders } from "./sdk-errors.js";
 import { streamFromSdk } from "./sdk-stream.js";
 import { httpFetch } from "./http-fetch.js";
-import { ANTHROPIC_ANSWER, WARM_UP_REQUEST, drain, replaying } from "./warm-up.js";
+import { ANTHROPIC_ANSWER, warmUp } from "./warm-up.js";
 
 type AnthropicModule = typeof import("@anthropic-ai/sdk");
 type AnthropicSdk = { mod: AnthropicModule; client: Anthropic };
@@ -52,8 +52,7 @@ export class AnthropicProvider implements ModelProvider {
 
   /** Loads the SDK and runs the streaming path once on an answer made in memory (warm-up.ts). */
   async prepare(): Promise<void> {
-    const sdk = await this.load();
-    await drain(this.streamWith(replaying(sdk, ANTHROPIC_ANSWER), WARM_UP_REQUEST, new AbortController().signal));
+    await warmUp(await this.load(), ANTHROPIC_ANSWER, (load, request, signal) => this.streamWith(load, request, signal));
   }
 
   stream(request: ModelRequest, signal: AbortSignal): AsyncIterable<ModelStreamEvent> {

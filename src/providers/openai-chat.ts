@@ -23,7 +23,7 @@ import {
   type OpenAISdk,
 } from "./openai-client.js";
 import { streamFromSdk } from "./sdk-stream.js";
-import { CHAT_ANSWER, WARM_UP_REQUEST, drain, replaying } from "./warm-up.js";
+import { CHAT_ANSWER, warmUp } from "./warm-up.js";
 
 type ChatMessage = OpenAI.Chat.Completions.ChatCompletionMessageParam;
 type ChatTool = OpenAI.Chat.Completions.ChatCompletionTool;
@@ -53,8 +53,7 @@ export class OpenAIChatProvider implements ModelProvider {
 
   /** Loads the SDK and runs the streaming path once on an answer made in memory (warm-up.ts). */
   async prepare(): Promise<void> {
-    const sdk = await this.client.load();
-    await drain(this.streamWith(replaying(sdk, CHAT_ANSWER), WARM_UP_REQUEST, new AbortController().signal));
+    await warmUp(await this.client.load(), CHAT_ANSWER, (load, request, signal) => this.streamWith(load, request, signal));
   }
 
   stream(request: ModelRequest, signal: AbortSignal): AsyncIterable<ModelStreamEvent> {

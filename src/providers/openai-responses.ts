@@ -18,7 +18,7 @@ import {
   type OpenAISdk,
 } from "./openai-client.js";
 import { streamFromSdk } from "./sdk-stream.js";
-import { RESPONSES_ANSWER, WARM_UP_REQUEST, drain, replaying } from "./warm-up.js";
+import { RESPONSES_ANSWER, warmUp } from "./warm-up.js";
 
 type StreamEvent = OpenAI.Responses.ResponseStreamEvent;
 type InputItem = OpenAI.Responses.ResponseInputItem;
@@ -43,8 +43,7 @@ export class OpenAIResponsesProvider implements ModelProvider {
 
   /** Loads the SDK and runs the streaming path once on an answer made in memory (warm-up.ts). */
   async prepare(): Promise<void> {
-    const sdk = await this.client.load();
-    await drain(this.streamWith(replaying(sdk, RESPONSES_ANSWER), WARM_UP_REQUEST, new AbortController().signal));
+    await warmUp(await this.client.load(), RESPONSES_ANSWER, (load, request, signal) => this.streamWith(load, request, signal));
   }
 
   stream(request: ModelRequest, signal: AbortSignal): AsyncIterable<ModelStreamEvent> {

@@ -9,7 +9,7 @@ import { Readable } from "node:stream";
 import type { ModelRequest } from "./provider.js";
 import { eventStreamBody } from "./sse-body.js";
 
-export const WARM_UP_REQUEST: ModelRequest = {
+const WARM_UP_REQUEST: ModelRequest = {
   model: "warm-up",
   system: "warm-up",
   messages: [{ role: "user", content: "warm-up" }],
@@ -17,7 +17,7 @@ export const WARM_UP_REQUEST: ModelRequest = {
 };
 
 /** A fetch that answers any request with `events` as an event stream, cut as httpFetch cuts one. */
-export function replayFetch(events: string): typeof fetch {
+function replayFetch(events: string): typeof fetch {
   return () =>
     Promise.resolve(
       new Response(eventStreamBody(Readable.from([Buffer.from(events)])), {
@@ -25,11 +25,6 @@ export function replayFetch(events: string): typeof fetch {
         headers: { "content-type": "text/event-stream" },
       }),
     );
-}
-
-/** Reads a stream to its end; the warm-up's events have no reader. */
-export async function drain(stream: AsyncIterable<unknown>): Promise<void> {
-  for await (const _event of stream);
 }
 
 const sse = (events: Array<[string | undefined, unknown]>): string =>
@@ -119,10 +114,15 @@ export const ANTHROPIC_ANSWER = sse(
   ).map(([type, data]) => [type, { type, ...data }]),
 );
 
-/** A load() for the streaming path that gives the loaded SDK with a client answering `events`. */
-export function replaying<Client extends { withOptions(options: { fetch: typeof fetch }): Client }, Sdk extends { client: Client }>(
+/**
+ * Runs a provider's streaming path (`streamWith`, given how to load its SDK) once, to its end,
+ * with the loaded SDK's client answering `events`; the events go nowhere.
+ */
+export async function warmUp<Client extends { withOptions(options: { fetch: typeof fetch }): Client }, Sdk extends { client: Client }>(
   sdk: Sdk,
   events: string,
-): () => Promise<Sdk> {
-  return () => Promise.resolve({ ...sdk, client: sdk.client.withOptions({ fetch: replayFetch(events) }) });
+  streamWith: (load: () => Promise<Sdk>, request: ModelRequest, signal: AbortSignal) => AsyncIterable<unknown>,
+): Promise<void> {
+  const load = (): Promise<Sdk> => Promise.resolve({ ...sdk, client: sdk.client.withOptions({ fetch: replayFetch(events) }) });
+  for await (const _event of streamWith(load, WARM_UP_REQUEST, new AbortController().signal));
 }
