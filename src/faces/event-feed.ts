@@ -22,6 +22,14 @@ const CATCH_UP_PAGE = 256;
 type Making<Made> = { made: Made } | Promise<{ made: Made } | undefined>;
 
 /** `Made`: what a face makes of an event for its connection (its notifications). */
+/** The `write` of a face that makes a list of notifications of an event: sends each; false for none. */
+export function notifyEach<N>(notify: (notification: N) => void): (notifications: N[]) => boolean {
+  return (notifications) => {
+    for (const notification of notifications) notify(notification);
+    return notifications.length > 0;
+  };
+}
+
 export class EventFeed<Made> {
   /** The last seq handed to the connection, per thread: live delivery never repeats it. */
   private readonly sentSeq = new Map<string, number>();

@@ -4,7 +4,7 @@ import type { Logger } from "../../log.js";
 import type { ListedModel } from "../../providers/model-catalog.js";
 import { ConnectionClosedError, type RequestContext, type RpcConnection, type RpcHandlers } from "../../rpc/connection.js";
 import { RpcError } from "../../rpc/errors.js";
-import { EventFeed } from "../event-feed.js";
+import { EventFeed, notifyEach } from "../event-feed.js";
 import { FollowedThreads } from "../followed-threads.js";
 import { dispatchRequests, type Dispatch } from "../../rpc/methods.js";
 import type { RequestHandlers } from "../../rpc/protocol-table.js";
@@ -115,7 +115,7 @@ export class ClaudeSession implements RpcHandlers {
       connection,
       (event) => this.wants(event),
       (event) => this.makeNotifications(event),
-      (notifications) => this.notifyAll(notifications),
+      notifyEach((notification) => this.notify(notification)),
       log,
     );
     this.detach.push(runtime.subscribe((event) => feed.live(event)));
@@ -277,11 +277,6 @@ export class ClaudeSession implements RpcHandlers {
   private makeNotifications(event: RuntimeEvent): ClaudeNotification[] | Promise<ClaudeNotification[]> {
     this.followed.sent(event);
     return toNotifications(event, (turnId) => this.runtime.findTurn(turnId));
-  }
-
-  private notifyAll(notifications: ClaudeNotification[]): boolean {
-    for (const notification of notifications) this.notify(notification);
-    return notifications.length > 0;
   }
 
   private notify(notification: ClaudeNotification): void {

@@ -9,7 +9,7 @@ import type { RuntimeEvent } from "../../domain/events.js";
 import type { ApprovalDecision, Item, Thread as RuntimeThread, Turn as RuntimeTurn } from "../../domain/model.js";
 import type { ApprovalRequest, Approver } from "../../runtime/approvals.js";
 import type { RuntimeApi } from "../../runtime/api.js";
-import { EventFeed } from "../event-feed.js";
+import { EventFeed, notifyEach } from "../event-feed.js";
 import { FollowedThreads } from "../followed-threads.js";
 import { codexError, notInitialized } from "./errors.js";
 import { codexInitializeResult } from "./handshake.js";
@@ -85,7 +85,7 @@ export class CodexSession implements RpcHandlers {
       connection,
       (event) => this.wants(event),
       (event) => this.makeNotifications(event),
-      (notifications) => this.notifyAll(notifications),
+      notifyEach((notification) => this.notify(notification)),
       log,
     );
     this.detach.push(runtime.subscribe((event) => feed.live(event)));
@@ -293,11 +293,6 @@ export class CodexSession implements RpcHandlers {
   private makeNotifications(event: RuntimeEvent): CodexNotification[] | Promise<CodexNotification[]> {
     this.followed.sent(event);
     return this.toNotifications(event);
-  }
-
-  private notifyAll(notifications: CodexNotification[]): boolean {
-    for (const notification of notifications) this.notify(notification);
-    return notifications.length > 0;
   }
 
   /** The notifications of an event; a Promise for those that read the store (usage totals, a turn's end). */
