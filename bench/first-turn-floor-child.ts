@@ -30,9 +30,9 @@ const openai = family === "anthropic" ? undefined : new (await import("openai"))
 process.on("message", () => {
   void (async () => {
     const t0 = performance.now();
-    let deltaMs = 0;
-    await streamOnce(() => (deltaMs ||= performance.now() - t0));
-    process.send!({ deltaMs, endMs: performance.now() - t0 });
+    let delta = 0;
+    await streamOnce(() => (delta ||= performance.now() - t0));
+    process.send!({ delta, end: performance.now() - t0 });
   })();
 });
 process.send!("ready");

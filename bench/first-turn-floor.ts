@@ -6,9 +6,10 @@ import type { FakeModelServer } from "../test/support/fake-model-server.js";
 
 const CHILD = fileURLToPath(new URL("./first-turn-floor-child.js", import.meta.url));
 
-export interface RequestTimes {
-  deltaMs: number;
-  endMs: number;
+/** From a request (a turn/start) to the first delta and to the end, in ms. */
+export interface TurnTimes {
+  delta: number;
+  end: number;
 }
 
 /** One fresh process's requests, in order (the first is the process's first). */
@@ -16,17 +17,17 @@ export async function firstTurnFloor(
   fake: FakeModelServer,
   family: "responses" | "chat" | "anthropic",
   requests: number,
-): Promise<RequestTimes[]> {
+): Promise<TurnTimes[]> {
   const baseURL = family === "anthropic" ? fake.anthropicBaseURL : fake.openaiBaseURL;
   const child = fork(CHILD, [family, baseURL], { stdio: ["ignore", "inherit", "inherit", "ipc"] });
   const next = (): Promise<unknown> => new Promise((resolve) => child.once("message", resolve));
   try {
     await next(); // ready
-    const times: RequestTimes[] = [];
+    const times: TurnTimes[] = [];
     for (let i = 0; i < requests; i++) {
       fake.enqueue({ kind: "response", text: ["Hello ", "there."] });
       child.send(i);
-      times.push((await next()) as RequestTimes);
+      times.push((await next()) as TurnTimes);
     }
     return times;
   } finally {

@@ -16,7 +16,7 @@ import { agentCompanyMonitor, agentCompanySync } from "./agentcompany.js";
 import { acpFirstDelta, acpPerDelta, type BenchKit } from "./backends.js";
 import { yeaftRelay } from "./yeaft.js";
 import { clusterFailover, clusterFanOut } from "./cluster.js";
-import { firstTurnFloor } from "./first-turn-floor.js";
+import { firstTurnFloor, type TurnTimes } from "./first-turn-floor.js";
 import { sdkFloor } from "./sdk-floor.js";
 import { postgresMissing, TestPostgres } from "../test/support/postgres.js";
 
@@ -317,12 +317,6 @@ async function coldStart(): Promise<Row[]> {
   ];
 }
 
-/** From sending turn/start to the arrival of the first delta and of turn/completed, in ms. */
-interface TurnTimes {
-  delta: number;
-  end: number;
-}
-
 /**
  * The first turn of a fresh process against a later one, per provider family. Sent at once: the
  * way an editor spawns the server with a prompt ready, thread/start and turn/start as soon as
@@ -375,7 +369,7 @@ async function firstTurn(): Promise<Row[]> {
     for (const family of families) {
       const runs = { atOnce: [] as TurnTimes[][], paused: [] as TurnTimes[][], floor: [] as TurnTimes[][] };
       for (let run = 0; run < 5; run++) {
-        runs.floor.push((await firstTurnFloor(fake, family.sdk, 4)).map(({ deltaMs, endMs }) => ({ delta: deltaMs, end: endMs })));
+        runs.floor.push(await firstTurnFloor(fake, family.sdk, 4));
         runs.atOnce.push(await serverTurns(family, 0));
         runs.paused.push(await serverTurns(family, 1_000));
       }
