@@ -17,7 +17,9 @@ const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 
 export const httpFetch: typeof fetch = async (input, init) => {
   const body = init?.body;
-  if (input instanceof Request || (body != null && typeof body !== "string" && !(body instanceof Uint8Array))) {
+  // Not `input instanceof Request`: reading the global loads undici's fetch classes.
+  const isRequest = typeof input !== "string" && !(input instanceof URL);
+  if (isRequest || (body != null && typeof body !== "string" && !(body instanceof Uint8Array))) {
     return cutIfEvents(await fetch(input, init));
   }
   const url = new URL(input);
@@ -52,17 +54,34 @@ function cutIfEvents(response: Response): Response {
 }
 
 function send(url: URL, init: RequestInit, body: string | Uint8Array | undefined): Promise<http.IncomingMessage> {
-  const headers = new Headers(init.headers);
-  if (body !== undefined) headers.set("content-length", String(Buffer.byteLength(body)));
+  const headers = headerRecord(init.headers);
+  if (body !== undefined) headers["content-length"] = String(Buffer.byteLength(body));
   const request = (url.protocol === "https:" ? https : http).request(url, {
     method: init.method ?? "GET",
-    headers: Object.fromEntries(headers.entries()),
+    headers,
     signal: init.signal ?? undefined,
   });
   return new Promise((resolve, reject) => {
     request.once("response", resolve).once("error", reject);
     request.end(body);
   });
+}
+
+/**
+ * Request headers as node:http takes them: names lower-cased, repeated names joined as fetch
+ * joins them. Not through `new Headers()`: undici's fetch classes load on their first use
+ * (~15 ms), and a request that fails to connect (a probe for a local server) never needs them.
+ */
+function headerRecord(init: RequestInit["headers"]): Record<string, string> {
+  const record: Record<string, string> = {};
+  if (!init) return record;
+  // Headers and [name, value] arrays iterate as pairs; a plain record does not iterate.
+  const pairs = Symbol.iterator in init ? (init as Iterable<[string, string]>) : Object.entries(init as Record<string, string>);
+  for (const [name, value] of pairs) {
+    const key = name.toLowerCase();
+    record[key] = record[key] === undefined ? value : `${record[key]}, ${value}`;
+  }
+  return record;
 }
 
 /** The body without its content-encoding, as fetch would hand it over. */

@@ -1,7 +1,8 @@
 // Live model listings from the providers' models endpoints (OpenAI and Anthropic
-// `GET /v1/models`, Ollama `GET /api/tags`), with failures put in plain words. Plain fetch
-// rather than the SDKs: one small GET each, and the same error wording for every provider.
+// `GET /v1/models`, Ollama `GET /api/tags`), with failures put in plain words. A plain GET
+// (httpFetch) rather than the SDKs: one small request each, the same error wording for every provider.
 import { ollamaRoot } from "./ollama.js";
+import { httpFetch } from "./http-fetch.js";
 
 export interface LiveModel {
   id: string;
@@ -33,7 +34,7 @@ export async function listLiveModels(
   const { url } = endpoint;
   let response: Response;
   try {
-    response = await fetch(url, { headers: endpoint.headers, signal: AbortSignal.timeout(timeoutMs) });
+    response = await httpFetch(url, { headers: endpoint.headers, signal: AbortSignal.timeout(timeoutMs) });
   } catch (error) {
     return { ok: false, url, problem: connectionProblem(error, url, timeoutMs) };
   }
@@ -112,8 +113,12 @@ function connectionProblem(error: unknown, url: string, timeoutMs: number): stri
   return `could not reach ${origin} (${code ?? cause ?? (error instanceof Error ? error.message : String(error))})`;
 }
 
-/** fetch wraps the socket error as `cause`; with several addresses it is an AggregateError. */
+/**
+ * The socket error's code: httpFetch rejects with the socket error itself, the platform's fetch
+ * (a redirect) wraps it as `cause`; with several addresses it is an AggregateError.
+ */
 function errorCode(error: unknown): string | undefined {
+  if (isRecord(error) && typeof error["code"] === "string") return error["code"];
   const cause = isRecord(error) ? error["cause"] : undefined;
   if (!isRecord(cause)) return undefined;
   if (typeof cause["code"] === "string") return cause["code"];

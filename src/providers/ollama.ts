@@ -1,6 +1,7 @@
 // Ollama: its OpenAI-compatible Chat Completions endpoint (<host>/v1), found where Ollama's own
 // CLI looks for it (OLLAMA_HOST), and its model list (<host>/api/tags) for auto-detection.
 import { OpenAIChatProvider } from "./openai-chat.js";
+import { httpFetch } from "./http-fetch.js";
 
 /** Used when no model was chosen and none was detected. */
 export const OLLAMA_FALLBACK_MODEL = "llama3.2";
@@ -47,7 +48,7 @@ export function createOllamaProvider(env: NodeJS.ProcessEnv, model?: string): Op
  */
 export async function listOllamaModels(env: NodeJS.ProcessEnv, timeoutMs = 300): Promise<string[] | undefined> {
   try {
-    const response = await fetch(`${ollamaRoot(env)}/api/tags`, { signal: AbortSignal.timeout(timeoutMs) });
+    const response = await httpFetch(`${ollamaRoot(env)}/api/tags`, { signal: AbortSignal.timeout(timeoutMs) });
     if (response.status !== 200) {
       await response.body?.cancel();
       return undefined;
