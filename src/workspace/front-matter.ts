@@ -1,6 +1,6 @@
 // Markdown files with YAML front matter (SKILL.md, command templates): the metadata between the
 // opening and closing `---` lines, and the body after them.
-import { parse } from "yaml";
+import { yaml } from "../yaml.js";
 
 export interface FrontMatter {
   /** The parsed front matter; null when the file has none (or it is not a mapping). */
@@ -16,7 +16,7 @@ export function parseFrontMatter(text: string): FrontMatter {
   if (!match) return { metadata: null, body: text };
   let parsed: unknown;
   try {
-    parsed = plainStringMapping(match[1]!) ?? parse(match[1]!);
+    parsed = plainStringMapping(match[1]!) ?? yaml().parse(match[1]!);
   } catch {
     return { metadata: null, body: text };
   }
@@ -36,9 +36,9 @@ const NOT_A_STRING = /^(?:~|null|Null|NULL|true|True|TRUE|false|False|FALSE)$/;
  * returns for such text; anything else (nesting, quotes, comments, lists, values that are not
  * strings, a repeated key) is undefined and left to the parser.
  */
-export function plainStringMapping(yaml: string): Record<string, string> | undefined {
+export function plainStringMapping(text: string): Record<string, string> | undefined {
   const mapping: Record<string, string> = {};
-  for (const line of yaml.split(/\r?\n/)) {
+  for (const line of text.split(/\r?\n/)) {
     if (line.trim() === "") continue;
     const match = PLAIN_LINE.exec(line);
     if (!match) return undefined;

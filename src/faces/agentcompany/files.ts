@@ -1,15 +1,15 @@
 // AgentCompany workspace files: ids (`<prefix>_<ULID>`) and YAML documents, written durably.
 import { readFileSync } from "node:fs";
 import { ulid } from "ulid";
-import YAML from "yaml";
 import { writeFileDurably } from "../../durable-file.js";
+import { yaml } from "../../yaml.js";
 
 export function newId(prefix: string): string {
   return `${prefix}_${ulid()}`;
 }
 
 export function writeYaml(file: string, value: unknown): void {
-  writeFileDurably(file, YAML.stringify(value));
+  writeFileDurably(file, yaml().stringify(value));
 }
 
 /** A YAML document, or undefined when the file does not exist; throws on invalid YAML. */
@@ -21,5 +21,5 @@ export function readYaml(file: string): unknown {
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
     throw error;
   }
-  return YAML.parse(text) as unknown;
+  return yaml().parse(text) as unknown;
 }

@@ -5,12 +5,12 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { applyPatch, createPatch } from "diff";
-import YAML from "yaml";
 import { z } from "zod";
 import { AppError } from "./errors.js";
 import { newId, readYaml, writeYaml } from "./files.js";
 import { layout, requireAgent, requireProject, subdirs } from "./workspace.js";
 import { writeFileDurably } from "../../durable-file.js";
+import { yaml } from "../../yaml.js";
 
 export const Role = z.enum(["human", "ceo", "director", "manager", "worker"]);
 export type Role = z.infer<typeof Role>;
@@ -38,11 +38,11 @@ export function readFrontMatter(file: string): { data: Record<string, unknown>; 
   const text = readFileSync(file, "utf8");
   const match = /^---\n([\s\S]*?)\n---\n?([\s\S]*)$/.exec(text);
   if (!match) return { data: {}, body: text };
-  return { data: (YAML.parse(match[1]!) ?? {}) as Record<string, unknown>, body: match[2]! };
+  return { data: (yaml().parse(match[1]!) ?? {}) as Record<string, unknown>, body: match[2]! };
 }
 
 export function writeFrontMatter(file: string, data: Record<string, unknown>, body: string): void {
-  writeFileDurably(file, `---\n${YAML.stringify(data)}---\n${body}`);
+  writeFileDurably(file, `---\n${yaml().stringify(data)}---\n${body}`);
 }
 
 // ---- artifacts ----
