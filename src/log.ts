@@ -1,6 +1,6 @@
 // Structured logging to stderr; stdout is reserved for protocol messages. pino writes the lines,
-// and is loaded by the first line that passes the level rather than at start-up, where it was
-// ~7 ms of a server's first answer (docs/performance.md).
+// and is loaded for the first line that passes the level rather than at start-up, and off the
+// path of a starting server's first answers (docs/performance.md).
 import { createRequire } from "node:module";
 import type { Logger as PinoLogger } from "pino";
 
@@ -32,24 +32,47 @@ function loadPino(): typeof import("pino") {
   return typeof require === "function" ? (require("pino") as typeof import("pino")) : createRequire(import.meta.url)("pino");
 }
 
+/**
+ * Lines below warn that come before pino has loaded are written at the loop's next turn (or at
+ * exit), where pino loads: its first load (~6 ms) came before a starting server's first answers,
+ * whose "ready" and "client initialized" lines are info. A warning or an error loads pino at once,
+ * after the lines waiting, so the order holds; a line waits a few milliseconds at most.
+ */
+const WRITTEN_AT_ONCE = RANK.warn;
+
 export function createLogger(level: LogLevel = "info"): Logger {
   let root: PinoLogger | undefined;
-  return filtered(() => {
+  const waiting: Array<() => void> = [];
+  const load = (): PinoLogger => {
     if (!root) {
       const { pino } = loadPino();
       root = pino({ level, base: { pid: process.pid } }, pino.destination({ fd: 2, sync: true }));
+      process.removeListener("exit", load);
+      for (const line of waiting.splice(0)) line();
     }
     return root;
-  }, RANK[level]);
+  };
+  const write = (rank: number, line: () => void): void => {
+    if (root || rank >= WRITTEN_AT_ONCE) {
+      load();
+      return line();
+    }
+    if (waiting.length === 0) {
+      setImmediate(load).unref();
+      process.once("exit", load);
+    }
+    waiting.push(line);
+  };
+  return filtered(load, write, RANK[level]);
 }
 
 /** A logger whose calls below `threshold` cost nothing and load nothing. */
-function filtered(target: () => PinoLogger, threshold: number): Logger {
+function filtered(target: () => PinoLogger, write: (rank: number, line: () => void) => void, threshold: number): Logger {
   const method = (name: Method): LogFn =>
     RANK[name] < threshold
       ? () => {}
       : (first: object | string, message?: string) =>
-          message === undefined ? target()[name](first as object) : target()[name](first as object, message);
+          write(RANK[name], () => (message === undefined ? target()[name](first as object) : target()[name](first as object, message)));
   return {
     fatal: method("fatal"),
     error: method("error"),
@@ -59,7 +82,7 @@ function filtered(target: () => PinoLogger, threshold: number): Logger {
     trace: method("trace"),
     child: (bindings) => {
       let child: PinoLogger | undefined;
-      return filtered(() => (child ??= target().child(bindings)), threshold);
+      return filtered(() => (child ??= target().child(bindings)), write, threshold);
     },
   };
 }

@@ -130,4 +130,6 @@ export interface RuntimeApi {
   modelSelection(threadId: string): Promise<ModelSelection>;
   listBackends(): Promise<BackendAvailability[]>;
   listTools(): ToolSummary[];
+  /** The names of listTools' tools, in its order, without working out their parameters' schemas. */
+  toolNames(): string[];
 }

@@ -603,6 +603,10 @@ export class Runtime implements RuntimeApi {
       .map(({ name, description, kind }) => ({ name, description, kind, parameters: specs.get(name) ?? { type: "object" } }));
   }
 
+  toolNames(): string[] {
+    return this.options.tools.list().map((tool) => tool.name);
+  }
+
   runtimeState(threadId: string): ThreadRuntimeState {
     const active = this.active.get(threadId);
     return { running: active !== undefined, waitingOnApproval: (active?.waitingApprovals ?? 0) > 0 };

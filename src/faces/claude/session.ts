@@ -147,7 +147,7 @@ export class ClaudeSession implements RpcHandlers {
         // The spec sends `initialized` after the response. Responses go out once the handler's
         // promise settles (microtasks); setImmediate runs after those, so the order holds.
         setImmediate(() => this.notify({ method: "initialized", params: { server: SERVER_NAME } }));
-        const skills = rt.listTools().map((t) => t.name);
+        const skills = rt.toolNames();
         return { server: { name: SERVER_NAME, version: this.serverVersion }, capabilities: { ...CAPABILITIES, models, skills } };
       },
       "thread/start": async (params) => {
