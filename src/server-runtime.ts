@@ -4,7 +4,7 @@
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { Backends, DEFAULT_AGENT_IDLE_TIMEOUT_MS } from "./backends/index.js";
-import { setUpProviders } from "./config/providers.js";
+import { setUpProviders, type ProviderSetup } from "./config/providers.js";
 import type { Logger } from "./log.js";
 import { Runtime } from "./runtime/runtime.js";
 import type { ServerConfig } from "./server.js";
@@ -27,13 +27,17 @@ export interface AssembledRuntime {
   prepareFirstTurn(): void;
 }
 
-/** `store`: one already open (PostgreSQL); else the data directory's SQLite store. */
+/**
+ * `store`: one already open (PostgreSQL), else the data directory's SQLite store; `providers`:
+ * the setup answers given before the runtime was up used, else a new one.
+ */
 export async function assembleRuntime(
   config: ServerConfig,
   log: Logger,
-  store: Store = openStore(config.dataDir),
+  parts: { store?: Store; providers?: ProviderSetup } = {},
 ): Promise<AssembledRuntime> {
-  const providers = setUpProviders(config, log);
+  const store = parts.store ?? openStore(config.dataDir);
+  const providers = parts.providers ?? setUpProviders(config, log);
   const workspace = new WorkspaceResources({
     builtinSkillsDir: BUILTIN_SKILLS_DIR,
     configDir: config.dataDir,

@@ -4,7 +4,8 @@
 import { setImmediate as loopTurn } from "node:timers/promises";
 import type { ProviderSettings } from "./config/file.js";
 import type { Logger } from "./log.js";
-import type { Face, FaceListener } from "./faces/face.js";
+import type { ProviderSetup } from "./config/providers.js";
+import type { EarlyFacts, Face, FaceListener } from "./faces/face.js";
 import { FaceRouter } from "./faces/face-router.js";
 import { DEFAULT_FACE, FACES, findFace, refuseBeforeInitialize, routedFaces } from "./faces/index.js";
 import { RpcConnection } from "./rpc/connection.js";
@@ -13,6 +14,7 @@ import type { AssembledRuntime } from "./server-runtime.js";
 import { acquireDataDirLock } from "./store/lock.js";
 import type { BackendSpec } from "./domain/model.js";
 import type { MessageChannel } from "./transport/channel.js";
+import { SERVER_TOOL_NAMES } from "./tools/names.js";
 import { createStdioChannel } from "./transport/stdio.js";
 import type { RunningWebSocketServer } from "./transport/websocket.js";
 import { VERSION } from "./version.js";
@@ -108,6 +110,17 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
   const assembled = new Promise<AssembledRuntime>((resolve) => (runtimeReady = resolve));
   const runtimeOf = assembled.then((ready) => ready.runtime);
 
+  // The providers are set up once, for the runtime and for answers given before it is up.
+  let providerSetup: Promise<ProviderSetup> | undefined;
+  const providers = (): Promise<ProviderSetup> =>
+    (providerSetup ??= import("./config/providers.js").then(({ setUpProviders }) => setUpProviders(config, log)));
+  const early: EarlyFacts = {
+    serverVersion: VERSION,
+    models: async () => (await providers()).catalog.list(),
+    toolNames: SERVER_TOOL_NAMES,
+    log,
+  };
+
   const forcedJsonRpc = forced?.open ? forced : undefined;
   const serve = (channel: MessageChannel, face: Face | undefined, runtime: Runtime | Promise<Runtime>): void => {
     // The face needs the connection to talk back, and the connection needs the face's
@@ -139,6 +152,7 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
       log,
       serverVersion: VERSION,
       runtime,
+      ...(runtime instanceof Promise ? { early } : {}),
       notInitialized: refuseBeforeInitialize,
       forced: face,
     });
@@ -189,7 +203,16 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
   let runtime: Runtime;
   let store: AssembledRuntime["store"];
   try {
-    const ready = await (await import("./server-runtime.js")).assembleRuntime(config, log, database);
+    // The providers' code (part of the runtime's) loads on its own first: an early answer made
+    // from the model catalog (the claude dialect's) then waits for it alone, not for it compiled
+    // alongside the runtime's; the catalog's requests, if any, go on while the runtime loads.
+    const setup = await providers();
+    const ready = await (
+      await import("./server-runtime.js")
+    ).assembleRuntime(config, log, {
+      providers: setup,
+      ...(database ? { store: database } : {}),
+    });
     ({ runtime, store } = ready);
     runtimeReady(ready);
   } catch (error) {

@@ -54,7 +54,7 @@ export async function runDoctor(flags: DoctorFlags, env: NodeJS.ProcessEnv, out:
       if (!model && detected.model) [model, modelWhy] = [detected.model, "auto-detected with the provider"];
     }
   }
-  const built = createProvider({
+  const built = await createProvider({
     ...(provider ? { provider } : {}),
     ...(model ? { model } : {}),
     env: providerEnv(env, settings, provider),

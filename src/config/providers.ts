@@ -110,12 +110,16 @@ export function setUpProviders(
     ...(config.model ? { model: config.model } : {}),
   };
   const built = new Map<string, ModelProvider>();
-  const build = (selection: { provider?: string; model?: string }): ModelProvider | { problem: string } => {
+  const build = async (selection: { provider?: string; model?: string }): Promise<ModelProvider | { problem: string }> => {
     const key = JSON.stringify([selection.provider, selection.model]);
     const cached = built.get(key);
     if (cached) return cached;
-    const provider = createProvider({ ...selection, env: providerEnv(env, settings, selection.provider) });
+    const provider = await createProvider({ ...selection, env: providerEnv(env, settings, selection.provider) });
     if ("problem" in provider) return provider;
+    // One instance per selection, the one the warm-up prepared: a build that ran alongside and
+    // finished first wins.
+    const first = built.get(key);
+    if (first) return first;
     // Bounded: model names come from clients. The oldest entry goes first.
     if (built.size >= PROVIDER_CACHE_SIZE) built.delete(built.keys().next().value!);
     built.set(key, provider);
@@ -137,7 +141,7 @@ export function setUpProviders(
 
   let catalog: Promise<ModelCatalog> | undefined;
   const buildCatalog = async (): Promise<ModelCatalog> => {
-    const fallback = build(await effectiveDefaults());
+    const fallback = await build(await effectiveDefaults());
     const def = "problem" in fallback ? undefined : { provider: fallback.name, model: fallback.defaultModel };
     return new ModelCatalog({
       providers: configuredProviders(env, settings, def?.provider),
@@ -159,7 +163,7 @@ export function setUpProviders(
       defaultProvider: async () => (await effectiveDefaults()).provider,
     },
     prepare: async () => {
-      const provider = build(await effectiveDefaults());
+      const provider = await build(await effectiveDefaults());
       if (!("problem" in provider)) await provider.prepare?.();
     },
   };

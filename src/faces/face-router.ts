@@ -4,7 +4,7 @@ import type { RequestContext, RpcConnection, RpcHandlers } from "../rpc/connecti
 import type { RpcError } from "../rpc/errors.js";
 import type { Logger } from "../log.js";
 import type { RuntimeApi } from "../runtime/api.js";
-import type { Face } from "./face.js";
+import type { EarlyFacts, Face } from "./face.js";
 
 export interface FaceRouterOptions {
   /** The faces that may claim a connection, in the order they are asked. */
@@ -16,9 +16,11 @@ export interface FaceRouterOptions {
   serverVersion: string;
   /**
    * Pending for a connection opened while the server starts (stdio): its initialize is answered
-   * early when the face can (Face.answerEarly), everything else waits for the runtime, in order.
+   * early when the face can (Face.answerEarly, from `early`), everything else waits for the
+   * runtime, in order.
    */
   runtime: RuntimeApi | Promise<RuntimeApi>;
+  early?: EarlyFacts;
   /** The answer to requests that come before any initialize. */
   notInitialized: () => RpcError;
   forced?: Face | undefined;
@@ -28,28 +30,35 @@ export class FaceRouter implements RpcHandlers {
   private handlers: RpcHandlers | Promise<RpcHandlers> | undefined;
 
   constructor(private readonly options: FaceRouterOptions) {
-    if (options.forced) this.handlers = this.open(options.forced);
+    if (options.forced) this.use(this.open(options.forced));
   }
 
   onRequest(method: string, params: unknown, ctx: RequestContext): unknown {
     if (!this.handlers) {
-      const { faces, log, connection, serverVersion } = this.options;
+      const { faces, log, connection, early: facts } = this.options;
       if (method !== "initialize") throw this.options.notInitialized();
       const peer = { omitsJsonrpc: connection.omitsJsonrpc };
       const face = faces.find((f) => f.claims?.(params, peer)) ?? this.options.fallback;
       log.debug({ face: face.name, connection: connection.id }, "face chosen");
-      const opened = (this.handlers = this.open(face));
-      const early = opened instanceof Promise ? face.answerEarly?.(params, serverVersion) : undefined;
+      const opened = this.open(face);
+      const early = opened instanceof Promise && facts ? face.answerEarly?.(params, facts) : undefined;
       if (opened instanceof Promise && early !== undefined) {
-        // The face's handlers still see the initialize (their state depends on it), but the
-        // client has its answer already.
-        void opened
-          .then((handlers) => handlers.onRequest(method, params, ctx))
-          .catch((error: unknown) => log.error({ err: error, face: face.name }, "initialize failed after its early answer"));
+        // The face's handlers still see the initialize (their state depends on it), once the
+        // client has its answer, and before any request that came after it.
+        const answered = Promise.resolve(early).catch(() => undefined);
+        this.use(
+          Promise.all([opened, answered]).then(([handlers]) => {
+            void Promise.resolve()
+              .then(() => handlers.onRequest(method, params, ctx))
+              .catch((error: unknown) => log.error({ err: error, face: face.name }, "initialize failed after its early answer"));
+            return handlers;
+          }),
+        );
         return early;
       }
+      this.use(opened);
     }
-    const handlers = this.handlers;
+    const handlers = this.handlers!;
     return handlers instanceof Promise ? handlers.then((h) => h.onRequest(method, params, ctx)) : handlers.onRequest(method, params, ctx);
   }
 
@@ -57,6 +66,12 @@ export class FaceRouter implements RpcHandlers {
     const handlers = this.handlers;
     if (handlers instanceof Promise) void handlers.then((h) => h.onNotification?.(method, params, ctx));
     else handlers?.onNotification?.(method, params, ctx);
+  }
+
+  /** Requests wait for pending handlers in order; once they are there, they go straight to them. */
+  private use(handlers: RpcHandlers | Promise<RpcHandlers>): void {
+    this.handlers = handlers;
+    if (handlers instanceof Promise) void handlers.then((ready) => (this.handlers = ready)).catch(() => undefined);
   }
 
   private open(face: Face): RpcHandlers | Promise<RpcHandlers> {
@@ -67,6 +82,6 @@ export class FaceRouter implements RpcHandlers {
     if (face.engineErrorCodes) connection.useErrorCodes(face.engineErrorCodes);
     if (!(runtime instanceof Promise)) return open({ runtime, connection, log, serverVersion });
     face.preload?.();
-    return runtime.then((ready) => (this.handlers = open({ runtime: ready, connection, log, serverVersion })));
+    return runtime.then((ready) => open({ runtime: ready, connection, log, serverVersion }));
   }
 }

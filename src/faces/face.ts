@@ -2,6 +2,7 @@
 // the mapping between its wire messages and runtime calls/events. Every face is listed once, in
 // the registry (./index.ts); the server, the schema exporter and the docs derive from it.
 import type { Logger } from "../log.js";
+import type { ListedModel } from "../providers/model-catalog.js";
 import type { EngineErrorCodes, RpcConnection, RpcHandlers } from "../rpc/connection.js";
 import type { ProtocolTable } from "../rpc/protocol-table.js";
 import type { RuntimeApi } from "../runtime/api.js";
@@ -11,6 +12,16 @@ export interface FaceHost {
   runtime: RuntimeApi;
   log: Logger;
   serverVersion: string;
+}
+
+/** What the server can tell before its runtime is up, for answers given that early (Face.answerEarly). */
+export interface EarlyFacts {
+  serverVersion: string;
+  /** The model catalog, as the runtime's listModels gives it: made from the providers' settings alone. */
+  models(): Promise<ListedModel[]>;
+  /** The names of the runtime's tools, as its toolNames gives them. */
+  toolNames: readonly string[];
+  log: Logger;
 }
 
 /** One connection of the shared JSON-RPC engine (stdio, WebSocket, Unix socket). */
@@ -54,11 +65,12 @@ export interface Face {
   /** Whether the face's clients may leave "jsonrpc" out of their messages (Codex's do). */
   readonly peersOmitJsonrpc?: boolean;
   /**
-   * The answer to a connection's initialize when the face can give it before the runtime is up
-   * (a stdio client is answered while the rest of the server loads); undefined leaves it to
-   * `open`'s handlers. The handlers still receive that initialize, and must answer it the same.
+   * The answer to a connection's initialize (or its promise) when the face can give it before the
+   * runtime is up (a stdio client is answered while the rest of the server loads); undefined
+   * leaves it to `open`'s handlers. The handlers still receive that initialize once the answer has
+   * been given, before any later request, and must answer it the same.
    */
-  readonly answerEarly?: (initializeParams: unknown, serverVersion: string) => unknown;
+  readonly answerEarly?: (initializeParams: unknown, facts: EarlyFacts) => unknown;
   /** The codes the RPC engine answers with on this face's connections, where they differ from its defaults. */
   readonly engineErrorCodes?: Partial<EngineErrorCodes>;
   /** Serves one JSON-RPC connection. */

@@ -8,12 +8,18 @@
 // (a streamed or multipart body, a redirect) are left to the platform's fetch.
 
 import http from "node:http";
-import https from "node:https";
+import { createRequire } from "node:module";
 import { Readable, pipeline } from "node:stream";
-import zlib from "node:zlib";
 import { cutAtEvents, eventStreamBody } from "./sse-body.js";
 
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
+
+// node:https (with TLS, ~2-3 ms) and node:zlib load on first use: every start loads this module
+// (the providers' code), and a local model server, a probe for Ollama and the first answers
+// given before the runtime is up need neither.
+const builtin = createRequire(import.meta.url);
+const https = (): typeof import("node:https") => builtin("node:https") as typeof import("node:https");
+const zlib = (): typeof import("node:zlib") => builtin("node:zlib") as typeof import("node:zlib");
 
 export const httpFetch: typeof fetch = async (input, init) => {
   const body = init?.body;
@@ -56,7 +62,7 @@ function cutIfEvents(response: Response): Response {
 function send(url: URL, init: RequestInit, body: string | Uint8Array | undefined): Promise<http.IncomingMessage> {
   const headers = headerRecord(init.headers);
   if (body !== undefined) headers["content-length"] = String(Buffer.byteLength(body));
-  const request = (url.protocol === "https:" ? https : http).request(url, {
+  const request = (url.protocol === "https:" ? https() : http).request(url, {
     method: init.method ?? "GET",
     headers,
     signal: init.signal ?? undefined,
@@ -89,11 +95,11 @@ function decoded(response: http.IncomingMessage): Readable {
   const encoding = response.headers["content-encoding"];
   const decoder =
     encoding === "gzip" || encoding === "x-gzip"
-      ? zlib.createGunzip()
+      ? zlib().createGunzip()
       : encoding === "deflate"
-        ? zlib.createInflate()
+        ? zlib().createInflate()
         : encoding === "br"
-          ? zlib.createBrotliDecompress()
+          ? zlib().createBrotliDecompress()
           : undefined;
   return decoder ? pipeline(response, decoder, () => {}) : response;
 }

@@ -11,7 +11,6 @@ import { isOfficialOpenAI } from "./openai-client.js";
 import { OpenAIResponsesProvider } from "./openai-responses.js";
 import type { ModelProvider } from "./provider.js";
 import { withRetries, type RetryPolicy } from "./retry.js";
-import { ScriptedProvider, loadScript } from "./scripted.js";
 
 /** Why no provider could be built, in words meant for the person starting the server. */
 export interface ProviderConfigProblem {
@@ -38,8 +37,8 @@ const NO_PROVIDER =
   `start Ollama, or start with --provider <${PROVIDER_NAMES.join("|")}> --model <name>.`;
 
 /** Builds the selected provider, wrapped in the retry policy. */
-export function createProvider(config: ProviderSelection): ModelProvider | ProviderConfigProblem {
-  const built = build(config);
+export async function createProvider(config: ProviderSelection): Promise<ModelProvider | ProviderConfigProblem> {
+  const built = await build(config);
   return isProviderConfigProblem(built) ? built : withRetries(built, config.retry);
 }
 
@@ -47,7 +46,7 @@ export function isProviderConfigProblem(value: ModelProvider | ProviderConfigPro
   return "problem" in value;
 }
 
-function build(config: ProviderSelection): ModelProvider | ProviderConfigProblem {
+async function build(config: ProviderSelection): Promise<ModelProvider | ProviderConfigProblem> {
   const name = config.provider?.trim().toLowerCase() || envDefaultProvider(config.env);
   switch (name) {
     case "openai":
@@ -143,8 +142,12 @@ function anthropic(config: ProviderSelection): ModelProvider | ProviderConfigPro
   });
 }
 
-/** The script is checked now, so a broken one is reported before any turn runs. */
-function scripted(config: ProviderSelection): ModelProvider | ProviderConfigProblem {
+/**
+ * The script is checked now, so a broken one is reported before any turn runs. Its module loads
+ * only for this provider: it checks scripts with zod, which the other providers (and a server's
+ * answers given before its runtime is up, which build them for the model catalog) do without.
+ */
+async function scripted(config: ProviderSelection): Promise<ModelProvider | ProviderConfigProblem> {
   const file = config.model || config.env["SWITCHYARD_SCRIPT"];
   if (!file) {
     return {
@@ -152,6 +155,7 @@ function scripted(config: ProviderSelection): ModelProvider | ProviderConfigProb
         "The scripted provider needs a script: start with --provider scripted --model ./path/to/script.json (or set SWITCHYARD_SCRIPT).",
     };
   }
+  const { ScriptedProvider, loadScript } = await import("./scripted.js");
   try {
     loadScript(file);
   } catch (error) {

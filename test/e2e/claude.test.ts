@@ -488,6 +488,36 @@ describe("handshake, discovery and errors", () => {
     assert.equal((await client.request("thread/start", { cwd: "/definitely/not/here" })).error?.code, -32602);
   });
 
+  it("answers an initialize waiting at start before the runtime is up, as the runtime would, and serves requests sent right behind it", async () => {
+    // The model catalog comes from the fake model's GET /v1/models here, as the runtime's does.
+    const early = spawnServer(fake);
+    try {
+      const c = TestClient.overStdio(early.child);
+      const answer = c.waitFor((m) => m.id === "init");
+      const initialized = c.waitFor((m) => m.method === "initialized");
+      const started = c.waitFor((m) => m.id === "start");
+      c.sendRaw(JSON.stringify({ jsonrpc: "2.0", id: "init", method: "initialize", params: { client: { name: "pipelined" } } }));
+      c.sendRaw(JSON.stringify({ jsonrpc: "2.0", id: "start", method: "thread/start", params: {} }));
+      const caps = (await answer).result!.capabilities as { models: string[]; skills: string[] };
+      assert.match((await started).result!.thread_id as string, /^thread_/);
+      await initialized;
+      assert.ok(indexOf(c, (m) => m.method === "initialized") > indexOf(c, (m) => m.id === "init"), "initialized comes after the response");
+      const models = (await c.call("model/list", {})).models as Array<{ id: string }>;
+      const skills = (await c.call("skills/list", {})).skills as Array<{ name: string }>;
+      assert.ok(caps.models.length > 0, "the catalog lists models");
+      assert.deepEqual(
+        caps.models,
+        models.map((m) => m.id),
+      );
+      assert.deepEqual(
+        caps.skills,
+        skills.map((s) => s.name),
+      );
+    } finally {
+      await early.kill();
+    }
+  });
+
   it("initialize {} and initialize without params choose this dialect (the upstream test-real.mjs opens so)", async () => {
     for (const withParams of [true, false]) {
       const plain = spawnServer(fake);

@@ -101,15 +101,15 @@ describe("ollama provider", () => {
   });
   afterEach(() => fake.close());
 
-  const build = (env: NodeJS.ProcessEnv, model?: string): ModelProvider => {
-    const provider = createProvider({ provider: "ollama", env, retry: { maxAttempts: 1 }, ...(model ? { model } : {}) });
+  const build = async (env: NodeJS.ProcessEnv, model?: string): Promise<ModelProvider> => {
+    const provider = await createProvider({ provider: "ollama", env, retry: { maxAttempts: 1 }, ...(model ? { model } : {}) });
     assert.ok(!isProviderConfigProblem(provider), isProviderConfigProblem(provider) ? provider.problem : "");
     return provider;
   };
 
   test("talks Chat Completions at OLLAMA_HOST/v1 without a real key", async () => {
     fake.enqueue({ kind: "response", text: "hello from llama" });
-    const provider = build({ OLLAMA_HOST: hostOf(fake) }, "llama3.2:latest");
+    const provider = await build({ OLLAMA_HOST: hostOf(fake) }, "llama3.2:latest");
     assert.equal(provider.name, "ollama");
     const events: ModelStreamEvent[] = [];
     for await (const event of provider.stream(
@@ -126,7 +126,7 @@ describe("ollama provider", () => {
 
   test("names Ollama when it cannot be reached", async () => {
     const port = await closedPort();
-    const provider = build({ OLLAMA_HOST: `127.0.0.1:${port}` });
+    const provider = await build({ OLLAMA_HOST: `127.0.0.1:${port}` });
     assert.equal(provider.defaultModel, "llama3.2");
     let failure: unknown;
     try {

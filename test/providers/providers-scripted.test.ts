@@ -22,14 +22,14 @@ function scriptFile(content: unknown): string {
   return file;
 }
 
-function scriptedProvider(file: string, retry = { maxAttempts: 1 }): ModelProvider {
-  const provider = createProvider({ provider: "scripted", model: file, env: {}, retry });
+async function scriptedProvider(file: string, retry = { maxAttempts: 1 }): Promise<ModelProvider> {
+  const provider = await createProvider({ provider: "scripted", model: file, env: {}, retry });
   assert.ok(!isProviderConfigProblem(provider), isProviderConfigProblem(provider) ? provider.problem : "");
   return provider;
 }
 
-function problemOf(file: string): string {
-  const result = createProvider({ provider: "scripted", model: file, env: {} });
+async function problemOf(file: string): Promise<string> {
+  const result = await createProvider({ provider: "scripted", model: file, env: {} });
   assert.ok(isProviderConfigProblem(result), "expected a configuration problem");
   return result.problem;
 }
@@ -65,7 +65,7 @@ describe("scripted provider", () => {
         { text: "All done.", usage: { input: 10, output: 3 }, delayMs: 0 },
       ],
     });
-    const provider = scriptedProvider(file);
+    const provider = await scriptedProvider(file);
     assert.equal(provider.name, "scripted");
     assert.equal(provider.defaultModel, file);
 
@@ -99,7 +99,7 @@ describe("scripted provider", () => {
       ],
     });
     const said = [];
-    for (let turn = 0; turn < 4; turn++) said.push(texts((await run(scriptedProvider(file))).events, "textDelta").join(""));
+    for (let turn = 0; turn < 4; turn++) said.push(texts((await run(await scriptedProvider(file))).events, "textDelta").join(""));
     assert.deepEqual(said, ["one", "two", END_OF_SCRIPT, END_OF_SCRIPT]);
   });
 
@@ -112,7 +112,7 @@ describe("scripted provider", () => {
       loop: true,
     });
     const said = [];
-    for (let turn = 0; turn < 5; turn++) said.push(texts((await run(scriptedProvider(file))).events, "textDelta").join(""));
+    for (let turn = 0; turn < 5; turn++) said.push(texts((await run(await scriptedProvider(file))).events, "textDelta").join(""));
     assert.deepEqual(said, ["a", "b", "a", "b", "a"]);
   });
 
@@ -124,14 +124,14 @@ describe("scripted provider", () => {
       ],
     });
     const started = Date.now();
-    const { events } = await run(scriptedProvider(file));
+    const { events } = await run(await scriptedProvider(file));
     assert.deepEqual(texts(events, "textDelta"), ["a", "b", "c"]);
     assert.ok(Date.now() - started >= 75, "two pauses of 40 ms");
 
     const controller = new AbortController();
     const seen: ModelStreamEvent[] = [];
     let abortedAt = 0;
-    for await (const event of scriptedProvider(file).stream(request(file), controller.signal)) {
+    for await (const event of (await scriptedProvider(file)).stream(request(file), controller.signal)) {
       seen.push(event);
       abortedAt = Date.now();
       controller.abort();
@@ -148,16 +148,16 @@ describe("scripted provider", () => {
         { text: ["half"], error: { status: 500 }, delayMs: 0 },
       ],
     });
-    const once = await run(scriptedProvider(file));
+    const once = await run(await scriptedProvider(file));
     assert.ok(once.error instanceof ProviderError);
     assert.equal(once.error.code, "rateLimited");
     assert.equal(once.error.retryAfterMs, 10);
     assert.match(once.error.message, /scripted model.*Slow down/);
 
-    const next = await run(scriptedProvider(file));
+    const next = await run(await scriptedProvider(file));
     assert.equal(texts(next.events, "textDelta").join(""), "after the wait");
 
-    const midway = await run(scriptedProvider(file, { maxAttempts: 3 }));
+    const midway = await run(await scriptedProvider(file, { maxAttempts: 3 }));
     assert.deepEqual(texts(midway.events, "textDelta"), ["half"]);
     assert.ok(midway.error instanceof ProviderError);
     assert.equal(midway.error.beforeOutput, false);
@@ -166,36 +166,36 @@ describe("scripted provider", () => {
 
   test("with retries, a scripted 429 is waited out and the next response answers", async () => {
     const file = scriptFile({ responses: [{ error: { status: 429, retryAfterSeconds: 0.01 } }, { text: "second", delayMs: 0 }] });
-    const { events, error } = await run(scriptedProvider(file, { maxAttempts: 2 }));
+    const { events, error } = await run(await scriptedProvider(file, { maxAttempts: 2 }));
     assert.equal(error, undefined);
     assert.equal(texts(events, "textDelta").join(""), "second");
   });
 
-  test("bad scripts are refused with the file and the JSON path of the problem", () => {
+  test("bad scripts are refused with the file and the JSON path of the problem", async () => {
     const missing = path.join(dir, "nope.json");
-    assert.match(problemOf(missing), new RegExp(`^Script ${escape(missing)} cannot be read: ENOENT`));
+    assert.match(await problemOf(missing), new RegExp(`^Script ${escape(missing)} cannot be read: ENOENT`));
     const notJson = scriptFile("{ responses: [");
-    assert.match(problemOf(notJson), new RegExp(`^Script ${escape(notJson)} is not valid JSON: `));
+    assert.match(await problemOf(notJson), new RegExp(`^Script ${escape(notJson)} is not valid JSON: `));
 
     const bad = scriptFile({
       responses: [{ text: "ok" }, { toolCalls: [{ arguments: {} }], txt: "typo" }, { delayMs: -1 }],
       loops: true,
     });
-    const problem = problemOf(bad);
+    const problem = await problemOf(bad);
     assert.match(problem, new RegExp(`^Script ${escape(bad)} is invalid: `));
     assert.match(problem, /responses\[1\]\.toolCalls\[0\]\.name: /);
     assert.match(problem, /responses\[1\]\.txt: unknown field/);
     assert.match(problem, /responses\[2\]\.delayMs: /);
     assert.match(problem, /(^|; )loops: unknown field/);
 
-    assert.match(problemOf(scriptFile([])), /is invalid: \(top level\): /);
-    const none = createProvider({ provider: "scripted", env: {} });
+    assert.match(await problemOf(scriptFile([])), /is invalid: \(top level\): /);
+    const none = await createProvider({ provider: "scripted", env: {} });
     assert.ok(isProviderConfigProblem(none) && /--model \.\/path\/to\/script\.json/.test(none.problem));
   });
 
   test("SWITCHYARD_SCRIPT names the script when no model does", async () => {
     const file = scriptFile({ responses: [{ text: "from env", delayMs: 0 }] });
-    const provider = createProvider({ provider: "scripted", env: { SWITCHYARD_SCRIPT: file } });
+    const provider = await createProvider({ provider: "scripted", env: { SWITCHYARD_SCRIPT: file } });
     assert.ok(!isProviderConfigProblem(provider));
     assert.equal(provider.defaultModel, file);
     assert.equal(texts((await run(provider)).events, "textDelta").join(""), "from env");

@@ -681,55 +681,66 @@ describe("openai-chat compatible servers", () => {
 });
 
 describe("createProvider", () => {
-  const problem = (value: ReturnType<typeof createProvider>): string => {
+  const problem = async (built: ReturnType<typeof createProvider>): Promise<string> => {
+    const value = await built;
     assert.ok(isProviderConfigProblem(value), "expected a configuration problem");
     return value.problem;
   };
-  const provider = (value: ReturnType<typeof createProvider>): ModelProvider => {
+  const provider = async (built: ReturnType<typeof createProvider>): Promise<ModelProvider> => {
+    const value = await built;
     assert.ok(!isProviderConfigProblem(value), isProviderConfigProblem(value) ? value.problem : "");
     return value;
   };
 
-  test("with nothing configured, explains what to set", () => {
+  test("with nothing configured, explains what to set", async () => {
     assert.equal(
-      problem(createProvider({ env: {} })),
+      await problem(createProvider({ env: {} })),
       "No model provider is configured. Set OPENAI_API_KEY (and OPENAI_BASE_URL for a compatible server) or ANTHROPIC_API_KEY, start Ollama, or start with --provider <openai|openai-chat|anthropic|ollama|scripted> --model <name>.",
     );
   });
 
-  test("picks from the environment: anthropic, then openai-chat for a compatible server, then openai", () => {
-    assert.equal(provider(createProvider({ env: { ANTHROPIC_API_KEY: "a", OPENAI_API_KEY: "o" } })).name, "anthropic");
-    assert.equal(provider(createProvider({ env: { OPENAI_API_KEY: "o" } })).name, "openai");
-    assert.equal(provider(createProvider({ env: { OPENAI_API_KEY: "o", OPENAI_BASE_URL: "https://api.openai.com/v1" } })).name, "openai");
-    assert.equal(provider(createProvider({ env: { OPENAI_BASE_URL: "http://localhost:11434/v1" } })).name, "openai-chat");
+  test("picks from the environment: anthropic, then openai-chat for a compatible server, then openai", async () => {
+    assert.equal((await provider(createProvider({ env: { ANTHROPIC_API_KEY: "a", OPENAI_API_KEY: "o" } }))).name, "anthropic");
+    assert.equal((await provider(createProvider({ env: { OPENAI_API_KEY: "o" } }))).name, "openai");
     assert.equal(
-      provider(createProvider({ env: { OPENAI_API_KEY: "o", OPENAI_BASE_URL: "https://openrouter.ai/api/v1" } })).name,
+      (await provider(createProvider({ env: { OPENAI_API_KEY: "o", OPENAI_BASE_URL: "https://api.openai.com/v1" } }))).name,
+      "openai",
+    );
+    assert.equal((await provider(createProvider({ env: { OPENAI_BASE_URL: "http://localhost:11434/v1" } }))).name, "openai-chat");
+    assert.equal(
+      (await provider(createProvider({ env: { OPENAI_API_KEY: "o", OPENAI_BASE_URL: "https://openrouter.ai/api/v1" } }))).name,
       "openai-chat",
     );
   });
 
-  test("honors an explicit provider and the model", () => {
+  test("honors an explicit provider and the model", async () => {
     const env = { ANTHROPIC_API_KEY: "a", OPENAI_API_KEY: "o" };
-    const chosen = provider(createProvider({ provider: "openai-chat", model: "llama3", env }));
+    const chosen = await provider(createProvider({ provider: "openai-chat", model: "llama3", env }));
     assert.equal(chosen.name, "openai-chat");
     assert.equal(chosen.defaultModel, "llama3");
-    assert.equal(provider(createProvider({ provider: "OpenAI", env })).name, "openai");
-    assert.equal(provider(createProvider({ provider: "openai", env })).defaultModel, "gpt-5");
-    assert.equal(provider(createProvider({ provider: "anthropic", env })).defaultModel, "claude-sonnet-4-5");
-    assert.equal(provider(createProvider({ provider: "openai-chat", env })).defaultModel, "gpt-4.1");
-    assert.equal(provider(createProvider({ provider: "ollama", env: {} })).name, "ollama");
+    assert.equal((await provider(createProvider({ provider: "OpenAI", env }))).name, "openai");
+    assert.equal((await provider(createProvider({ provider: "openai", env }))).defaultModel, "gpt-5");
+    assert.equal((await provider(createProvider({ provider: "anthropic", env }))).defaultModel, "claude-sonnet-4-5");
+    assert.equal((await provider(createProvider({ provider: "openai-chat", env }))).defaultModel, "gpt-4.1");
+    assert.equal((await provider(createProvider({ provider: "ollama", env: {} }))).name, "ollama");
   });
 
-  test("an explicit provider needs its key unless a base URL is set", () => {
-    assert.match(problem(createProvider({ provider: "anthropic", env: { OPENAI_API_KEY: "o" } })), /ANTHROPIC_API_KEY/);
-    assert.match(problem(createProvider({ provider: "openai-chat", env: { ANTHROPIC_API_KEY: "a" } })), /OPENAI_API_KEY/);
-    assert.match(problem(createProvider({ provider: "openai", env: { ANTHROPIC_API_KEY: "a" } })), /OPENAI_API_KEY.*openai-chat/);
-    assert.equal(provider(createProvider({ provider: "anthropic", env: { ANTHROPIC_BASE_URL: "http://127.0.0.1:1" } })).name, "anthropic");
-    assert.equal(provider(createProvider({ provider: "openai", env: { OPENAI_BASE_URL: "http://127.0.0.1:1/v1" } })).name, "openai");
+  test("an explicit provider needs its key unless a base URL is set", async () => {
+    assert.match(await problem(createProvider({ provider: "anthropic", env: { OPENAI_API_KEY: "o" } })), /ANTHROPIC_API_KEY/);
+    assert.match(await problem(createProvider({ provider: "openai-chat", env: { ANTHROPIC_API_KEY: "a" } })), /OPENAI_API_KEY/);
+    assert.match(await problem(createProvider({ provider: "openai", env: { ANTHROPIC_API_KEY: "a" } })), /OPENAI_API_KEY.*openai-chat/);
+    assert.equal(
+      (await provider(createProvider({ provider: "anthropic", env: { ANTHROPIC_BASE_URL: "http://127.0.0.1:1" } }))).name,
+      "anthropic",
+    );
+    assert.equal(
+      (await provider(createProvider({ provider: "openai", env: { OPENAI_BASE_URL: "http://127.0.0.1:1/v1" } }))).name,
+      "openai",
+    );
   });
 
-  test("an unknown provider lists the valid names", () => {
-    const text = problem(createProvider({ provider: "gemini", env: { OPENAI_API_KEY: "o" } }));
+  test("an unknown provider lists the valid names", async () => {
+    const text = await problem(createProvider({ provider: "gemini", env: { OPENAI_API_KEY: "o" } }));
     assert.match(text, /gemini/);
     assert.match(text, /openai, openai-chat, anthropic, ollama, scripted/);
   });
@@ -738,7 +749,7 @@ describe("createProvider", () => {
     const fake = await FakeModelServer.start();
     try {
       fake.enqueue({ kind: "response", text: "local" });
-      const local = provider(createProvider({ model: "qwen3", env: { OPENAI_BASE_URL: fake.openaiBaseURL } }));
+      const local = await provider(createProvider({ model: "qwen3", env: { OPENAI_BASE_URL: fake.openaiBaseURL } }));
       const { events, error } = await run(local, { ...request(), model: "" });
       assert.equal(error, undefined);
       assert.equal(textOf(events, "textDelta").join(""), "local");
@@ -754,12 +765,12 @@ describe("createProvider", () => {
     try {
       const env = { OPENAI_BASE_URL: fake.openaiBaseURL };
       fake.enqueue({ kind: "error", status: 503 }, { kind: "response", text: "second" });
-      const retried = await run(provider(createProvider({ env, retry: { baseDelayMs: 1 } })));
+      const retried = await run(await provider(createProvider({ env, retry: { baseDelayMs: 1 } })));
       assert.equal(retried.error, undefined);
       assert.equal(fake.requests.length, 2);
 
       fake.enqueue({ kind: "error", status: 503 }, { kind: "response", text: "not used" });
-      const once = await run(provider(createProvider({ env, retry: { maxAttempts: 1 } })));
+      const once = await run(await provider(createProvider({ env, retry: { maxAttempts: 1 } })));
       assert.equal(assertProviderError(once.error, "providerError").httpStatus, 503);
       assert.equal(fake.requests.length, 3);
     } finally {
@@ -767,7 +778,7 @@ describe("createProvider", () => {
     }
   });
 
-  test("importing select.js loads neither SDK", () => {
+  test("importing select.js loads neither SDK", async () => {
     const selectUrl = new URL("../../src/providers/select.js", import.meta.url).href;
     // A resolve hook in a fresh process reports every bare specifier that gets imported.
     const hook = `data:text/javascript,${encodeURIComponent(

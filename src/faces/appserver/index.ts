@@ -7,7 +7,7 @@ export const appServerFace: Face = {
   name: "appserver",
   // Asked last (faces/index.ts): the claude and codex faces take their clients first.
   claims: (params) => typeof params === "object" && params !== null && "clientInfo" in params,
-  answerEarly: (params, serverVersion) => (isPlainInitialize(params) ? initializeResult(serverVersion) : undefined),
+  answerEarly: (params, { serverVersion }) => (isPlainInitialize(params) ? initializeResult(serverVersion) : undefined),
   ...lazyFace("appserver", async () => {
     const { AppServerSession } = await import("./session.js");
     return ({ runtime, connection, log, serverVersion }) => new AppServerSession(runtime, connection, serverVersion, log);

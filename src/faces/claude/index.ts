@@ -2,6 +2,7 @@
 // over the same runtime as every other face. Loaded on first use.
 import { lazyFace, type Face } from "../face.js";
 import { ClaudeErrorCode } from "./errors.js";
+import { initializeResult, isPlainInitialize } from "./handshake.js";
 
 export const claudeFace: Face = {
   name: "claude",
@@ -10,6 +11,8 @@ export const claudeFace: Face = {
   // would refuse and this one accepts, chooses this face.
   claims: (params) =>
     params === undefined || (typeof params === "object" && params !== null && !Array.isArray(params) && !("clientInfo" in params)),
+  // From the model catalog and the tools' names, without the runtime (handshake.ts).
+  answerEarly: (params, facts) => (isPlainInitialize(params) ? initializeResult(facts) : undefined),
   ...lazyFace("claude", async () => {
     const { ClaudeSession } = await import("./session.js");
     return ({ runtime, connection, log, serverVersion }) => new ClaudeSession(runtime, connection, serverVersion, log);

@@ -1,7 +1,6 @@
 // claude-app-server protocol, one connection: the initialize handshake, the method table, the
 // threads this connection follows, event delivery, and approvals asked of this client.
 import type { Logger } from "../../log.js";
-import type { ListedModel } from "../../providers/model-catalog.js";
 import { ConnectionClosedError, type RequestContext, type RpcConnection, type RpcHandlers } from "../../rpc/connection.js";
 import { RpcError } from "../../rpc/errors.js";
 import { EventFeed, notifyEach } from "../event-feed.js";
@@ -14,14 +13,8 @@ import type { ApprovalDecision, Thread } from "../../domain/model.js";
 import type { ThinkingMode } from "../../providers/provider.js";
 import type { RuntimeApi } from "../../runtime/api.js";
 import { ClaudeErrorCode, claudeError, notInitialized } from "./errors.js";
-import {
-  ClaudeNotifications,
-  ClaudeRequests,
-  PermissionMode,
-  type ClaudeNotification,
-  type ClaudeNotificationParams,
-  type ClaudeResult,
-} from "./protocol.js";
+import { claudeModels, initializeResult, resolveAlias } from "./handshake.js";
+import { ClaudeRequests, PermissionMode, type ClaudeNotification, type ClaudeNotificationParams, type ClaudeResult } from "./protocol.js";
 import {
   SERVER_NAME,
   millis,
@@ -34,56 +27,11 @@ import {
   wireTurn,
 } from "./wire.js";
 
-type Capabilities = ClaudeResult<"initialize">["capabilities"];
-
-const CAPABILITIES: Omit<Capabilities, "models" | "skills"> = {
-  threads: ["start", "resume", "fork"],
-  turns: ["start", "steer", "interrupt"],
-  methods: Object.keys(ClaudeRequests),
-  notifications: Object.keys(ClaudeNotifications),
-  permission_modes: PermissionMode.options,
-  content_blocks: ["text", "image"],
-  streaming: true,
-  approvals: true,
-  thread_fork: true,
-  turn_steer: true,
-  turn_interrupt: true,
-};
-
 /**
  * The protocol's default model: used with the Anthropic provider
  * when neither the turn, the thread nor the server's configuration names a model.
  */
 export const DEFAULT_MODEL = { provider: "anthropic", model: "claude-opus-4-6", thinking: "adaptive" as ThinkingMode };
-
-/** How long initialize waits for the model catalog before answering without it. */
-const INITIALIZE_MODELS_WAIT_MS = 2_000;
-
-/** The original's short names for its models; turn/start accepts them for listed models. */
-const ALIASES: Record<string, string[]> = {
-  "claude-opus-4-6": ["opus"],
-  "claude-sonnet-4-6": ["sonnet"],
-  "claude-haiku-4-5": ["haiku"],
-};
-
-/** The model id an alias stands for; anything else unchanged. */
-export function resolveAlias(model: string): string {
-  return Object.entries(ALIASES).find(([, aliases]) => aliases.includes(model))?.[0] ?? model;
-}
-
-/**
- * The models model/list offers: the runtime's catalog, narrowed to the default provider's
- * models, since a turn in this protocol names a model but never a provider.
- */
-export function claudeModels(models: ListedModel[]): ClaudeResult<"model/list">["models"] {
-  const provider = models.find((m) => m.isDefault)?.provider;
-  return models
-    .filter((m) => provider === undefined || m.provider === provider)
-    .map((m) => {
-      const name = m.displayName ?? m.id;
-      return { id: m.id, name, aliases: ALIASES[m.id] ?? [], display_name: name, ...(m.isDefault ? { is_default: true } : {}) };
-    });
-}
 
 interface PendingApproval {
   threadId: string;
@@ -139,16 +87,21 @@ export class ClaudeSession implements RpcHandlers {
     const rt = this.runtime;
     return {
       initialize: async (params) => {
-        const models = await this.modelIds();
+        // Before the answer is awaited: requests sent right behind initialize find it done.
         if (!this.initialized) this.detach.push(rt.approvals.addApprover(this.approver()));
         this.initialized = true;
         this.defaults = { ...(params.cwd ? { cwd: params.cwd } : {}), permissionMode: params.permission_mode ?? "default" };
         this.log.info({ client: params.client?.name, transport: this.connection.info.transport }, "client initialized");
+        const answer = await initializeResult({
+          serverVersion: this.serverVersion,
+          models: () => rt.listModels(),
+          toolNames: rt.toolNames(),
+          log: this.log,
+        });
         // The spec sends `initialized` after the response. Responses go out once the handler's
         // promise settles (microtasks); setImmediate runs after those, so the order holds.
         setImmediate(() => this.notify({ method: "initialized", params: { server: SERVER_NAME } }));
-        const skills = rt.toolNames();
-        return { server: { name: SERVER_NAME, version: this.serverVersion }, capabilities: { ...CAPABILITIES, models, skills } };
+        return answer;
       },
       "thread/start": async (params) => {
         const mode = params.permission_mode ?? this.defaults.permissionMode;
@@ -236,26 +189,6 @@ export class ClaudeSession implements RpcHandlers {
       running: this.runtime.runtimeState(thread.id).running,
       ...(thread.forkedFrom ? { forked_from: thread.forkedFrom.threadId } : {}),
     };
-  }
-
-  /**
-   * The ids model/list would answer with, for initialize's capabilities. A provider's models
-   * endpoint that is slow to answer must not hold up the handshake: past INITIALIZE_MODELS_WAIT_MS
-   * the list is left empty (model/list still answers in full once the catalog has loaded).
-   */
-  private async modelIds(): Promise<string[]> {
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), INITIALIZE_MODELS_WAIT_MS)));
-    const listed = this.runtime.listModels().catch((error: unknown) => {
-      this.log.warn({ err: error }, "could not list models for initialize");
-      return [];
-    });
-    try {
-      const models = await Promise.race([listed, late]);
-      return models ? claudeModels(models).map((m) => m.id) : [];
-    } finally {
-      clearTimeout(timer);
-    }
   }
 
   /**

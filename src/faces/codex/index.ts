@@ -9,7 +9,7 @@ export const codexFace: Face = {
   name: "codex",
   claims: (params, peer) => peer.omitsJsonrpc || isCodexInitialize(params),
   peersOmitJsonrpc: true,
-  answerEarly: (params, serverVersion) => (isPlainCodexInitialize(params) ? codexInitializeResult(serverVersion) : undefined),
+  answerEarly: (params, { serverVersion }) => (isPlainCodexInitialize(params) ? codexInitializeResult(serverVersion) : undefined),
   ...lazyFace("codex", async () => {
     const { CodexSession } = await import("./session.js");
     return ({ runtime, connection, log, serverVersion }) => new CodexSession(runtime, connection, serverVersion, log);
