@@ -4,6 +4,8 @@
 import type { ListedModel } from "../../providers/model-catalog.js";
 import type { EarlyFacts } from "../face.js";
 
+export const SERVER_NAME = "claude-app-server" as const;
+
 /**
  * The protocol table's request and notification names and permission modes, without loading the
  * table (test/faces/claude/handshake.test.ts holds them to it).
@@ -77,7 +79,7 @@ export function claudeModels(models: ListedModel[]): ClaudeModel[] {
  */
 export async function initializeResult(sources: EarlyFacts) {
   return {
-    server: { name: "claude-app-server" as const, version: sources.serverVersion },
+    server: { name: SERVER_NAME, version: sources.serverVersion },
     capabilities: {
       threads: ["start" as const, "resume" as const, "fork" as const],
       turns: ["start" as const, "steer" as const, "interrupt" as const],

@@ -13,19 +13,9 @@ import type { ApprovalDecision, Thread } from "../../domain/model.js";
 import type { ThinkingMode } from "../../providers/provider.js";
 import type { RuntimeApi } from "../../runtime/api.js";
 import { ClaudeErrorCode, claudeError, notInitialized } from "./errors.js";
-import { claudeModels, initializeResult, resolveAlias } from "./handshake.js";
+import { claudeModels, initializeResult, resolveAlias, SERVER_NAME } from "./handshake.js";
 import { ClaudeRequests, PermissionMode, type ClaudeNotification, type ClaudeNotificationParams, type ClaudeResult } from "./protocol.js";
-import {
-  SERVER_NAME,
-  millis,
-  permissionConfiguration,
-  permissionMode,
-  toInput,
-  toNotifications,
-  toolInput,
-  turnStatus,
-  wireTurn,
-} from "./wire.js";
+import { millis, permissionConfiguration, permissionMode, toInput, toNotifications, toolInput, turnStatus, wireTurn } from "./wire.js";
 
 /**
  * The protocol's default model: used with the Anthropic provider

@@ -4,8 +4,6 @@ import type { RuntimeEvent } from "../../domain/events.js";
 import type { InputPart, Item, ThreadConfiguration, Turn } from "../../domain/model.js";
 import type { Content, ClaudeNotification, ItemContent, PermissionMode, StoredItem, TurnStatus, WireTurn } from "./protocol.js";
 
-export const SERVER_NAME = "claude-app-server";
-
 /** How a permission mode is stored: as the thread's approval configuration. */
 export function permissionConfiguration(mode: PermissionMode): ThreadConfiguration {
   switch (mode) {
