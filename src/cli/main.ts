@@ -1,11 +1,12 @@
 #!/usr/bin/env node
 // The `switchyard` command (also installed as `dotcraft`, the command name AppServer protocol
 // clients spawn, so they run unmodified). Editors spawn `app-server` (Zed: `acp`) once per
-// window; those command lines are parsed from the option tables without loading commander,
-// everything else (help, errors, the other commands) goes to the commander program.
+// window, AgentCompany clients `agentcompany server:start`; those command lines are parsed from
+// the option tables without loading commander, everything else (help, errors, the other
+// commands) goes to the commander program.
 import type { AcpFlags, AppServerFlags } from "./config.js";
-import { ACP_OPTIONS, APP_SERVER_OPTIONS, parseOptions, RUNTIME_OPTIONS, WEBSOCKET_OPTIONS } from "./options.js";
-import { serveAcp, serveAppServer } from "./serve.js";
+import { ACP_OPTIONS, AGENTCOMPANY_OPTIONS, APP_SERVER_OPTIONS, parseOptions, RUNTIME_OPTIONS, WEBSOCKET_OPTIONS } from "./options.js";
+import { serveAcp, serveAgentCompany, serveAppServer } from "./serve.js";
 
 async function run([command, ...args]: string[]): Promise<void> {
   if (command === "app-server") {
@@ -15,6 +16,10 @@ async function run([command, ...args]: string[]): Promise<void> {
   if (command === "acp") {
     const flags = parseOptions([ACP_OPTIONS, RUNTIME_OPTIONS, WEBSOCKET_OPTIONS], args);
     if (flags) return serveAcp(flags as unknown as AcpFlags);
+  }
+  if (command === "agentcompany" && args[0] === "server:start") {
+    const flags = parseOptions([AGENTCOMPANY_OPTIONS, RUNTIME_OPTIONS, WEBSOCKET_OPTIONS], args.slice(1));
+    if (flags) return serveAgentCompany(flags as unknown as AppServerFlags);
   }
   if (command === "agentcraft") {
     // `switchyard agentcraft …` is the `agentcraft` command, with its own parser.

@@ -154,6 +154,17 @@ export const ACP_OPTIONS: readonly OptionSpec[] = [
   },
 ];
 
+/** `agentcompany server:start`'s own options (it always serves stdio). */
+export const AGENTCOMPANY_OPTIONS: readonly OptionSpec[] = [
+  {
+    flag: "listen",
+    value: "url",
+    description: "also listen on ws://HOST:PORT for AppServer clients watching the sessions' threads",
+    repeatable: true,
+    default: [],
+  },
+];
+
 export const camelCase = (flag: string): string => flag.replace(/-([a-z])/g, (_match, letter: string) => letter.toUpperCase());
 
 /**

@@ -1,7 +1,7 @@
 // The `switchyard` command's commander program: every command, its help and its errors. The
 // common spawns skip it (main.ts); their options come from the tables in options.ts.
 import { Command, InvalidArgumentError, Option } from "commander";
-import { serve, serveAcp, serveAppServer } from "./serve.js";
+import { serve, serveAcp, serveAgentCompany, serveAppServer } from "./serve.js";
 import { VERSION } from "../version.js";
 import path from "node:path";
 import type { Persona } from "../faces/yeaft/driver.js";
@@ -9,6 +9,7 @@ import { resolveDataDir, resolveServerConfig, type AppServerFlags } from "./conf
 import type { DoctorFlags } from "./doctor.js";
 import {
   ACP_OPTIONS,
+  AGENTCOMPANY_OPTIONS,
   APP_SERVER_OPTIONS,
   HEARTBEAT_OPTIONS,
   positiveInt,
@@ -87,17 +88,13 @@ withOptionSets(
   program
     .command("agentcompany")
     .description("The AgentCompany control plane (also `ac`): `agentcompany server:start` serves protocol v1 on stdio.")
-    .argument("<command>", "server:start")
-    .option("--listen <url...>", "also listen on ws://HOST:PORT for AppServer clients watching the sessions' threads", []),
+    .argument("<command>", "server:start"),
+  addOptions(AGENTCOMPANY_OPTIONS),
   addRuntimeOptions,
   addWebSocketOptions,
 ).action((command: string, flags: AppServerFlags) => {
   if (command !== "server:start") throw new InvalidArgumentError(`unknown command "${command}"; the command is server:start`);
-  return serve(flags, async () => ({
-    ...(await resolveServerConfig({ ...flags, listen: ["stdio://", ...flags.listen] }, process.env)),
-    face: "agentcompany",
-    faceOnStdioOnly: true,
-  }));
+  return serveAgentCompany(flags);
 });
 
 /** `switchyard yeaft …`: the relay, the agent driver, both, and users. */

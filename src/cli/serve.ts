@@ -19,6 +19,14 @@ export async function serveAppServer(flags: AppServerFlags & { dialect?: string;
 /** `switchyard acp`. */
 export const serveAcp = (flags: AcpFlags): Promise<void> => serve(flags, () => resolveAcpConfig(flags, process.env));
 
+/** `switchyard agentcompany server:start` (`ac server:start`): the AgentCompany face on stdio. */
+export const serveAgentCompany = (flags: AppServerFlags): Promise<void> =>
+  serve(flags, async () => ({
+    ...(await resolveServerConfig({ ...flags, listen: ["stdio://", ...flags.listen] }, process.env)),
+    face: "agentcompany",
+    faceOnStdioOnly: true,
+  }));
+
 /** Starts a server and runs until it stops (stdio closed, or a signal). */
 export async function serve(flags: { logLevel?: string }, resolve: () => ServerConfig | Promise<ServerConfig>): Promise<void> {
   const level = (flags.logLevel ?? process.env.SWITCHYARD_LOG_LEVEL ?? "info") as LogLevel;

@@ -6,6 +6,7 @@ import { describe, it } from "node:test";
 import { Command } from "commander";
 import {
   ACP_OPTIONS,
+  AGENTCOMPANY_OPTIONS,
   APP_SERVER_OPTIONS,
   parseOptions,
   RUNTIME_OPTIONS,
@@ -16,6 +17,7 @@ import { addOptions } from "../../src/cli/program.js";
 
 const APP_SERVER = [APP_SERVER_OPTIONS, RUNTIME_OPTIONS, WEBSOCKET_OPTIONS];
 const ACP = [ACP_OPTIONS, RUNTIME_OPTIONS, WEBSOCKET_OPTIONS];
+const AGENTCOMPANY = [AGENTCOMPANY_OPTIONS, RUNTIME_OPTIONS, WEBSOCKET_OPTIONS];
 
 function commanderFlags(tables: ReadonlyArray<readonly OptionSpec[]>, args: string[]): Record<string, unknown> {
   const command = new Command().exitOverride().configureOutput({ writeErr: () => {} });
@@ -38,6 +40,8 @@ describe("the commander-free option parser", () => {
     ["app-server", APP_SERVER, ["--model", "m1", "--model", "m2", "--backend", "acp:agent --flag"]],
     ["acp", ACP, []],
     ["acp", ACP, ["--listen", "ws://127.0.0.1:0", "--approval-timeout-ms", "1000"]],
+    ["agentcompany server:start", AGENTCOMPANY, []],
+    ["agentcompany server:start", AGENTCOMPANY, ["--listen", "ws://127.0.0.1:0", "--data-dir", "/tmp/x", "--log-level", "warn"]],
   ];
   for (const [name, tables, args] of taken) {
     it(`${name} ${args.join(" ") || "(no options)"}: as commander gives it`, () => {
