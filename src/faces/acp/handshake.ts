@@ -3,6 +3,7 @@
 // schemas take ~35 ms to build) and the runtime load. The SDK still reads it, and its answer
 // is left out; anything but a plain initialize is the SDK's alone.
 import { PassThrough, Transform, type Readable } from "node:stream";
+import { isObject, onlyKeys, optional } from "../plain-params.js";
 
 /** The SDK's PROTOCOL_VERSION (a test holds the two together). */
 export const ACP_PROTOCOL_VERSION = 1;
@@ -134,16 +135,4 @@ function isAnswerTo(id: string | number, line: string): boolean {
   } catch {
     return false;
   }
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
-function onlyKeys(value: Record<string, unknown>, keys: string[]): boolean {
-  return Object.keys(value).every((key) => keys.includes(key));
-}
-
-function optional(value: unknown, type: "string" | "boolean"): boolean {
-  return value === undefined || typeof value === type;
 }

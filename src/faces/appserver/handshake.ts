@@ -1,5 +1,6 @@
 // AppServer's answer to initialize, apart from the session: a stdio client's first request is
 // answered before the runtime (store, protocol tables, zod) has loaded. See Face.answerEarly.
+import { isObject, optional } from "../plain-params.js";
 
 /** The method families this server has; those it does not have yet are reported false. */
 const SERVER_CAPABILITIES = {
@@ -57,12 +58,4 @@ export function isPlainInitialize(params: unknown): boolean {
   if (!isObject(caps) || !CAPABILITY_FLAGS.every((flag) => optional(caps[flag], "boolean"))) return false;
   const optOut = caps.optOutNotificationMethods;
   return optOut === undefined || (Array.isArray(optOut) && optOut.every((method) => typeof method === "string"));
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
-function optional(value: unknown, type: "string" | "boolean"): boolean {
-  return value === undefined || typeof value === type;
 }

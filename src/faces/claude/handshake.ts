@@ -3,6 +3,7 @@
 // catalog and the tools' names alone (Face.answerEarly). The session answers with the same code.
 import type { ListedModel } from "../../providers/model-catalog.js";
 import type { EarlyFacts } from "../face.js";
+import { isObject, optional } from "../plain-params.js";
 
 export const SERVER_NAME = "claude-app-server" as const;
 
@@ -122,15 +123,7 @@ export function isPlainInitialize(params: unknown): boolean {
   if (params === undefined) return true;
   if (!isObject(params)) return false;
   const { client, cwd, permission_mode: mode } = params;
-  if (client !== undefined && (!isObject(client) || typeof client.name !== "string" || !optionalString(client.version))) return false;
+  if (client !== undefined && (!isObject(client) || typeof client.name !== "string" || !optional(client.version, "string"))) return false;
   if (cwd !== undefined && (typeof cwd !== "string" || cwd === "")) return false;
   return mode === undefined || (PERMISSION_MODES as readonly unknown[]).includes(mode);
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
-function optionalString(value: unknown): boolean {
-  return value === undefined || typeof value === "string";
 }

@@ -3,6 +3,7 @@
 // protocol tables, zod) has loaded. The answer depends on nothing the runtime knows.
 import os from "node:os";
 import path from "node:path";
+import { isObject } from "../plain-params.js";
 
 /** The Codex release whose app-server protocol this dialect speaks (test/agents pins it; clients read it in userAgent). */
 export const CODEX_PROTOCOL_VERSION = "0.169.0";
@@ -32,10 +33,6 @@ export function isPlainCodexInitialize(params: unknown): boolean {
   const { title, version } = params.clientInfo;
   if (!nullishOr(title, "string") || !nullishOr(version, "string")) return false;
   return params.capabilities === undefined || params.capabilities === null || isObject(params.capabilities);
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 function nullishOr(value: unknown, type: "string"): boolean {
