@@ -252,10 +252,7 @@ export class RpcConnection {
     // together as one array once all are done, and not at all if there are none.
     const replies = message.map((m) => this.handleOne(m)).filter((r): r is string | Promise<string> => r !== undefined);
     if (replies.length === 0) return;
-    this.replyLater(
-      Promise.all(replies).then((parts) => `[${parts.map((part) => this.styled(part)).join(",")}]`),
-      false,
-    );
+    this.replyLater(Promise.all(replies).then((parts) => `[${parts.map((part) => this.styled(part)).join(",")}]`));
   }
 
   private handleOne(message: unknown): Reply {
@@ -374,13 +371,13 @@ export class RpcConnection {
   private sendReply(reply: Reply): void {
     if (reply === undefined) return;
     if (typeof reply === "string") this.sendText(reply);
-    else this.replyLater(reply, true);
+    else this.replyLater(reply);
   }
 
-  private replyLater(reply: Promise<string>, style: boolean): void {
+  private replyLater(reply: Promise<string>): void {
     this.replying++;
     void reply.then((text) => {
-      if (!this.isClosed) this.channel.send(style ? this.styled(text) : text);
+      this.sendText(text);
       this.replying--;
       this.closeIfAnswered();
     });
@@ -402,7 +399,7 @@ export class RpcConnection {
     if (this.inputEnded && this.replying === 0) this.close();
   }
 
-  /** Sends what we serialized, in the peer's style (a batch's parts are styled by the caller). */
+  /** Sends what we serialized, in the peer's style (a batch's parts are styled by the caller; its `[` is left as is). */
   private sendText(text: string): void {
     if (!this.isClosed) this.channel.send(this.styled(text));
   }
