@@ -27,7 +27,7 @@ export function initializeResult(serverVersion: string) {
 /**
  * The id of `line` when it is an initialize request of the plain shape clients send, which the
  * SDK's schema certainly accepts; else undefined. Stricter than the schema, never looser:
- * test/faces/acp-handshake holds the two together.
+ * test/faces/acp/handshake.test.ts holds the two together.
  */
 export function plainInitializeId(line: string): string | number | undefined {
   let message: unknown;

@@ -47,7 +47,7 @@ export const CAPABILITY_FLAGS = [
 /**
  * Whether `params` are initialize params of the plain shape clients send, which the protocol
  * table's schema certainly accepts. Anything else waits for that schema (and its -32602), so this
- * check may be stricter than the schema but never looser: test/faces/appserver-handshake holds
+ * check may be stricter than the schema but never looser: test/faces/appserver/handshake.test.ts holds
  * the two together.
  */
 export function isPlainInitialize(params: unknown): boolean {
