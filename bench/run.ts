@@ -191,8 +191,9 @@ async function coldStart(): Promise<Row[]> {
     await stop(conn);
     return ms;
   };
-  /** Spawn → the answer to the second of two requests written at once (the first an initialize). */
-  const secondAnswerOnce = async (command: string, requests: Array<{ method: string; params: unknown }>): Promise<number> => {
+  type Request = { method: string; params: unknown };
+  /** Spawn → the answer to the last of `requests`, all written at once. */
+  const lastAnswerOnce = async (command: string | string[], requests: Request[]): Promise<number> => {
     const t0 = performance.now();
     const server = ServerProcess.spawn({ command, dataDir: dir("cold"), env: { SWITCHYARD_LOG_LEVEL: "info" } });
     server.child.stdin.write(requests.map((request, i) => `${JSON.stringify({ jsonrpc: "2.0", id: i + 1, ...request })}\n`).join(""));
@@ -200,7 +201,7 @@ async function coldStart(): Promise<Row[]> {
     await new Promise<void>((resolve) =>
       server.child.stdout.on("data", (chunk: Buffer) => {
         out += chunk.toString();
-        if (out.includes('"id":2')) resolve();
+        if (out.includes(`"id":${requests.length}`)) resolve();
       }),
     );
     const ms = performance.now() - t0;
@@ -210,7 +211,7 @@ async function coldStart(): Promise<Row[]> {
   // Editors send thread/start right behind initialize: when is the server ready for it? (The
   // early initialize answer must not just move the wait there.)
   const threadStartOnce = (): Promise<number> =>
-    secondAnswerOnce("app-server", [
+    lastAnswerOnce("app-server", [
       { method: "initialize", params: { clientInfo: { name: "bench" } } },
       { method: "thread/start", params: {} },
     ]);
@@ -238,21 +239,10 @@ async function coldStart(): Promise<Row[]> {
       first: () => ({ method: "workspace.init", params: { workspace_dir: dir("company") } }),
     },
   ];
-  type Request = { method: string; params: unknown };
-  const firstAnswerOnce = async (args: string[], request: Request | (() => Request)): Promise<number> => {
-    const first = typeof request === "function" ? request() : request;
-    const t0 = performance.now();
-    const server = ServerProcess.spawn({ command: args, dataDir: dir("cold"), env: { SWITCHYARD_LOG_LEVEL: "info" } });
-    server.child.stdin.write(`${JSON.stringify({ jsonrpc: "2.0", id: 1, ...first })}\n`);
-    await new Promise((resolve) => server.child.stdout.once("data", resolve));
-    const ms = performance.now() - t0;
-    await server.kill();
-    return ms;
-  };
   // ACP's first session, sent with initialize (it waits for the ACP SDK and the runtime, which
   // load after initialize is answered).
   const acpSessionOnce = (): Promise<number> =>
-    secondAnswerOnce("acp", [
+    lastAnswerOnce("acp", [
       { method: "initialize", params: { protocolVersion: 1, clientCapabilities: {} } },
       { method: "session/new", params: { cwd: workspace(), mcpServers: [] } },
     ]);
@@ -266,7 +256,8 @@ async function coldStart(): Promise<Row[]> {
   for (let i = 0; i < 16; i++) {
     const [f, r, t, a] = [await floorOnce(), await initializeOnce(), await threadStartOnce(), await acpSessionOnce()];
     const others: number[] = [];
-    for (const face of otherFaces) others.push(await firstAnswerOnce(face.args, face.first));
+    for (const face of otherFaces)
+      others.push(await lastAnswerOnce(face.args, [typeof face.first === "function" ? face.first() : face.first]));
     if (i === 0) continue;
     floor.push(f);
     runs.push(r);
