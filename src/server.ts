@@ -1,7 +1,7 @@
 // Starts one Switchyard server: the listeners that carry the protocol faces (stdio and/or
 // WebSocket, and faces' own) over one runtime. A stdio client's initialize is answered as soon
 // as it arrives, while the runtime side (server-runtime.ts: zod, SQLite, the tables) loads.
-import { setImmediate as loopTurn } from "node:timers/promises";
+import { setImmediate as loopTurn, setTimeout as delay } from "node:timers/promises";
 import type { ProviderSettings } from "./config/file.js";
 import type { Logger } from "./log.js";
 import type { ProviderSetup } from "./config/providers.js";
@@ -18,6 +18,12 @@ import { SERVER_TOOL_NAMES } from "./tools/names.js";
 import { createStdioChannel } from "./transport/stdio.js";
 import type { RunningWebSocketServer } from "./transport/websocket.js";
 import { VERSION } from "./version.js";
+
+/**
+ * How long the runtime side waits for an early answer still being made before it loads anyway:
+ * longer than a local answer takes, shorter than a remote models endpoint's.
+ */
+const EARLY_ANSWER_WAIT_MS = 30;
 
 export interface ServerConfig {
   /**
@@ -121,6 +127,9 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
     log,
   };
 
+  // Early answers still being made (the claude dialect's waits for the model catalog).
+  const answeringEarly: Array<Promise<unknown>> = [];
+
   const forcedJsonRpc = forced?.open ? forced : undefined;
   const serve = (channel: MessageChannel, face: Face | undefined, runtime: Runtime | Promise<Runtime>): void => {
     // The face needs the connection to talk back, and the connection needs the face's
@@ -152,7 +161,7 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
       log,
       serverVersion: VERSION,
       runtime,
-      ...(runtime instanceof Promise ? { early } : {}),
+      ...(runtime instanceof Promise ? { early, answeringEarly: (answered) => answeringEarly.push(answered) } : {}),
       notInitialized: refuseBeforeInitialize,
       forced: face,
     });
@@ -207,6 +216,13 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
     // from the model catalog (the claude dialect's) then waits for it alone, not for it compiled
     // alongside the runtime's; the catalog's requests, if any, go on while the runtime loads.
     const setup = await providers();
+    // Compiling the runtime side stops the event loop for ~40 ms: an early answer that is
+    // nearly made (the catalog with no provider configured asks a local port that refuses)
+    // goes out first. One asking a remote provider's models endpoint goes on alongside.
+    if (answeringEarly.length > 0) {
+      await Promise.race([Promise.all(answeringEarly), delay(EARLY_ANSWER_WAIT_MS, undefined, { ref: false })]);
+      await loopTurn();
+    }
     const ready = await (
       await import("./server-runtime.js")
     ).assembleRuntime(config, log, {

@@ -3,7 +3,7 @@
 // types means the providers need no knowledge of the file, and env keeps winning over it.
 import type { Logger } from "../log.js";
 import { ModelCatalog } from "../providers/model-catalog.js";
-import { isOfficialOpenAI } from "../providers/openai-client.js";
+import { isOfficialOpenAI } from "../providers/endpoints.js";
 import type { ModelProvider } from "../providers/provider.js";
 import { createProvider, detectDefaultProvider, type DetectedProvider } from "../providers/select.js";
 import type { ProviderSettings } from "./file.js";

@@ -21,6 +21,8 @@ export interface FaceRouterOptions {
    */
   runtime: RuntimeApi | Promise<RuntimeApi>;
   early?: EarlyFacts;
+  /** Told of each early answer still being made, so the runtime side can load after it. */
+  answeringEarly?: (answered: Promise<unknown>) => void;
   /** The answer to requests that come before any initialize. */
   notInitialized: () => RpcError;
   forced?: Face | undefined;
@@ -40,12 +42,16 @@ export class FaceRouter implements RpcHandlers {
       const peer = { omitsJsonrpc: connection.omitsJsonrpc };
       const face = faces.find((f) => f.claims?.(params, peer)) ?? this.options.fallback;
       log.debug({ face: face.name, connection: connection.id }, "face chosen");
-      const opened = this.open(face);
-      const early = opened instanceof Promise && facts ? face.answerEarly?.(params, facts) : undefined;
-      if (opened instanceof Promise && early !== undefined) {
+      const early = this.options.runtime instanceof Promise && facts ? face.answerEarly?.(params, facts) : undefined;
+      // An answer still being made goes out before the face's code loads: compiling it stops
+      // the event loop.
+      const making = early instanceof Promise ? early.catch(() => undefined) : undefined;
+      if (making) this.options.answeringEarly?.(making);
+      const opened = this.open(face, making);
+      if (early !== undefined) {
         // The face's handlers still see the initialize (their state depends on it), once the
         // client has its answer, and before any request that came after it.
-        const answered = Promise.resolve(early).catch(() => undefined);
+        const answered = making ?? early;
         this.use(
           Promise.all([opened, answered]).then(([handlers]) => {
             void Promise.resolve()
@@ -74,14 +80,16 @@ export class FaceRouter implements RpcHandlers {
     if (handlers instanceof Promise) void handlers.then((ready) => (this.handlers = ready)).catch(() => undefined);
   }
 
-  private open(face: Face): RpcHandlers | Promise<RpcHandlers> {
+  /** `after`: an early answer that must be out before the face's code starts loading. */
+  private open(face: Face, after?: Promise<unknown>): RpcHandlers | Promise<RpcHandlers> {
     const { connection, log, serverVersion, runtime } = this.options;
     const open = face.open;
     if (!open) throw new Error(`The ${face.name} face does not serve JSON-RPC connections.`);
     // Before the face's code loads, so no answer of the engine uses the other codes.
     if (face.engineErrorCodes) connection.useErrorCodes(face.engineErrorCodes);
     if (!(runtime instanceof Promise)) return open({ runtime, connection, log, serverVersion });
-    face.preload?.();
+    if (after) void after.then(() => face.preload?.());
+    else face.preload?.();
     return runtime.then((ready) => open({ runtime: ready, connection, log, serverVersion }));
   }
 }

@@ -7,17 +7,19 @@
 // `Response`, so the SDKs see no difference. Requests this module does not need to handle
 // (a streamed or multipart body, a redirect) are left to the platform's fetch.
 
-import http from "node:http";
+import type { IncomingMessage } from "node:http";
 import { createRequire } from "node:module";
 import { Readable, pipeline } from "node:stream";
 import { cutAtEvents, eventStreamBody } from "./sse-body.js";
 
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 
-// node:https (with TLS, ~2-3 ms) and node:zlib load on first use: every start loads this module
-// (the providers' code), and a local model server, a probe for Ollama and the first answers
-// given before the runtime is up need neither.
+// node:http (~3 ms), node:https (with TLS, ~2-3 ms) and node:zlib load on first use: every
+// start loads this module (the providers' code), and the first answers given before the runtime
+// is up need none of them (a probe for Ollama that is refused sends nothing), a local model
+// server neither of the last two.
 const builtin = createRequire(import.meta.url);
+const http = (): typeof import("node:http") => builtin("node:http") as typeof import("node:http");
 const https = (): typeof import("node:https") => builtin("node:https") as typeof import("node:https");
 const zlib = (): typeof import("node:zlib") => builtin("node:zlib") as typeof import("node:zlib");
 
@@ -59,10 +61,10 @@ function cutIfEvents(response: Response): Response {
   return new Response(cutAtEvents(response.body), { status: response.status, statusText: response.statusText, headers: response.headers });
 }
 
-function send(url: URL, init: RequestInit, body: string | Uint8Array | undefined): Promise<http.IncomingMessage> {
+function send(url: URL, init: RequestInit, body: string | Uint8Array | undefined): Promise<IncomingMessage> {
   const headers = headerRecord(init.headers);
   if (body !== undefined) headers["content-length"] = String(Buffer.byteLength(body));
-  const request = (url.protocol === "https:" ? https() : http).request(url, {
+  const request = (url.protocol === "https:" ? https() : http()).request(url, {
     method: init.method ?? "GET",
     headers,
     signal: init.signal ?? undefined,
@@ -91,7 +93,7 @@ function headerRecord(init: RequestInit["headers"]): Record<string, string> {
 }
 
 /** The body without its content-encoding, as fetch would hand it over. */
-function decoded(response: http.IncomingMessage): Readable {
+function decoded(response: IncomingMessage): Readable {
   const encoding = response.headers["content-encoding"];
   const decoder =
     encoding === "gzip" || encoding === "x-gzip"

@@ -1,7 +1,7 @@
 // Live model listings from the providers' models endpoints (OpenAI and Anthropic
 // `GET /v1/models`, Ollama `GET /api/tags`), with failures put in plain words. A plain GET
 // (httpFetch) rather than the SDKs: one small request each, the same error wording for every provider.
-import { ollamaRoot } from "./ollama.js";
+import { ollamaRoot } from "./endpoints.js";
 import { httpFetch } from "./http-fetch.js";
 
 export interface LiveModel {

@@ -1,38 +1,16 @@
-// Ollama: its OpenAI-compatible Chat Completions endpoint (<host>/v1), found where Ollama's own
-// CLI looks for it (OLLAMA_HOST), and its model list (<host>/api/tags) for auto-detection.
-import { OpenAIChatProvider } from "./openai-chat.js";
+// Ollama: its model list (<host>/api/tags) for auto-detection, and its OpenAI-compatible Chat
+// Completions endpoint as a provider. Where it is (OLLAMA_HOST) is in endpoints.ts.
+import net from "node:net";
+import type { OpenAIChatProvider } from "./openai-chat.js";
+import { ollamaBaseURL, ollamaRoot } from "./endpoints.js";
 import { httpFetch } from "./http-fetch.js";
 
 /** Used when no model was chosen and none was detected. */
 export const OLLAMA_FALLBACK_MODEL = "llama3.2";
 
-/**
- * The server's root URL from OLLAMA_HOST, read the way Ollama reads it: "host", "host:port",
- * ":port" or a URL; default http://127.0.0.1:11434. A bind-all address (0.0.0.0, set for the
- * Ollama server itself) is dialled on loopback.
- */
-export function ollamaRoot(env: NodeJS.ProcessEnv): string {
-  const raw = env["OLLAMA_HOST"]?.trim() ?? "";
-  const schemeEnd = raw.indexOf("://");
-  const scheme = schemeEnd >= 0 ? raw.slice(0, schemeEnd) : "http";
-  const rest = schemeEnd >= 0 ? raw.slice(schemeEnd + 3) : raw;
-  const slash = rest.indexOf("/");
-  const hostPort = slash >= 0 ? rest.slice(0, slash) : rest;
-  const path = slash >= 0 ? rest.slice(slash).replace(/\/+$/, "") : "";
-  // An explicit scheme without a port means that scheme's port, as in Ollama.
-  const defaultPort = schemeEnd < 0 ? "11434" : scheme === "https" ? "443" : scheme === "http" ? "80" : "11434";
-  const match = /^(\[[^\]]*\]|[^:]*)(?::(\d+))?$/.exec(hostPort);
-  let host = match?.[1] ?? "";
-  const port = match?.[2] ?? defaultPort;
-  if (host === "" || host === "0.0.0.0" || host === "[::]") host = "127.0.0.1";
-  return `${scheme}://${host}:${port}${path}`;
-}
-
-export function ollamaBaseURL(env: NodeJS.ProcessEnv): string {
-  return `${ollamaRoot(env)}/v1`;
-}
-
-export function createOllamaProvider(env: NodeJS.ProcessEnv, model?: string): OpenAIChatProvider {
+/** The Chat Completions provider's code loads with the provider, not with detection. */
+export async function createOllamaProvider(env: NodeJS.ProcessEnv, model?: string): Promise<OpenAIChatProvider> {
+  const { OpenAIChatProvider } = await import("./openai-chat.js");
   return new OpenAIChatProvider({
     name: "ollama",
     serviceLabel: "Ollama",
@@ -47,8 +25,11 @@ export function createOllamaProvider(env: NodeJS.ProcessEnv, model?: string): Op
  * answered 200 within `timeoutMs` (not running, not Ollama, too slow).
  */
 export async function listOllamaModels(env: NodeJS.ProcessEnv, timeoutMs = 300): Promise<string[] | undefined> {
+  const root = ollamaRoot(env);
+  const signal = AbortSignal.timeout(timeoutMs);
+  if (!(await accepts(new URL(root), signal))) return undefined;
   try {
-    const response = await httpFetch(`${ollamaRoot(env)}/api/tags`, { signal: AbortSignal.timeout(timeoutMs) });
+    const response = await httpFetch(`${root}/api/tags`, { signal });
     if (response.status !== 200) {
       await response.body?.cancel();
       return undefined;
@@ -59,4 +40,23 @@ export async function listOllamaModels(env: NodeJS.ProcessEnv, timeoutMs = 300):
   } catch {
     return undefined;
   }
+}
+
+/**
+ * Whether anything accepts a TCP connection at the URL's host and port. Most machines run no
+ * Ollama, and a refused connection is known this way in a fraction of a millisecond, where a
+ * first HTTP request loads and runs node:http's client (~6 ms, on the path of a claude-dialect
+ * client's initialize when no provider is configured).
+ */
+function accepts(url: URL, signal: AbortSignal): Promise<boolean> {
+  const port = Number(url.port) || (url.protocol === "https:" ? 443 : 80);
+  const host = url.hostname.replace(/^\[(.*)\]$/, "$1");
+  return new Promise((resolve) => {
+    const socket = net.connect({ host, port, signal });
+    socket.once("connect", () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once("error", () => resolve(false));
+  });
 }

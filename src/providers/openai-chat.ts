@@ -18,10 +18,10 @@ import {
   LazyOpenAIClient,
   describeOpenAIFailure,
   describeOpenAIService,
-  isOfficialOpenAI,
   type OpenAIClientOptions,
   type OpenAISdk,
 } from "./openai-client.js";
+import { isOfficialOpenAI } from "./endpoints.js";
 import { streamFromSdk } from "./sdk-stream.js";
 import { CHAT_ANSWER, warmUp } from "./warm-up.js";
 

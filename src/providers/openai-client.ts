@@ -6,6 +6,7 @@
 import type OpenAI from "openai";
 import { ProviderError } from "./provider.js";
 import { describeCause, isConnectionFailure, messageFromBody, retryAfterFromHeaders, type FailureFacts } from "./sdk-errors.js";
+import { isOfficialOpenAI } from "./endpoints.js";
 import { httpFetch } from "./http-fetch.js";
 
 export type OpenAIModule = typeof import("openai");
@@ -42,16 +43,6 @@ export class LazyOpenAIClient {
     // A failed load must not be cached forever: the environment may be fixed later.
     this.sdk.catch(() => (this.sdk = undefined));
     return this.sdk;
-  }
-}
-
-/** True for api.openai.com (or no base URL, which means it). */
-export function isOfficialOpenAI(baseURL: string | undefined): boolean {
-  if (!baseURL) return true;
-  try {
-    return new URL(baseURL).hostname === "api.openai.com";
-  } catch {
-    return false;
   }
 }
 

@@ -1,14 +1,12 @@
 // Chooses and builds the model provider from configuration and environment. Importing this
-// module loads no SDK: the providers import theirs on the first model call.
+// module loads no provider's code (each is imported when built) and no SDK (the providers import
+// theirs on the first model call): detection and the model catalog need neither.
 //
 // Providers: openai (the Responses API), openai-chat (Chat Completions, for any compatible
 // server by OPENAI_BASE_URL: vLLM, llama.cpp, LM Studio, OpenRouter, Ollama, ...), anthropic,
 // ollama (openai-chat at OLLAMA_HOST, no key) and scripted (replays a script file).
-import { AnthropicProvider } from "./anthropic.js";
+import { isOfficialOpenAI } from "./endpoints.js";
 import { createOllamaProvider, listOllamaModels } from "./ollama.js";
-import { OpenAIChatProvider } from "./openai-chat.js";
-import { isOfficialOpenAI } from "./openai-client.js";
-import { OpenAIResponsesProvider } from "./openai-responses.js";
 import type { ModelProvider } from "./provider.js";
 import { withRetries, type RetryPolicy } from "./retry.js";
 
@@ -101,7 +99,7 @@ export async function detectDefaultProvider(
   return { provider: "ollama", ...(models[0] ? { model: models[0] } : {}) };
 }
 
-function openAIResponses(config: ProviderSelection): ModelProvider | ProviderConfigProblem {
+async function openAIResponses(config: ProviderSelection): Promise<ModelProvider | ProviderConfigProblem> {
   const baseURL = config.env["OPENAI_BASE_URL"] || undefined;
   const apiKey = config.env["OPENAI_API_KEY"] || (baseURL && !isOfficialOpenAI(baseURL) ? NO_KEY_NEEDED : undefined);
   if (!apiKey) {
@@ -110,10 +108,11 @@ function openAIResponses(config: ProviderSelection): ModelProvider | ProviderCon
         "The openai provider (Responses API) needs OPENAI_API_KEY. For a compatible server (Ollama, vLLM, llama.cpp, ...) use --provider openai-chat with OPENAI_BASE_URL.",
     };
   }
+  const { OpenAIResponsesProvider } = await import("./openai-responses.js");
   return new OpenAIResponsesProvider({ apiKey, ...(baseURL ? { baseURL } : {}), ...(config.model ? { defaultModel: config.model } : {}) });
 }
 
-function openAIChat(config: ProviderSelection): ModelProvider | ProviderConfigProblem {
+async function openAIChat(config: ProviderSelection): Promise<ModelProvider | ProviderConfigProblem> {
   const baseURL = config.env["OPENAI_BASE_URL"] || undefined;
   const apiKey = config.env["OPENAI_API_KEY"] || (baseURL ? NO_KEY_NEEDED : undefined);
   if (!apiKey) {
@@ -122,10 +121,11 @@ function openAIChat(config: ProviderSelection): ModelProvider | ProviderConfigPr
         "The openai-chat provider needs OPENAI_API_KEY, or OPENAI_BASE_URL pointing at a compatible server (e.g. http://localhost:11434/v1 for Ollama).",
     };
   }
+  const { OpenAIChatProvider } = await import("./openai-chat.js");
   return new OpenAIChatProvider({ apiKey, ...(baseURL ? { baseURL } : {}), ...(config.model ? { defaultModel: config.model } : {}) });
 }
 
-function anthropic(config: ProviderSelection): ModelProvider | ProviderConfigProblem {
+async function anthropic(config: ProviderSelection): Promise<ModelProvider | ProviderConfigProblem> {
   const baseURL = config.env["ANTHROPIC_BASE_URL"] || undefined;
   const apiKey = config.env["ANTHROPIC_API_KEY"] || (baseURL ? NO_KEY_NEEDED : undefined);
   if (!apiKey) {
@@ -133,6 +133,7 @@ function anthropic(config: ProviderSelection): ModelProvider | ProviderConfigPro
   }
   // Extended thinking stays off unless a budget is set (the config file's anthropic.thinkingBudgetTokens).
   const budget = Number.parseInt(config.env["SWITCHYARD_ANTHROPIC_THINKING_BUDGET_TOKENS"] ?? "", 10);
+  const { AnthropicProvider } = await import("./anthropic.js");
   return new AnthropicProvider({
     apiKey,
     ...(baseURL ? { baseURL } : {}),

@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { FakeModelServer } from "../support/fake-model-server.js";
-import { ollamaBaseURL, ollamaRoot } from "../../src/providers/ollama.js";
+import { ollamaBaseURL, ollamaRoot } from "../../src/providers/endpoints.js";
 import { createProvider, detectDefaultProvider, isProviderConfigProblem } from "../../src/providers/select.js";
 import { ProviderError, type ModelProvider, type ModelStreamEvent } from "../../src/providers/provider.js";
 
