@@ -320,7 +320,7 @@ async function firstTurn(): Promise<Row[]> {
   const families = [
     { label: "Responses", provider: "openai", model: "gpt-5", env: modelEnv(fake), sdk: "responses" },
     { label: "Chat Completions", provider: "openai-chat", model: "gpt-4.1", env: modelEnv(fake), sdk: "chat" },
-    { label: "Anthropic", provider: "anthropic", model: "claude-sonnet-4-5", env: modelEnv(fake, "anthropic"), sdk: "anthropic" },
+    { label: "Anthropic", provider: "anthropic", model: "claude-sonnet-4-6", env: modelEnv(fake, "anthropic"), sdk: "anthropic" },
   ] as const;
   type Family = (typeof families)[number];
 

@@ -47,7 +47,7 @@ export class AnthropicProvider implements ModelProvider {
   private sdk?: Promise<AnthropicSdk>;
 
   constructor(private readonly options: AnthropicOptions = {}) {
-    this.defaultModel = options.defaultModel ?? "claude-sonnet-4-5";
+    this.defaultModel = options.defaultModel ?? "claude-sonnet-4-6";
   }
 
   /** Loads the SDK and runs the streaming path once on an answer made in memory (warm-up.ts). */

@@ -555,7 +555,7 @@ describe("handshake, discovery and errors", () => {
   });
 
   it("the default model applies only when nothing names one: a configured model and a per-turn alias win, without adaptive thinking", async () => {
-    const configured = spawnServer(fake, ["--model", "claude-sonnet-4-5"]);
+    const configured = spawnServer(fake, ["--model", "claude-sonnet-4-6"]);
     try {
       const c = TestClient.overStdio(configured.child);
       await initialize(c, { cwd: makeWorkspace() });
@@ -563,7 +563,7 @@ describe("handshake, discovery and errors", () => {
       const posts = () => fake.requests.filter((r) => r.method === "POST");
       fake.enqueue({ kind: "response", text: "configured" }, { kind: "response", text: "aliased" });
       await turnCompleted(c, threadId, (await c.call("turn/start", { thread_id: threadId, content: "one" })).turn_id as string);
-      assert.equal(posts().at(-1)!.body.model, "claude-sonnet-4-5");
+      assert.equal(posts().at(-1)!.body.model, "claude-sonnet-4-6");
       assert.equal(posts().at(-1)!.body.thinking, undefined);
       await turnCompleted(
         c,

@@ -75,9 +75,9 @@ describe("configuration precedence", () => {
       assert.equal(anthropic.path, "/v1/messages");
       assert.equal(anthropic.body.model, "claude-haiku-4-5");
       assert.equal((await oneTurn(h, threadId)).path, "/v1/chat/completions");
-      await h.client.call("thread/config/update", { threadId, configuration: { provider: "anthropic", model: "claude-sonnet-4-5" } });
+      await h.client.call("thread/config/update", { threadId, configuration: { provider: "anthropic", model: "claude-sonnet-4-6" } });
       const configured = await oneTurn(h, threadId);
-      assert.deepEqual([configured.path, configured.body.model], ["/v1/messages", "claude-sonnet-4-5"]);
+      assert.deepEqual([configured.path, configured.body.model], ["/v1/messages", "claude-sonnet-4-6"]);
     } finally {
       await h.close();
     }

@@ -68,10 +68,10 @@ describe("switchyard doctor", () => {
     const anthropic = await doctor([], {
       ANTHROPIC_BASE_URL: fake.anthropicBaseURL,
       ANTHROPIC_API_KEY: "k",
-      SWITCHYARD_MODEL: "claude-sonnet-4-5",
+      SWITCHYARD_MODEL: "claude-sonnet-4-6",
     });
     assert.equal(anthropic.code, 0, anthropic.stdout);
-    assert.match(anthropic.stdout, /claude-sonnet-4-5 \(from the SWITCHYARD_MODEL environment variable\)/);
+    assert.match(anthropic.stdout, /claude-sonnet-4-6 \(from the SWITCHYARD_MODEL environment variable\)/);
     assert.match(anthropic.stdout, /OK\s+live check/);
   });
 

@@ -720,7 +720,7 @@ describe("createProvider", () => {
     assert.equal(chosen.defaultModel, "llama3");
     assert.equal((await provider(createProvider({ provider: "OpenAI", env }))).name, "openai");
     assert.equal((await provider(createProvider({ provider: "openai", env }))).defaultModel, "gpt-5");
-    assert.equal((await provider(createProvider({ provider: "anthropic", env }))).defaultModel, "claude-sonnet-4-5");
+    assert.equal((await provider(createProvider({ provider: "anthropic", env }))).defaultModel, "claude-sonnet-4-6");
     assert.equal((await provider(createProvider({ provider: "openai-chat", env }))).defaultModel, "gpt-4.1");
     assert.equal((await provider(createProvider({ provider: "ollama", env: {} }))).name, "ollama");
   });
