@@ -389,8 +389,13 @@ async function firstTurn(): Promise<Row[]> {
           target: "(floor)",
         },
       );
+      // The spread: each process's first turn over its own later turns, to the first delta.
+      const spread = (processes: TurnTimes[][]): string => {
+        const extras = processes.map((times) => times[0]!.delta - median(times.slice(1).map((t) => t.delta)));
+        return `${fmt(Math.min(...extras))}–${fmt(Math.max(...extras))}`;
+      };
       const described = (processes: TurnTimes[][]): string =>
-        `first ${fmt(m(processes, "first", "delta"))} / ${fmt(m(processes, "first", "end"))} ms, later ${fmt(m(processes, "later", "delta"))} / ${fmt(m(processes, "later", "end"))} ms`;
+        `first ${fmt(m(processes, "first", "delta"))} / ${fmt(m(processes, "first", "end"))} ms, later ${fmt(m(processes, "later", "delta"))} / ${fmt(m(processes, "later", "end"))} ms (extra per process ${spread(processes)} ms)`;
       notes.push(
         `First turn, ${family.label}, turn/start → first delta / → turn/completed: sent at once ${described(runs.atOnce)}; ` +
           `after a pause ${described(runs.paused)}; the SDK alone ${described(runs.floor)}.`,
