@@ -120,7 +120,10 @@ export async function assembleRuntime(
       providers
         .prepare()
         .catch((error: unknown) => log.debug({ err: error }, "could not prepare the default provider"))
-        .finally(() => heap.startupDone());
+        .finally(() => {
+          heap.startupDone();
+          log.info({ preparedMs: Math.round(performance.now()) }, "first turn prepared");
+        });
     });
   };
   return { runtime, store, prepareFirstTurn };
