@@ -45,8 +45,6 @@ export class AnthropicProvider implements ModelProvider {
   readonly name = "anthropic";
   readonly defaultModel: string;
   private sdk?: Promise<AnthropicSdk>;
-  /** A real stream has opened: the warm-up is left out. */
-  private streamed = false;
 
   constructor(private readonly options: AnthropicOptions = {}) {
     this.defaultModel = options.defaultModel ?? "claude-sonnet-4-6";
@@ -54,16 +52,10 @@ export class AnthropicProvider implements ModelProvider {
 
   /** Loads the SDK and runs the streaming path once on an answer made in memory (warm-up.ts). */
   async prepare(): Promise<void> {
-    await warmUp(
-      this.load(),
-      ANTHROPIC_ANSWER,
-      (load, request, signal) => this.streamWith(load, request, signal),
-      () => this.streamed,
-    );
+    await warmUp(await this.load(), ANTHROPIC_ANSWER, (load, request, signal) => this.streamWith(load, request, signal));
   }
 
   stream(request: ModelRequest, signal: AbortSignal): AsyncIterable<ModelStreamEvent> {
-    this.streamed = true;
     return this.streamWith(() => this.load(), request, signal);
   }
 

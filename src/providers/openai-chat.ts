@@ -44,8 +44,6 @@ export class OpenAIChatProvider implements ModelProvider {
   readonly name: string;
   readonly defaultModel: string;
   private readonly client: LazyOpenAIClient;
-  /** A real stream has opened: the warm-up is left out. */
-  private streamed = false;
 
   constructor(private readonly options: OpenAIChatOptions = {}) {
     this.name = options.name ?? "openai-chat";
@@ -55,16 +53,10 @@ export class OpenAIChatProvider implements ModelProvider {
 
   /** Loads the SDK and runs the streaming path once on an answer made in memory (warm-up.ts). */
   async prepare(): Promise<void> {
-    await warmUp(
-      this.client.load(),
-      CHAT_ANSWER,
-      (load, request, signal) => this.streamWith(load, request, signal),
-      () => this.streamed,
-    );
+    await warmUp(await this.client.load(), CHAT_ANSWER, (load, request, signal) => this.streamWith(load, request, signal));
   }
 
   stream(request: ModelRequest, signal: AbortSignal): AsyncIterable<ModelStreamEvent> {
-    this.streamed = true;
     return this.streamWith(() => this.client.load(), request, signal);
   }
 

@@ -35,8 +35,6 @@ export class OpenAIResponsesProvider implements ModelProvider {
   readonly name = "openai";
   readonly defaultModel: string;
   private readonly client: LazyOpenAIClient;
-  /** A real stream has opened: the warm-up is left out. */
-  private streamed = false;
 
   constructor(private readonly options: OpenAIResponsesOptions = {}) {
     this.defaultModel = options.defaultModel ?? "gpt-5";
@@ -45,16 +43,10 @@ export class OpenAIResponsesProvider implements ModelProvider {
 
   /** Loads the SDK and runs the streaming path once on an answer made in memory (warm-up.ts). */
   async prepare(): Promise<void> {
-    await warmUp(
-      this.client.load(),
-      RESPONSES_ANSWER,
-      (load, request, signal) => this.streamWith(load, request, signal),
-      () => this.streamed,
-    );
+    await warmUp(await this.client.load(), RESPONSES_ANSWER, (load, request, signal) => this.streamWith(load, request, signal));
   }
 
   stream(request: ModelRequest, signal: AbortSignal): AsyncIterable<ModelStreamEvent> {
-    this.streamed = true;
     return this.streamWith(() => this.client.load(), request, signal);
   }
 

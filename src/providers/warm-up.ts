@@ -115,20 +115,14 @@ export const ANTHROPIC_ANSWER = sse(
 );
 
 /**
- * Waits for the SDK, then runs a provider's streaming path (`streamWith`, given how to load its
- * SDK) once, to its end, with the loaded SDK's client answering `events`; the events go nowhere.
- * Not when a real stream has opened meanwhile (`streamed`): that stream runs the same path
- * itself, and a warm-up beside it would only hold it up (a turn sent before the preparation is
- * done must not wait longer than the preparation would have taken).
+ * Runs a provider's streaming path (`streamWith`, given how to load its SDK) once, to its end,
+ * with the loaded SDK's client answering `events`; the events go nowhere.
  */
 export async function warmUp<Client extends { withOptions(options: { fetch: typeof fetch }): Client }, Sdk extends { client: Client }>(
-  loading: Promise<Sdk>,
+  sdk: Sdk,
   events: string,
   streamWith: (load: () => Promise<Sdk>, request: ModelRequest, signal: AbortSignal) => AsyncIterable<unknown>,
-  streamed: () => boolean,
 ): Promise<void> {
-  const sdk = await loading;
-  if (streamed()) return;
   const load = (): Promise<Sdk> => Promise.resolve({ ...sdk, client: sdk.client.withOptions({ fetch: replayFetch(events) }) });
   for await (const _event of streamWith(load, WARM_UP_REQUEST, new AbortController().signal));
 }

@@ -3,7 +3,6 @@ import { test } from "node:test";
 import { AnthropicProvider } from "../../src/providers/anthropic.js";
 import { OpenAIChatProvider } from "../../src/providers/openai-chat.js";
 import { OpenAIResponsesProvider } from "../../src/providers/openai-responses.js";
-import { CHAT_ANSWER, warmUp } from "../../src/providers/warm-up.js";
 import { FakeModelServer } from "../support/fake-model-server.js";
 
 // prepare() runs each provider's streaming path on an answer made in memory: it must read that
@@ -31,30 +30,4 @@ test("each provider's prepare() warms its streaming path without a request", asy
     assert.ok(events.includes("textDelta") && events.at(-1) === "stop", `${provider.name}: ${events.join(", ")}`);
   }
   assert.equal(fake.requests.length, 3);
-});
-
-// A turn sent before the preparation is done runs the streaming path itself; a warm-up beside
-// it would only hold it up.
-test("the warm-up is left out once a real stream has opened while the SDK loaded", async () => {
-  interface Client {
-    withOptions(): Client;
-  }
-  const client: Client = { withOptions: () => client };
-  const runs: string[] = [];
-  const streamWith = (_load: unknown, request: { model: string }) =>
-    (async function* () {
-      runs.push(request.model);
-      yield undefined;
-    })();
-  let streamed = false;
-  let loaded!: (sdk: { client: Client }) => void;
-  const loading = new Promise<{ client: Client }>((resolve) => (loaded = resolve));
-  const preparing = warmUp(loading, CHAT_ANSWER, streamWith, () => streamed);
-  streamed = true; // stream() was called while the SDK was loading
-  loaded({ client });
-  await preparing;
-  assert.deepEqual(runs, []);
-
-  await warmUp(Promise.resolve({ client }), CHAT_ANSWER, streamWith, () => false);
-  assert.deepEqual(runs, ["warm-up"]);
 });
