@@ -44,9 +44,9 @@ export async function listOllamaModels(env: NodeJS.ProcessEnv, timeoutMs = 300):
 
 /**
  * Whether anything accepts a TCP connection at the URL's host and port. Most machines run no
- * Ollama, and a refused connection is known this way in a fraction of a millisecond, where a
- * first HTTP request loads and runs node:http's client (~6 ms, on the path of a claude-dialect
- * client's initialize when no provider is configured).
+ * Ollama, and a refused connection is known this way without node:http, whose first request
+ * loads and runs ~6 ms of client code (on the path of a claude-dialect client's initialize when
+ * no provider is configured).
  */
 function accepts(url: URL, signal: AbortSignal): Promise<boolean> {
   const port = Number(url.port) || (url.protocol === "https:" ? 443 : 80);
