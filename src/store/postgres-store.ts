@@ -351,6 +351,10 @@ export class PostgresStore implements Store {
 
   /** Reads the events other nodes committed since the cursor and reports them as commits. */
   private async readFeed(): Promise<void> {
+    // Nobody listens yet (the store opens before the runtime, which a server answering its
+    // first requests early loads after them): what was read now would be lost to it. The
+    // first listener starts the reading (onCommit).
+    if (this.commitListeners.length === 0) return;
     for (let full = true; full && !this.closed;) {
       // Every position is read (the cursor moves over all of them), the event only where this
       // node wants it: deltas of threads it neither follows nor writes are left in the table.
@@ -660,6 +664,7 @@ export class PostgresStore implements Store {
 
   onCommit(listener: (events: RuntimeEvent[]) => void): void {
     this.commitListeners.push(listener);
+    if (this.commitListeners.length === 1) void this.feed.run().catch(this.onError);
   }
 
   storageStatus(): StorageStatus {

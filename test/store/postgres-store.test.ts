@@ -305,6 +305,34 @@ describe("PostgreSQL store", { skip: postgresMissing() }, () => {
     }
   });
 
+  // A server answering its first requests early opens the store before its runtime listens.
+  it("keeps other nodes' commits for the first listener when they came before it", async () => {
+    const url = freshUrl();
+    const [writer, reader] = [await PostgresStore.open(url), await PostgresStore.open(url)];
+    const db = await postgresPool(url);
+    try {
+      writer.append({ type: "thread.created", threadId: "early", data: { thread: makeThread("early") } });
+      await writer.flush();
+      // Two of the reader's heartbeats after the commit: each is followed by a read of the feed,
+      // which a notification may have started already.
+      const { rows } = await db.query<{ now: Date }>("SELECT now()");
+      const beatsAfter = async (): Promise<boolean> => {
+        const beat = await db.query<{ at: Date }>("SELECT heartbeat_at AS at FROM nodes ORDER BY num DESC LIMIT 1");
+        return beat.rows[0]!.at.getTime() - rows[0]!.now.getTime() > 1_000;
+      };
+      while (!(await beatsAfter())) await new Promise((resolve) => setTimeout(resolve, 100));
+      const told = new Promise<string[]>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error("the commit made before anyone listened was never reported")), 5_000);
+        reader.onCommit((events) => (clearTimeout(timer), resolve(events.map((e) => e.type))));
+      });
+      assert.deepEqual(await told, ["thread.created"]);
+    } finally {
+      await writer.close();
+      await reader.close();
+      await db.end();
+    }
+  });
+
   it("reports other nodes' deltas only of threads a client here follows; every other event always", async () => {
     const url = freshUrl();
     const [writer, reader] = [await PostgresStore.open(url), await PostgresStore.open(url)];
