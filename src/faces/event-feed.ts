@@ -21,7 +21,6 @@ const CATCH_UP_PAGE = 256;
 /** A notification being made: ready, or a read away (undefined when the read failed). */
 type Making<Made> = { made: Made } | Promise<{ made: Made } | undefined>;
 
-/** `Made`: what a face makes of an event for its connection (its notifications). */
 /** The `write` of a face that makes a list of notifications of an event: sends each; false for none. */
 export function notifyEach<N>(notify: (notification: N) => void): (notifications: N[]) => boolean {
   return (notifications) => {
@@ -30,6 +29,7 @@ export function notifyEach<N>(notify: (notification: N) => void): (notifications
   };
 }
 
+/** `Made`: what a face makes of an event for its connection (its notifications). */
 export class EventFeed<Made> {
   /** The last seq handed to the connection, per thread: live delivery never repeats it. */
   private readonly sentSeq = new Map<string, number>();
