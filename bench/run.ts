@@ -59,7 +59,7 @@ interface Conn {
   lastChunkAt: number;
   /** When the process was spawned, and when its "first turn prepared" log line arrived. */
   spawnedAt: number;
-  preparedAt?: number;
+  prepared: Promise<number>;
   /** Rejects when the server exits before stop(): race waits against it to fail fast on a crash. */
   died: Promise<never>;
   stopping: boolean;
@@ -82,8 +82,14 @@ async function spawn(opts: SpawnOptions = {}): Promise<Conn> {
   const conn = { server, lastChunkAt: 0, spawnedAt, stopping: false } as Conn;
   // Registered before the client's own listener: the arrival time is taken before parsing.
   server.child.stdout.on("data", () => (conn.lastChunkAt = performance.now()));
-  server.child.stderr.on("data", (chunk: string) => {
-    if (conn.preparedAt === undefined && chunk.includes('"msg":"first turn prepared"')) conn.preparedAt = performance.now();
+  // After the server's own listener, so a line split across chunks is found whole.
+  conn.prepared = new Promise((resolve) => {
+    const look = (): void => {
+      if (!server.stderr.includes('"msg":"first turn prepared"')) return;
+      server.child.stderr.off("data", look);
+      resolve(performance.now());
+    };
+    server.child.stderr.on("data", look);
   });
   conn.client = TestClient.overStdio(server.child);
   conn.died = server.exited.then(({ code, signal }) => {
@@ -373,11 +379,7 @@ async function firstTurn(): Promise<Row[]> {
         if (turn === 0) firstDeltaFromSpawn = deltaAt - conn.spawnedAt;
         conn.client.received.splice(0);
       }
-      await unlessDied(
-        conn,
-        conn.server.waitForLog((line) => line.msg === "first turn prepared"),
-      );
-      return { times, firstDeltaFromSpawn, preparedFromSpawn: conn.preparedAt! - conn.spawnedAt };
+      return { times, firstDeltaFromSpawn, preparedFromSpawn: (await unlessDied(conn, conn.prepared)) - conn.spawnedAt };
     });
 
   const rows: Row[] = [];
