@@ -27,7 +27,7 @@ export async function addUser(name: string, dataDir: string, storeUrl: string | 
   try {
     let users: UserStore;
     if (storeUrl) {
-      const { postgresPool, migratePostgres } = await import("../store/postgres-schema.js");
+      const { checkout, postgresPool, migratePostgres } = await import("../store/postgres-schema.js");
       const { PostgresFaceState } = await import("../store/postgres-face-state.js");
       const pool = await postgresPool(storeUrl);
       close = () => pool.end();
@@ -35,7 +35,7 @@ export async function addUser(name: string, dataDir: string, storeUrl: string | 
       users = UserStore.inState(
         new PostgresFaceState(
           pool,
-          () => pool.connect(),
+          () => checkout(pool, () => undefined),
           "0",
           0,
           (error) => error,

@@ -258,7 +258,8 @@ const MIGRATION_LOCK = 0x5377_7964; // "Swyd"
 
 /** Applies the migrations this database lacks; refuses one newer than this binary. Returns the version. */
 export async function migratePostgres(pool: Pool): Promise<number> {
-  const client = await pool.connect();
+  // A connection that breaks meanwhile fails the query in flight, which reports it.
+  const client = await checkout(pool, () => undefined);
   try {
     await client.query("BEGIN");
     await client.query("SELECT pg_advisory_xact_lock($1)", [MIGRATION_LOCK]);
@@ -279,6 +280,23 @@ export async function migratePostgres(pool: Pool): Promise<number> {
   } finally {
     client.release();
   }
+}
+
+/**
+ * A pooled connection that has `onError` as its 'error' listener from the moment the pool hands
+ * it over. The pool hands a new connection over from inside the socket read that completed it;
+ * `await pool.connect()` resumes only after the rest of that read, and an error message in it
+ * (the database shutting down: "terminating connection due to administrator command") was an
+ * 'error' event with no listener, which ended the process.
+ */
+export function checkout(pool: Pool, onError: (error: Error) => void): Promise<PoolClient> {
+  return new Promise((resolve, reject) => {
+    pool.connect((error, client) => {
+      if (error || !client) return reject(error ?? new Error("The pool gave no connection"));
+      if (client.listenerCount("error") === 0) client.on("error", onError);
+      resolve(client);
+    });
+  });
 }
 
 /** A pool whose BIGINT columns read as numbers (seq, gid stay far below 2^53). */

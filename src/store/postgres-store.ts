@@ -10,7 +10,7 @@
 // one notification, and the node reads the events after its cursor, in (xid, gid) order, only
 // from transactions that have all ended (below the snapshot's xmin): none can commit behind it.
 import type { Pool, PoolClient } from "pg";
-import { FENCE_LOCK_CLASS, FENCED, inTransaction, migratePostgres, postgresPool } from "./postgres-schema.js";
+import { checkout, FENCE_LOCK_CLASS, FENCED, inTransaction, migratePostgres, postgresPool } from "./postgres-schema.js";
 import { arrayInput, script, type Statement } from "./postgres-script.js";
 import { COMMAND_CHANNEL, DEFAULT_LEASE_TTL_MS, nodeAlive, PostgresNode, TURN_CHANNEL } from "./postgres-node.js";
 import { PostgresFaceState } from "./postgres-face-state.js";
@@ -596,14 +596,12 @@ export class PostgresStore implements Store {
 
   /**
    * A pooled connection for a transaction. Its connection can break while it is checked out
-   * (the database restarts); the error then surfaces in the query in flight, and this listener
+   * (the database restarts); the error then surfaces in the query in flight, and the listener
    * keeps it from being an uncaught 'error' event meanwhile. Released with `true` after a
    * failure, so the pool drops it instead of reusing it.
    */
-  private async checkout(): Promise<PoolClient> {
-    const client = await this.pool.connect();
-    if (client.listenerCount("error") === 0) client.on("error", (error) => this.onError(error));
-    return client;
+  private checkout(): Promise<PoolClient> {
+    return checkout(this.pool, (error) => this.onError(error));
   }
   /**
    * Runs `work` in a transaction on a pooled connection: committed when it returns, rolled back

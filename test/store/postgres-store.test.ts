@@ -4,11 +4,12 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
+import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import type { Pool, PoolClient } from "pg";
 import { PostgresStore } from "../../src/store/postgres-store.js";
-import { FENCE_LOCK_CLASS, POSTGRES_SCHEMA_VERSION, postgresPool } from "../../src/store/postgres-schema.js";
+import { checkout, FENCE_LOCK_CLASS, POSTGRES_SCHEMA_VERSION, postgresPool } from "../../src/store/postgres-schema.js";
 import { openStore } from "../../src/store/sqlite-store.js";
 import { LogConflictError, type Store } from "../../src/store/store.js";
 import { postgresMissing, TestPostgres } from "../support/postgres.js";
@@ -45,6 +46,41 @@ async function reads(store: Store, threadIds: string[]) {
     };
   }
   return out;
+}
+
+/**
+ * A proxy to PostgreSQL that ends each connection as a database shutting down does, right
+ * after its start-up: the error message in the same write as the ReadyForQuery.
+ */
+async function endingProxy(port: number): Promise<{ port: number; close: () => void }> {
+  const fatal = ["SFATAL", "VFATAL", "C57P01", "Mterminating connection due to administrator command", ""].join("\0") + "\0";
+  const error = Buffer.alloc(5 + Buffer.byteLength(fatal));
+  error.write("E", 0);
+  error.writeInt32BE(4 + Buffer.byteLength(fatal), 1);
+  error.write(fatal, 5);
+  const proxy = net.createServer((client) => {
+    const upstream = net.connect(port, "127.0.0.1");
+    client.pipe(upstream);
+    let pending = Buffer.alloc(0);
+    upstream.on("data", (chunk: Buffer) => {
+      pending = Buffer.concat([pending, chunk]);
+      // Server messages: a type byte and a length that counts itself; pass them on up to the ReadyForQuery ('Z').
+      for (let at = 0; at + 5 <= pending.length;) {
+        const end = at + 1 + pending.readInt32BE(at + 1);
+        if (end > pending.length) break;
+        if (pending[at] === 0x5a) {
+          client.end(Buffer.concat([pending.subarray(0, end), error]));
+          upstream.destroy();
+          return;
+        }
+        at = end;
+      }
+    });
+    client.on("error", () => upstream.destroy());
+    upstream.on("error", () => client.destroy());
+  });
+  await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve));
+  return { port: (proxy.address() as net.AddressInfo).port, close: () => proxy.close() };
 }
 
 describe("PostgreSQL store", { skip: postgresMissing() }, () => {
@@ -458,6 +494,22 @@ describe("PostgreSQL store", { skip: postgresMissing() }, () => {
     } finally {
       await one.close();
       await two.close();
+    }
+  });
+
+  it("checks out a connection the database ends in the same read that completed it, without an uncaught error", async () => {
+    const proxy = await endingProxy(server.port);
+    const pool = await postgresPool(`postgres://postgres@127.0.0.1:${proxy.port}/postgres`);
+    const heard: Error[] = [];
+    try {
+      // With `await pool.connect()` the error event had no listener: the test process died.
+      const client = await checkout(pool, (error) => heard.push(error));
+      await assert.rejects(client.query("SELECT 1"));
+      assert.match(String(heard[0]), /administrator command/);
+      client.release(true);
+    } finally {
+      await pool.end();
+      proxy.close();
     }
   });
 
