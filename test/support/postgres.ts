@@ -5,9 +5,9 @@ import { execFile, execFileSync, spawnSync } from "node:child_process";
 import { promisify } from "node:util";
 import { createHash } from "node:crypto";
 import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
-import net from "node:net";
 import os from "node:os";
 import path from "node:path";
+import { freePort } from "./ports.js";
 
 /** The directory of PostgreSQL's server programs, or undefined when none is installed. */
 export function postgresBinDir(): string | undefined {
@@ -27,14 +27,6 @@ export function postgresMissing(): string | undefined {
   if (!postgresBinDir()) return "no PostgreSQL installed (initdb not found)";
   if (process.getuid?.() === 0 && spawnSync("id", ["-u", "postgres"]).status !== 0) return "running as root with no postgres user";
   return undefined;
-}
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 export class TestPostgres {

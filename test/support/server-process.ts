@@ -1,11 +1,12 @@
 // Spawns the built CLI as a real process, for end-to-end tests and benchmarks.
-import net from "node:net";
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { testStoreEnv } from "./postgres.js";
+
+export { freePort } from "./ports.js";
 
 export const CLI_PATH = fileURLToPath(new URL("../../switchyard.js", import.meta.url));
 
@@ -121,13 +122,4 @@ export class ServerProcess {
     if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill(signal);
     return this.exited;
   }
-}
-
-/** A TCP port free on 127.0.0.1 right now (for servers that must be told their port). */
-export async function freePort(): Promise<number> {
-  const probe = net.createServer();
-  await new Promise<void>((resolve) => probe.listen(0, "127.0.0.1", resolve));
-  const { port } = probe.address() as net.AddressInfo;
-  await new Promise<void>((resolve) => probe.close(() => resolve()));
-  return port;
 }
