@@ -66,6 +66,43 @@ test("a body that keeps arriving as fast as it is read lets the event loop turn 
   assert.ok(turns.length > 1 && turns[0]! < read, `the loop turned after ${turns.slice(0, 5).join(", ")}… of ${read} events`);
 });
 
+test("bodies read at once share the read budget: a loop turn holds about as many events as with one", async () => {
+  async function* burst(): AsyncGenerator<Buffer> {
+    for (let i = 0; i < 2_000; i++) {
+      for (let k = 0; k < 50; k++) await Promise.resolve();
+      yield Buffer.from(`data: ${i}\n\n`);
+    }
+  }
+  /** The median of the events read between two turns of the loop, `bodies` read at once. */
+  async function eventsPerTurn(bodies: number): Promise<number> {
+    let read = 0;
+    let done = 0;
+    const perTurn: number[] = [];
+    let last = 0;
+    const watch = (): void =>
+      void setImmediate(() => {
+        perTurn.push(read - last);
+        last = read;
+        if (done < bodies) watch();
+      });
+    watch();
+    await Promise.all(
+      Array.from({ length: bodies }, async () => {
+        const reader = eventStreamBody(Readable.from(burst())).getReader();
+        while (!(await reader.read()).done) read++;
+        done++;
+      }),
+    );
+    const busy = perTurn.filter((n) => n > 0).sort((a, b) => a - b);
+    return busy[Math.floor(busy.length / 2)]!;
+  }
+  const one = await eventsPerTurn(1);
+  const eight = await eventsPerTurn(8);
+  // A budget per body let a turn hold eight times as many: 8 × 4 ms of model input before any
+  // timer, commit or other client's request got its turn.
+  assert.ok(eight < 2 * one, `${eight} events a turn with eight bodies, ${one} with one`);
+});
+
 test("only event streams are re-chunked; status and headers pass through", async () => {
   const server = http.createServer((req, res) => {
     if (req.url === "/sse") {
