@@ -60,9 +60,10 @@ export async function clusterFanOut(kit: BenchKit, watchers: 1 | 2 = 2, deltaEve
       }
 
       const ownerOf = new Map(threads.map((threadId, i) => [threadId, i % NODES]));
-      const ownerAt = new Map<string, number>();
+      // Per thread, indexed by seq (the bench process reads every copy: no string key per event).
+      const ownerAt = new Map(threads.map((threadId) => [threadId, [] as number[]]));
       /** Receipts by a watcher of events the owner's client had not received yet. */
-      const watchersFirst = new Map<string, number[]>();
+      const watchersFirst = new Map(threads.map((threadId) => [threadId, [] as Array<number[] | undefined>]));
       /** What the owner's client got, other than deltas: to name an event a watcher missed. */
       const ownerMethods = new Map<string, string>();
       const latencies: number[] = [];
@@ -92,23 +93,24 @@ export async function clusterFanOut(kit: BenchKit, watchers: 1 | 2 = 2, deltaEve
           const params = m.params as { threadId?: string; seq?: number } | undefined;
           if (m.id !== undefined || typeof params?.threadId !== "string" || typeof params.seq !== "number") return;
           const at = performance.now();
-          const key = `${params.threadId}#${params.seq}`;
-          const owner = ownerOf.get(params.threadId) === n;
+          const { threadId, seq } = params;
+          const owner = ownerOf.get(threadId) === n;
           if (owner) {
-            ownerAt.set(key, at);
-            if (m.method !== "item/agentMessage/delta") ownerMethods.set(key, m.method!);
-            for (const watcherAt of watchersFirst.get(key) ?? []) pair(watcherAt, at);
-            watchersFirst.delete(key);
+            ownerAt.get(threadId)![seq] = at;
+            if (m.method !== "item/agentMessage/delta") ownerMethods.set(`${threadId}#${seq}`, m.method!);
+            const early = watchersFirst.get(threadId)!;
+            for (const watcherAt of early[seq] ?? []) pair(watcherAt, at);
+            early[seq] = undefined;
           } else {
-            const from = ownerAt.get(key);
+            const from = ownerAt.get(threadId)![seq];
             if (from !== undefined) pair(at, from);
-            else watchersFirst.set(key, [...(watchersFirst.get(key) ?? []), at]);
+            else (watchersFirst.get(threadId)![seq] ??= []).push(at);
           }
-          const list = seen[n]!.seqs.get(params.threadId) ?? [];
-          list.push(params.seq);
-          seen[n]!.seqs.set(params.threadId, list);
+          const list = seen[n]!.seqs.get(threadId) ?? [];
+          list.push(seq);
+          seen[n]!.seqs.set(threadId, list);
           if (m.method === "turn/completed" || m.method === "turn/failed") {
-            seen[n]!.ended.add(params.threadId);
+            seen[n]!.ended.add(threadId);
             if (seen.every((s, node) => s.ended.size === followed[node])) allEnded();
           }
           if (heads && isCaughtUp()) allCaughtUp();
@@ -117,7 +119,7 @@ export async function clusterFanOut(kit: BenchKit, watchers: 1 | 2 = 2, deltaEve
 
       const deltas = Array.from({ length: DELTAS }, (_, i) => `d${i} `);
       for (let i = 0; i < THREADS; i++)
-        fake.enqueue({ kind: "response", text: deltas, ...(deltaEveryMs ? { chunkDelayMs: deltaEveryMs } : {}) });
+        fake.enqueue({ kind: "response", text: deltas, ...(deltaEveryMs ? { chunkDelayMs: deltaEveryMs } : { oneWrite: true }) });
       const t0 = performance.now();
       // How late this process (the clients' clock) was itself: its receipts wait for its turn on a core.
       const loopDelay = monitorEventLoopDelay({ resolution: 5 });

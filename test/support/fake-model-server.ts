@@ -41,6 +41,12 @@ export type ScriptStep =
       stopReason?: "end" | "toolCalls" | "maxTokens";
       /** Pause before each content delta. */
       chunkDelayMs?: number;
+      /**
+       * Events written in one event-loop turn reach the socket as one write. A model on another
+       * machine costs the benchmark nothing per event; here, a write each cost a system call per
+       * delta, on the cores the servers measured share.
+       */
+      oneWrite?: boolean;
       /** Destroy the socket once this many content deltas (text/reasoning/argument pieces) were sent. */
       cutAfterChunks?: number;
       /** Send all content, then keep the stream open unfinished until the client goes away. */
@@ -77,6 +83,7 @@ interface Plan {
   stop: "end" | "toolCalls" | "maxTokens";
   signature: string;
   delayMs: number;
+  oneWrite: boolean;
   cutAfter?: number;
   holdOpen: boolean;
   streamError?: { message?: string; type?: string; code?: string };
@@ -615,6 +622,7 @@ function anthropicStartUsage(plan: Plan): Json {
 class SseWriter {
   private sent = 0;
   private closed = false;
+  private corked = false;
   /** Settles when the last write reached the socket; only tracked when a cut is scripted. */
   private flushed: Promise<void> = Promise.resolve();
 
@@ -640,6 +648,14 @@ class SseWriter {
   raw(text: string): void {
     if (this.closed) return;
     this.timed(() => {
+      if (this.plan.oneWrite && !this.corked) {
+        this.corked = true;
+        this.res.cork();
+        setImmediate(() => {
+          this.corked = false;
+          this.res.uncork();
+        });
+      }
       if (this.plan.cutAfter === undefined) this.res.write(text);
       else this.flushed = new Promise((resolve) => this.res.write(text, () => resolve()));
     });
@@ -714,6 +730,7 @@ function makePlan(step: ResponseStep, request: Json, wire: Wire): Plan {
     stop: step.stopReason ?? (toolCalls.length > 0 ? "toolCalls" : "end"),
     signature: `Eq${randomBytes(48).toString("base64")}`,
     delayMs: step.chunkDelayMs ?? 0,
+    oneWrite: step.oneWrite ?? false,
     ...(step.cutAfterChunks !== undefined ? { cutAfter: step.cutAfterChunks } : {}),
     holdOpen: step.holdOpen ?? false,
     ...(step.streamError ? { streamError: step.streamError } : {}),
