@@ -12,17 +12,18 @@ const NEWLINE = 0x0a;
 const RETURN = 0x0d;
 /** Events queued for the SDK before the socket is paused. */
 const QUEUED_EVENTS = 256;
-/** How long responses are read, all of them together, before the event loop gets a turn. */
+/** How long a response is read before the event loop gets a turn. */
 const READ_BUDGET_MS = 4;
 /**
- * When the reading began that the event loop has not turned since, over all responses (a model
- * that streams at its pace never reaches the budget). Shared: with a budget per response, a
- * server streaming 67 turns at once spent up to 67 × 4 ms on model input in one turn of the
- * loop, before any timer, commit or other request (cluster bench, all at once: a watcher's copy
- * 218 ms after the owner's client's at the median; 33 ms with one budget).
+ * How long all responses together are read before it does. A server streaming 67 turns at once
+ * otherwise spent up to 67 × 4 ms on model input in one turn of the loop, before any timer,
+ * commit or other client's request (the cluster bench, all at once: a watcher's copy came a
+ * median 218 ms after the owner's client's).
  */
-let readingSince = 0;
-let loopTurned = true;
+const SHARED_READ_BUDGET_MS = 12;
+/** When the reading of all responses began that the event loop has not turned since. */
+let allReadingSince = 0;
+let allLoopTurned = true;
 
 /** Calls `emit` with the pieces of `chunk` cut right after each blank line ("\n\n" or "\n\r\n"). */
 export function cutEvents(chunk: Uint8Array, emit: (piece: Uint8Array) => void): void {
@@ -41,15 +42,18 @@ export function cutEvents(chunk: Uint8Array, emit: (piece: Uint8Array) => void):
  * A node stream (the HTTP response) as a web stream cut at events, in one layer: the socket's
  * chunks are cut as they arrive, and the socket is paused while the SDK has enough queued.
  *
- * It also pauses once responses have been read for `READ_BUDGET_MS` and goes on at the event
- * loop's next turn. A response that arrives faster than it is handled (a local model, a burst
- * after a stall) is otherwise read to its end without the loop ever turning (libuv reads a
- * readable socket many times in one go, and each read's events are handled in microtasks), and
- * what waits for the loop, the store's commit and so delivery to clients, waits for the whole
- * response.
+ * It also pauses after reading for `READ_BUDGET_MS` (or all responses together for
+ * `SHARED_READ_BUDGET_MS`) and goes on at the event loop's next turn. A
+ * response that arrives faster than it is handled (a local model, a burst after a stall) is
+ * otherwise read to its end without the loop ever turning (libuv reads a readable socket many
+ * times in one go, and each read's events are handled in microtasks), and what waits for the
+ * loop, the store's commit and so delivery to clients, waits for the whole response.
  */
 export function eventStreamBody(source: Readable): ReadableStream<Uint8Array> {
   let controller!: ReadableStreamDefaultController<Uint8Array>;
+  /** When the reading began that the event loop has not turned since (a model that streams at its pace never reaches the budget). */
+  let readingSince = 0;
+  let loopTurned = true;
   let resuming = false;
   const resumeNextTurn = (): void => {
     if (resuming) return;
@@ -70,9 +74,15 @@ export function eventStreamBody(source: Readable): ReadableStream<Uint8Array> {
             readingSince = performance.now();
             setImmediate(() => (loopTurned = true));
           }
+          if (allLoopTurned) {
+            allLoopTurned = false;
+            allReadingSince = readingSince;
+            setImmediate(() => (allLoopTurned = true));
+          }
           cutEvents(chunk, enqueue);
+          const now = performance.now();
           if ((controller.desiredSize ?? 1) <= 0) source.pause();
-          else if (performance.now() - readingSince > READ_BUDGET_MS) {
+          else if (now - readingSince > READ_BUDGET_MS || now - allReadingSince > SHARED_READ_BUDGET_MS) {
             source.pause();
             resumeNextTurn();
           }
