@@ -302,7 +302,7 @@ export function checkout(pool: Pool, onError: (error: Error) => void): Promise<P
 /** A pool whose BIGINT columns read as numbers (seq, gid stay far below 2^53). */
 export async function postgresPool(url: string): Promise<Pool> {
   const pg = (await import("pg")).default;
-  return new pg.Pool({
+  const pool = new pg.Pool({
     connectionString: url,
     max: 4,
     keepAlive: true,
@@ -310,6 +310,11 @@ export async function postgresPool(url: string): Promise<Pool> {
       getTypeParser: ((oid: number, format?: "text" | "binary") => (oid === 20 ? Number : pg.types.getTypeParser(oid, format))) as never,
     },
   });
+  // An idle connection that broke (the database restarted): the pool drops it, and the next
+  // query reports the database if it stays gone. Without a listener, the pool's 'error' event
+  // ended the process (a command migrating, a store before it listens).
+  pool.on("error", () => undefined);
+  return pool;
 }
 
 /**

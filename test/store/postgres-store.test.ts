@@ -12,6 +12,7 @@ import { PostgresStore } from "../../src/store/postgres-store.js";
 import { checkout, FENCE_LOCK_CLASS, POSTGRES_SCHEMA_VERSION, postgresPool } from "../../src/store/postgres-schema.js";
 import { openStore } from "../../src/store/sqlite-store.js";
 import { LogConflictError, type Store } from "../../src/store/store.js";
+import { eventually } from "../support/agentcraft.js";
 import { postgresMissing, TestPostgres } from "../support/postgres.js";
 import { agentItem, makeThread, makeTurn, populate } from "../support/store-events.js";
 
@@ -510,6 +511,22 @@ describe("PostgreSQL store", { skip: postgresMissing() }, () => {
     } finally {
       await pool.end();
       proxy.close();
+    }
+  });
+
+  it("outlives an idle pooled connection the database ends", async () => {
+    const pool = await postgresPool(freshUrl());
+    try {
+      const { rows } = await pool.query<{ pid: number }>("SELECT pg_backend_pid() AS pid");
+      assert.equal(pool.idleCount, 1);
+      const admin = await postgresPool(server.url());
+      await admin.query("SELECT pg_terminate_backend($1)", [rows[0]!.pid]);
+      await admin.end();
+      // Without a listener the pool's 'error' event ended this process here.
+      await eventually(async () => (pool.idleCount === 0 ? true : undefined), "the pool dropping the connection");
+      assert.deepEqual((await pool.query("SELECT 1 AS one")).rows, [{ one: 1 }]);
+    } finally {
+      await pool.end();
     }
   });
 
