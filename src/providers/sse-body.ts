@@ -43,11 +43,11 @@ export function cutEvents(chunk: Uint8Array, emit: (piece: Uint8Array) => void):
  * chunks are cut as they arrive, and the socket is paused while the SDK has enough queued.
  *
  * It also pauses after reading for `READ_BUDGET_MS` (or all responses together for
- * `SHARED_READ_BUDGET_MS`) and goes on at the event loop's next turn. A
- * response that arrives faster than it is handled (a local model, a burst after a stall) is
- * otherwise read to its end without the loop ever turning (libuv reads a readable socket many
- * times in one go, and each read's events are handled in microtasks), and what waits for the
- * loop, the store's commit and so delivery to clients, waits for the whole response.
+ * `SHARED_READ_BUDGET_MS`) and goes on at the event loop's next turn. A response that arrives
+ * faster than it is handled (a local model, a burst after a stall) is otherwise read to its end
+ * without the loop ever turning (libuv reads a readable socket many times in one go, and each
+ * read's events are handled in microtasks), and what waits for the loop, the store's commit and
+ * so delivery to clients, waits for the whole response.
  */
 export function eventStreamBody(source: Readable): ReadableStream<Uint8Array> {
   let controller!: ReadableStreamDefaultController<Uint8Array>;
@@ -76,7 +76,7 @@ export function eventStreamBody(source: Readable): ReadableStream<Uint8Array> {
           }
           if (allLoopTurned) {
             allLoopTurned = false;
-            allReadingSince = readingSince;
+            allReadingSince = performance.now();
             setImmediate(() => (allLoopTurned = true));
           }
           cutEvents(chunk, enqueue);
