@@ -96,14 +96,14 @@ const GROUPS = [
 ];
 const groups = [];
 for (const group of GROUPS) {
-  const earlier = groups.flatMap((g) => [...g.members]);
+  const entry = resolve(group.entry);
   const members = new Set(
     [...(await staticGraph(group.entry))].filter(
-      (file) => file.includes("/dist/src/") && !earlier.includes(file) && file !== resolve(group.entry),
+      (file) => file.includes("/dist/src/") && !groups.some((g) => g.members.has(file)) && file !== entry,
     ),
   );
-  const without = new Set((await Promise.all(group.without.map((entry) => staticGraph(entry)))).flatMap((graph) => [...graph]));
-  groups.push({ prelude: `switchyard-${group.name}`, entry: resolve(group.entry), members, without });
+  const without = new Set((await Promise.all(group.without.map((standalone) => staticGraph(standalone)))).flatMap((graph) => [...graph]));
+  groups.push({ prelude: `switchyard-${group.name}`, entry, members, without });
 }
 const oneChunkPerGroup = {
   name: "one-chunk-per-group",
