@@ -623,6 +623,8 @@ class SseWriter {
   private sent = 0;
   private closed = false;
   private corked = false;
+  /** When the next content delta is due, once pacing has begun. */
+  private due: number | undefined;
   /** Settles when the last write reached the socket; only tracked when a cut is scripted. */
   private flushed: Promise<void> = Promise.resolve();
 
@@ -664,12 +666,24 @@ class SseWriter {
   /** Sends one content delta; false when the stream is over (cut, or the client left). */
   async delta(name: string | undefined, data: unknown): Promise<boolean> {
     if (!(await this.gate())) return false;
-    if (this.plan.delayMs > 0) await sleep(this.plan.delayMs);
+    if (this.plan.delayMs > 0) await this.pace();
     if (this.closed) return false;
     this.event(name, data);
     this.sent++;
     this.stats.deltasSent++;
     return true;
+  }
+
+  /**
+   * Waits until the next delta is due: deltas `delayMs` apart by the clock, as a model streams at
+   * its own pace whatever this machine is doing. A timer that fires late (the cores are busy) does
+   * not push every later delta back; the overdue ones go out at once, as a remote model's would
+   * arrive together after a stall.
+   */
+  private async pace(): Promise<void> {
+    this.due = (this.due ?? performance.now()) + this.plan.delayMs;
+    const wait = this.due - performance.now();
+    if (wait > 0) await sleep(wait);
   }
 
   /** Called after all content: applies a pending cut or hold. False when nothing more may be sent. */
