@@ -60,9 +60,12 @@ export class TestClient {
     child.stdout.on("data", (chunk: string) => {
       let start = 0;
       for (let newline = chunk.indexOf("\n"); newline >= 0; newline = chunk.indexOf("\n", start)) {
-        pieces.push(chunk.slice(start, newline));
-        const line = pieces.join("");
-        pieces = [];
+        let line = chunk.slice(start, newline);
+        if (pieces.length > 0) {
+          pieces.push(line);
+          line = pieces.join("");
+          pieces = [];
+        }
         start = newline + 1;
         if (line.trim()) client.receive(line);
       }
@@ -99,11 +102,12 @@ export class TestClient {
       if (this.keep) this.received.push(m);
       this.onMessage?.(m);
       if (m.method && m.id !== undefined && m.id !== null) void this.answer(m);
-      this.waiters = this.waiters.filter((w) => {
-        if (!w.match(m)) return true;
-        w.resolve(m);
-        return false;
-      });
+      if (this.waiters.length > 0)
+        this.waiters = this.waiters.filter((w) => {
+          if (!w.match(m)) return true;
+          w.resolve(m);
+          return false;
+        });
     }
   }
 
