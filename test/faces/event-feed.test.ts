@@ -1,5 +1,6 @@
-// The event feed under reads that take time: a notification that needs one holds the events
-// after it (whose own reads run meanwhile), a replay answers only once what it sent is out, and
+// The event feed under reads that take time: a notification that needs one holds the events of
+// its thread after it (whose own reads run meanwhile), not other threads', a replay answers only
+// once what it sent is out, and
 // an event committed while a replay reads the log is sent once, in its place.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
@@ -80,6 +81,34 @@ describe("event feed", () => {
     reads.get(1)!();
     await new Promise((resolve) => setImmediate(resolve));
     assert.deepEqual(sent, [1, 2, 3]);
+  });
+
+  it("holds only its own thread's events: other threads' go out meanwhile", async () => {
+    const sent: string[] = [];
+    let finishRead!: () => void;
+    const read = new Promise<void>((resolve) => (finishRead = resolve));
+    const feed = new EventFeed(
+      new SlowLog(),
+      connection,
+      () => true,
+      (event) => {
+        const name = `${event.threadId}${event.seq}`;
+        return name === "a1" ? read.then(() => name) : name;
+      },
+      (name) => (sent.push(name), true),
+      silentLogger,
+    );
+    feed.live(renamed(1, "a"));
+    feed.live(renamed(1, "b"));
+    feed.live(renamed(2, "a"));
+    feed.live(renamed(2, "b"));
+    assert.deepEqual(sent, ["b1", "b2"], "thread b is not held by thread a's read");
+    finishRead();
+    await read;
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual(sent, ["b1", "b2", "a1", "a2"]);
+    feed.live(renamed(3, "a"));
+    assert.deepEqual(sent.at(-1), "a3", "thread a goes out at once again once its read is done");
   });
 
   it("replays from the log; an event committed during the read goes out once, after the replay's", async () => {
