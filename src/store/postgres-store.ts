@@ -125,6 +125,8 @@ const MAX_PENDING_BYTES = 64 * 1024 * 1024;
 export class PostgresStore implements Store {
   readonly shared = true;
   private pending: PendingEvent[] = [];
+  /** The events of the commit in flight. */
+  private committingBatch: PendingEvent[] = [];
   private pendingBytes = 0;
   /** Cancels the commit scheduled for what is pending, if one is. */
   private scheduled: (() => void) | undefined;
@@ -159,7 +161,7 @@ export class PostgresStore implements Store {
   private readonly followed = new Map<string, number>();
   /** Turn rows asked for together (turn-end notifications of turns that ended at once) read in one query. */
   private readonly turnRows = new BatchedLookup<string, TurnRow>(async (ids) => {
-    const rows = await this.rows<TurnRow>(`SELECT ${TURN_COLUMNS} FROM turns WHERE id = ANY($1)`, [ids]);
+    const rows = await this.read<TurnRow>(`SELECT ${TURN_COLUMNS} FROM turns WHERE id = ANY($1)`, [ids]);
     return new Map(rows.map((row) => [row.id, row]));
   });
   /** Commands this node forwarded, by id, until their answer arrives. */
@@ -280,6 +282,7 @@ export class PostgresStore implements Store {
       for (;;) {
         batch = batch.concat(this.pending);
         this.pending = [];
+        this.committingBatch = batch;
         if (batch.length === 0) return;
         const writes = batch.map((p) => projectEvent(p.event));
         const fenced = await this.writeBatch(client, batch, writes);
@@ -296,6 +299,7 @@ export class PostgresStore implements Store {
       this.pending = batch.concat(this.pending);
       throw this.unavailable(error);
     } finally {
+      this.committingBatch = [];
       client?.release();
     }
     this.pendingBytes = this.pending.reduce((n, p) => n + p.data.length, 0);
@@ -677,8 +681,20 @@ export class PostgresStore implements Store {
   // -------------------------------------------------------------------------------------------
   // Reading. A read commits what is pending first so it sees every append (when it can).
 
-  private async rows<R extends object>(sql: string, params: unknown[] = []): Promise<R[]> {
-    if (this.storage.available) await this.flush().catch(() => undefined);
+  /**
+   * A read that sees this node's own appends: it waits for them to be committed first. Given the
+   * thread it reads, only when this node has events of that thread not committed yet: a read of
+   * another thread (a turn's start, every watcher's turn-end notification) does not wait for, or
+   * force, a commit of everything streaming on this node (turn/start answered after a median
+   * 130–420 ms with 200 turns streaming, and each read cut a commit short of its spacing).
+   */
+  private async rows<R extends object>(sql: string, params: unknown[] = [], threadId?: string): Promise<R[]> {
+    if (this.storage.available && (threadId === undefined || this.unflushed(threadId))) await this.flush().catch(() => undefined);
+    return this.read<R>(sql, params);
+  }
+
+  /** A read as the database has it now. */
+  private async read<R extends object>(sql: string, params: unknown[] = []): Promise<R[]> {
     try {
       return (await this.pool.query<R>(sql, params)).rows;
     } catch (error) {
@@ -686,8 +702,14 @@ export class PostgresStore implements Store {
     }
   }
 
+  /** Whether this node has appended events of the thread that are not committed yet. */
+  private unflushed(threadId: string): boolean {
+    const of = (p: PendingEvent): boolean => p.event.threadId === threadId;
+    return this.pending.some(of) || this.committingBatch.some(of);
+  }
+
   async getThread(threadId: string): Promise<Thread | undefined> {
-    const [row] = await this.rows<ThreadRow>(`${THREAD_SELECT} WHERE id = $1`, [threadId]);
+    const [row] = await this.rows<ThreadRow>(`${THREAD_SELECT} WHERE id = $1`, [threadId], threadId);
     return row && toThread(row);
   }
 
@@ -722,11 +744,17 @@ export class PostgresStore implements Store {
   }
 
   async listTurns(threadId: string, opts: { withItems: boolean }): Promise<Turn[]> {
-    const turns = (await this.rows<TurnRow>(`SELECT ${TURN_COLUMNS} FROM turns WHERE thread_id = $1 ORDER BY seq`, [threadId])).map(toTurn);
+    const turns = (
+      await this.rows<TurnRow>(`SELECT ${TURN_COLUMNS} FROM turns WHERE thread_id = $1 ORDER BY seq`, [threadId], threadId)
+    ).map(toTurn);
     if (!opts.withItems) return turns;
     const byTurn = new Map<string, Item[]>();
     for (const turn of turns) byTurn.set(turn.id, (turn.items = []));
-    for (const { data } of await this.rows<{ data: string }>("SELECT data FROM items WHERE thread_id = $1 ORDER BY ord", [threadId])) {
+    for (const { data } of await this.rows<{ data: string }>(
+      "SELECT data FROM items WHERE thread_id = $1 ORDER BY ord",
+      [threadId],
+      threadId,
+    )) {
       const item = toItem(data);
       byTurn.get(item.turnId)?.push(item);
     }
@@ -737,12 +765,19 @@ export class PostgresStore implements Store {
     const rows = await this.rows<{ turn_id: string; type: string; data: string }>(
       "SELECT turn_id, type, data FROM items WHERE thread_id = $1 ORDER BY ord",
       [threadId],
+      threadId,
     );
     return rows.map((r) => ({ turnId: r.turn_id, type: r.type as ItemType, json: r.data }));
   }
 
   async getTurn(turnId: string, opts: { withItems?: boolean } = {}): Promise<Turn | undefined> {
-    const row = await this.turnRows.get(turnId);
+    // The turn's thread is known once its row is read: read again after a commit if this node
+    // has events of it (or, with no row yet, of any thread) not committed.
+    let row = await this.turnRows.get(turnId);
+    if (this.storage.available && (row ? this.unflushed(row.thread_id) : this.pending.length + this.committingBatch.length > 0)) {
+      await this.flush().catch(() => undefined);
+      row = await this.turnRows.get(turnId);
+    }
     if (!row) return undefined;
     const turn = toTurn(row);
     if (opts.withItems !== false) turn.items = await this.listItems(turnId);
@@ -771,13 +806,17 @@ export class PostgresStore implements Store {
 
   async eventsAfter(threadId: string, afterSeq: number, limit = 10_000): Promise<RuntimeEvent[]> {
     const sql = `SELECT ${EVENT_COLUMNS} FROM events WHERE thread_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`;
-    return (await this.rows<EventRow>(sql, [threadId, afterSeq, limit])).map(toEvent);
+    return (await this.rows<EventRow>(sql, [threadId, afterSeq, limit], threadId)).map(toEvent);
   }
 
   async lastSeq(threadId: string): Promise<number> {
     const head = this.owned.get(threadId)?.head;
     if (head !== undefined) return head;
-    const [row] = await this.rows<{ seq: number }>("SELECT coalesce(max(seq), 0) AS seq FROM events WHERE thread_id = $1", [threadId]);
+    const [row] = await this.rows<{ seq: number }>(
+      "SELECT coalesce(max(seq), 0) AS seq FROM events WHERE thread_id = $1",
+      [threadId],
+      threadId,
+    );
     return row!.seq;
   }
 
