@@ -170,6 +170,44 @@ describe("PostgreSQL store", { skip: postgresMissing() }, () => {
     }
   });
 
+  it("a read of a thread waits for this node's pending events of that thread, not of others", async () => {
+    const url = freshUrl();
+    const store = await PostgresStore.open(url);
+    const pool = await postgresPool(url);
+    const blocker = await pool.connect();
+    try {
+      store.append({ type: "thread.created", threadId: "t1", data: { thread: makeThread("t1") } });
+      store.append({ type: "thread.created", threadId: "t2", data: { thread: makeThread("t2") } });
+      await store.flush();
+      const { rows } = await pool.query<{ node: number }>("SELECT node FROM thread_owners WHERE thread_id = 't1'");
+      // The node's commits wait while its fence lock is held exclusively (as a claim holds it).
+      await blocker.query("BEGIN");
+      await blocker.query("SELECT pg_advisory_xact_lock($1, $2)", [FENCE_LOCK_CLASS, rows[0]!.node]);
+      store.append({ type: "thread.renamed", threadId: "t1", data: { displayName: "pending" } });
+      store.append({ type: "turn.started", threadId: "t1", data: { turn: makeTurn("u1", "t1") } });
+
+      // Were the read to wait for a commit, it would wait until the lock is let go: fail instead.
+      const blocked = new Promise<never>((_, reject) => {
+        const timer = setTimeout(() => reject(new Error("a read of t2 waited for the commit of t1's events")), 5_000);
+        timer.unref();
+      });
+      assert.equal((await Promise.race([store.getThread("t2"), blocked]))?.id, "t2");
+      assert.equal((await store.eventsAfter("t2", 0)).length, 1);
+      let t1Read = false;
+      const t1 = store.getThread("t1").then((thread) => ((t1Read = true), thread));
+      const turn = store.getTurn("u1");
+      await store.getThread("t2");
+      assert.equal(t1Read, false, "a read of t1 waits for t1's pending events to be committed");
+      await blocker.query("COMMIT");
+      assert.equal((await t1)?.displayName, "pending");
+      assert.equal((await turn)?.status, "running", "a turn not committed yet is read once its thread's events are");
+    } finally {
+      blocker.release();
+      await pool.end();
+      await store.close();
+    }
+  });
+
   it("tells committed events to its listeners in seq order, once", async () => {
     const store = await PostgresStore.open(freshUrl());
     try {
