@@ -38,19 +38,24 @@ class SlowLog {
   }
 }
 
+/** A feed that wants every event, makes it with `make` and records what it writes in `sent`. */
+function feedOf<Made>(make: (event: RuntimeEvent) => Made | Promise<Made>, sent: Made[], log = new SlowLog()): EventFeed<Made> {
+  return new EventFeed(
+    log,
+    connection,
+    () => true,
+    make,
+    (made) => (sent.push(made), true),
+    silentLogger,
+  );
+}
+
 describe("event feed", () => {
-  it("holds the events after a notification that needs a read, and sends them in order", async () => {
+  it("holds its thread's events after a notification that needs a read, and sends them in order", async () => {
     const sent: number[] = [];
     let finishRead!: () => void;
     const read = new Promise<void>((resolve) => (finishRead = resolve));
-    const feed = new EventFeed(
-      new SlowLog(),
-      connection,
-      () => true,
-      (event) => (event.seq === 1 ? read.then(() => 1) : event.seq),
-      (seq) => (sent.push(seq), true),
-      silentLogger,
-    );
+    const feed = feedOf((event) => (event.seq === 1 ? read.then(() => 1) : event.seq), sent);
     feed.live(renamed(1));
     feed.live(renamed(2));
     feed.live(renamed(3));
@@ -64,14 +69,7 @@ describe("event feed", () => {
   it("makes the notifications behind one being read at once: their reads overlap, they are written in order", async () => {
     const sent: number[] = [];
     const reads = new Map<number, () => void>();
-    const feed = new EventFeed(
-      new SlowLog(),
-      connection,
-      () => true,
-      (event) => new Promise<number>((resolve) => reads.set(event.seq, () => resolve(event.seq))),
-      (seq) => (sent.push(seq), true),
-      silentLogger,
-    );
+    const feed = feedOf((event) => new Promise<number>((resolve) => reads.set(event.seq, () => resolve(event.seq))), sent);
     for (const seq of [1, 2, 3]) feed.live(renamed(seq));
     assert.deepEqual([...reads.keys()], [1, 2, 3], "all three reads are out before the first is done");
     reads.get(3)!();
@@ -87,17 +85,10 @@ describe("event feed", () => {
     const sent: string[] = [];
     let finishRead!: () => void;
     const read = new Promise<void>((resolve) => (finishRead = resolve));
-    const feed = new EventFeed(
-      new SlowLog(),
-      connection,
-      () => true,
-      (event) => {
-        const name = `${event.threadId}${event.seq}`;
-        return name === "a1" ? read.then(() => name) : name;
-      },
-      (name) => (sent.push(name), true),
-      silentLogger,
-    );
+    const feed = feedOf((event) => {
+      const name = `${event.threadId}${event.seq}`;
+      return name === "a1" ? read.then(() => name) : name;
+    }, sent);
     feed.live(renamed(1, "a"));
     feed.live(renamed(1, "b"));
     feed.live(renamed(2, "a"));
@@ -115,14 +106,7 @@ describe("event feed", () => {
     const log = new SlowLog();
     log.events.push(renamed(1), renamed(2));
     const sent: number[] = [];
-    const feed = new EventFeed(
-      log,
-      connection,
-      () => true,
-      (event) => event.seq,
-      (seq) => (sent.push(seq), true),
-      silentLogger,
-    );
+    const feed = feedOf((event) => event.seq, sent, log);
     log.hold();
     const replay = feed.replay("t", 0);
     // Committed and delivered live while the replay's read is still out.
@@ -140,14 +124,7 @@ describe("event feed", () => {
     const log = new SlowLog();
     log.events.push(renamed(1), renamed(2));
     const sent: number[] = [];
-    const feed = new EventFeed(
-      log,
-      connection,
-      () => true,
-      (event) => (event.seq === 1 ? Promise.resolve(1) : event.seq),
-      (seq) => (sent.push(seq), true),
-      silentLogger,
-    );
+    const feed = feedOf((event) => (event.seq === 1 ? Promise.resolve(1) : event.seq), sent, log);
     await feed.replay("t", 0);
     assert.deepEqual(sent, [1, 2]);
   });
