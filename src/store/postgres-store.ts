@@ -679,7 +679,8 @@ export class PostgresStore implements Store {
   }
 
   // -------------------------------------------------------------------------------------------
-  // Reading. A read commits what is pending first so it sees every append (when it can).
+  // Reading. A read commits what is pending of what it reads first, so it sees every append
+  // (when it can).
 
   /**
    * A read that sees this node's own appends: it waits for them to be committed first. Given the
@@ -689,7 +690,7 @@ export class PostgresStore implements Store {
    * 130–420 ms with 200 turns streaming, and each read cut a commit short of its spacing).
    */
   private async rows<R extends object>(sql: string, params: unknown[] = [], threadId?: string): Promise<R[]> {
-    if (this.storage.available && (threadId === undefined || this.unflushed(threadId))) await this.flush().catch(() => undefined);
+    if (this.storage.available && this.unflushed(threadId)) await this.flush().catch(() => undefined);
     return this.read<R>(sql, params);
   }
 
@@ -702,9 +703,9 @@ export class PostgresStore implements Store {
     }
   }
 
-  /** Whether this node has appended events of the thread that are not committed yet. */
-  private unflushed(threadId: string): boolean {
-    const of = (p: PendingEvent): boolean => p.event.threadId === threadId;
+  /** Whether this node has appended events not committed yet: of the thread, or of any. */
+  private unflushed(threadId?: string): boolean {
+    const of = (p: PendingEvent): boolean => threadId === undefined || p.event.threadId === threadId;
     return this.pending.some(of) || this.committingBatch.some(of);
   }
 
@@ -774,7 +775,7 @@ export class PostgresStore implements Store {
     // The turn's thread is known once its row is read: read again after a commit if this node
     // has events of it (or, with no row yet, of any thread) not committed.
     let row = await this.turnRows.get(turnId);
-    if (this.storage.available && (row ? this.unflushed(row.thread_id) : this.pending.length + this.committingBatch.length > 0)) {
+    if (this.storage.available && this.unflushed(row?.thread_id)) {
       await this.flush().catch(() => undefined);
       row = await this.turnRows.get(turnId);
     }
