@@ -21,9 +21,25 @@ const READ_BUDGET_MS = 4;
  * median 218 ms after the owner's client's).
  */
 const SHARED_READ_BUDGET_MS = 12;
-/** When the reading of all responses began that the event loop has not turned since. */
+/**
+ * The turn of the event loop in which responses are being read, counted, and when that reading
+ * began. One timer per turn marks its end for every response (each response had its own, a
+ * second setImmediate per network read at a model's pace).
+ */
+let readingTurn = 0;
+let readingTurnOpen = false;
 let allReadingSince = 0;
-let allLoopTurned = true;
+
+/** The current reading turn's number, opening one (and starting the shared budget) if none is open. */
+function readingTurnNow(): number {
+  if (!readingTurnOpen) {
+    readingTurnOpen = true;
+    readingTurn++;
+    allReadingSince = performance.now();
+    setImmediate(() => (readingTurnOpen = false));
+  }
+  return readingTurn;
+}
 
 /** Calls `emit` with the pieces of `chunk` cut right after each blank line ("\n\n" or "\n\r\n"). */
 export function cutEvents(chunk: Uint8Array, emit: (piece: Uint8Array) => void): void {
@@ -51,9 +67,9 @@ export function cutEvents(chunk: Uint8Array, emit: (piece: Uint8Array) => void):
  */
 export function eventStreamBody(source: Readable): ReadableStream<Uint8Array> {
   let controller!: ReadableStreamDefaultController<Uint8Array>;
-  /** When the reading began that the event loop has not turned since (a model that streams at its pace never reaches the budget). */
+  /** When this response's reading began in the current reading turn (a model that streams at its pace never reaches the budget). */
   let readingSince = 0;
-  let loopTurned = true;
+  let turn = 0;
   let resuming = false;
   const resumeNextTurn = (): void => {
     if (resuming) return;
@@ -69,15 +85,10 @@ export function eventStreamBody(source: Readable): ReadableStream<Uint8Array> {
       start(c) {
         controller = c;
         source.on("data", (chunk: Buffer) => {
-          if (loopTurned) {
-            loopTurned = false;
+          const current = readingTurnNow();
+          if (turn !== current) {
+            turn = current;
             readingSince = performance.now();
-            setImmediate(() => (loopTurned = true));
-          }
-          if (allLoopTurned) {
-            allLoopTurned = false;
-            allReadingSince = performance.now();
-            setImmediate(() => (allLoopTurned = true));
           }
           cutEvents(chunk, enqueue);
           const now = performance.now();
