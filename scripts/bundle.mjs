@@ -71,7 +71,8 @@ async function staticGraph(entry) {
  * `thread/start` 15–20 ms later than with 3 and 9). So every module that only loads once a
  * group has loaded imports the whole group (which changes nothing when it runs), and all of
  * the group is then shared by the same set of entry points. `without`: entries that load
- * without the group (a worker, commands that never serve), which must not pull it in.
+ * without the group (a worker, commands that never serve, answers given before the runtime is
+ * up), which must not pull it in.
  * test/cli/bundle.test.ts holds the file counts.
  */
 const GROUPS = [
@@ -91,6 +92,8 @@ const GROUPS = [
       "dist/src/config/providers.js",
       "dist/src/config/file-schema.js",
       "dist/src/tools/search-worker.js",
+      // AgentCompany's workspace methods, served while the runtime loads.
+      "dist/src/faces/agentcompany/workspace-requests.js",
     ],
   },
 ];

@@ -30,12 +30,33 @@ export interface FaceRouterOptions {
 
 export class FaceRouter implements RpcHandlers {
   private handlers: RpcHandlers | Promise<RpcHandlers> | undefined;
+  /** The forced face's Face.serveEarly, until a request has had to wait for the runtime. */
+  private serveEarly: Face["serveEarly"];
+  /** The requests served early, still being answered: a request that waits for the runtime comes after them. */
+  private servedEarly: Array<Promise<unknown>> = [];
 
   constructor(private readonly options: FaceRouterOptions) {
-    if (options.forced) this.use(this.open(options.forced));
+    const { forced, runtime } = options;
+    if (!forced) return;
+    if (runtime instanceof Promise && forced.serveEarly) {
+      this.serveEarly = forced.serveEarly;
+      // The face's code loads with the runtime, after what is served early.
+      this.use(this.open(forced, runtime));
+    } else this.use(this.open(forced));
   }
 
   onRequest(method: string, params: unknown, ctx: RequestContext): unknown {
+    if (this.serveEarly) {
+      const served = this.handlers instanceof Promise ? this.serveEarly(method, params, ctx) : undefined;
+      if (served !== undefined) {
+        const answered = Promise.resolve(served).catch(() => undefined);
+        this.servedEarly.push(answered);
+        this.options.answeringEarly?.(answered);
+        return served;
+      }
+      this.serveEarly = undefined;
+      this.use(Promise.all([this.handlers!, ...this.servedEarly]).then(([handlers]) => handlers));
+    }
     if (!this.handlers) {
       const { faces, log, connection, early: facts } = this.options;
       if (method !== "initialize") throw this.options.notInitialized();

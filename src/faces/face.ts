@@ -3,7 +3,7 @@
 // the registry (./index.ts); the server, the schema exporter and the docs derive from it.
 import type { Logger } from "../log.js";
 import type { ListedModel } from "../providers/model-catalog.js";
-import type { EngineErrorCodes, RpcConnection, RpcHandlers } from "../rpc/connection.js";
+import type { EngineErrorCodes, RequestContext, RpcConnection, RpcHandlers } from "../rpc/connection.js";
 import type { ProtocolTable } from "../rpc/protocol-table.js";
 import type { RuntimeApi } from "../runtime/api.js";
 
@@ -71,6 +71,13 @@ export interface Face {
    * been given, before any later request, and must answer it the same.
    */
   readonly answerEarly?: (initializeParams: unknown, facts: EarlyFacts) => unknown;
+  /**
+   * For a face whose protocol has no initialize: serves a request whose work needs no runtime
+   * (its answer or its promise), when it comes while the runtime still loads and before any
+   * request that waits for it; undefined leaves the request to `open`'s handlers, which never
+   * see one served here.
+   */
+  readonly serveEarly?: (method: string, params: unknown, ctx: RequestContext) => unknown;
   /** The codes the RPC engine answers with on this face's connections, where they differ from its defaults. */
   readonly engineErrorCodes?: Partial<EngineErrorCodes>;
   /** Serves one JSON-RPC connection. */

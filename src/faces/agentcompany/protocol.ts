@@ -3,15 +3,10 @@
 import { z } from "zod";
 import type { ProtocolTable } from "../../rpc/protocol-table.js";
 import { EventEnvelope } from "./run-log.js";
+import { Validation, workspaceDir, WorkspaceRequests, Ws } from "./workspace-protocol.js";
 
-const workspaceDir = z.string().min(1).describe("The workspace directory.");
-const Ws = z.object({ workspace_dir: workspaceDir });
 const limit = (max: number, fallback: number) => z.number().int().positive().max(max).default(fallback);
 
-const Issue = z.object({ path: z.string(), message: z.string() });
-const Validation = z.object({ workspace_dir: z.string(), valid: z.boolean(), issues: z.array(Issue) });
-const Project = z.object({ id: z.string(), name: z.string(), created_at: z.string() }).passthrough();
-const Agent = z.object({ id: z.string(), name: z.string(), role: z.string(), provider: z.string() }).passthrough();
 const Run = z
   .object({
     id: z.string(),
@@ -43,23 +38,7 @@ const SyncCounts = z.object({ runs: z.number(), events: z.number(), parse_errors
 const IndexedRun = z.record(z.string(), z.unknown());
 
 export const AgentCompanyRequests = {
-  "workspace.init": {
-    params: Ws.extend({ company_name: z.string().min(1).optional(), force: z.boolean().optional() }),
-    result: z.object({
-      workspace_dir: z.string(),
-      company_id: z.string(),
-      project_id: z.string(),
-      agent_id: z.string(),
-      team_id: z.string(),
-    }),
-    description: "Creates the workspace layout, its company, and a default team, agent and project (v1 has no method that creates them).",
-  },
-  "workspace.open": {
-    params: Ws,
-    result: Validation.extend({ projects: z.array(Project), agents: z.array(Agent) }),
-    description: "Validates the workspace and lists its projects and agents.",
-  },
-  "workspace.validate": { params: Ws, result: Validation, description: "Every missing or invalid file of the layout." },
+  ...WorkspaceRequests,
   "workspace.doctor": {
     params: Ws.extend({ rebuild_index: z.boolean().optional(), sync_index: z.boolean().optional() }),
     result: z.object({

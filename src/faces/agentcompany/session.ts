@@ -26,11 +26,12 @@ import { inboxSnapshot, monitorSnapshot, uiSnapshot } from "./snapshots.js";
 import { Sessions } from "./sessions.js";
 import { EventBus, Subscriptions } from "./subscriptions.js";
 import { ADAPTERS } from "./wire.js";
-import { initWorkspace, listAgents, listProjects, requireWorkspace, validateWorkspace, WorkspaceLocks } from "./workspace.js";
+import { requireWorkspace, validateWorkspace, workspaceLocks } from "./workspace.js";
+import { workspaceHandlers } from "./workspace-requests.js";
 
 /** What every connection of one server shares. */
 class CompanyServices {
-  readonly locks = new WorkspaceLocks();
+  readonly locks = workspaceLocks;
   readonly bus = new EventBus();
   readonly sessions: Sessions;
   private readonly indexes = new Map<string, WorkspaceIndex>();
@@ -85,13 +86,7 @@ export function openAgentCompany({ runtime, connection, log }: FaceContext): Rpc
   connection.onClose(() => subscriptions.close());
 
   const handlers: RequestHandlers<typeof AgentCompanyRequests> = {
-    "workspace.init": ({ workspace_dir, company_name, force }) =>
-      locks.write(workspace_dir, () => initWorkspace(workspace_dir, company_name, force)),
-    "workspace.open": ({ workspace_dir }) => {
-      const ws = requireWorkspace(workspace_dir);
-      return { ...validateWorkspace(ws), projects: listProjects(ws), agents: listAgents(ws) };
-    },
-    "workspace.validate": ({ workspace_dir }) => validateWorkspace(workspace_dir),
+    ...workspaceHandlers,
     "workspace.doctor": ({ workspace_dir, rebuild_index, sync_index }) => {
       const ws = requireWorkspace(workspace_dir);
       const validation = validateWorkspace(ws);

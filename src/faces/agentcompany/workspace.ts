@@ -1,7 +1,7 @@
 // An AgentCompany workspace: the directory layout (the files are the truth), `workspace.init`
 // with a default team, agent and project, validation, and the write lock that serializes
 // writes in this process and keeps a second server process out.
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { z } from "zod";
 import { pidAlive } from "../../pid.js";
@@ -205,7 +205,7 @@ export function requireAgent(ws: string, agentId: string): AgentRecord {
  * the process holding the workspace, so a second server refuses to write (a dead holder's
  * lock is taken over).
  */
-export class WorkspaceLocks {
+class WorkspaceLocks {
   private readonly queues = new Map<string, Promise<unknown>>();
   private readonly held = new Set<string>();
 
@@ -232,9 +232,7 @@ export class WorkspaceLocks {
     writeFileSync(file, `${process.pid}\n`);
     this.held.add(ws);
   }
-
-  releaseAll(): void {
-    for (const ws of this.held) rmSync(layout.lock(ws), { force: true });
-    this.held.clear();
-  }
 }
+
+/** One for the process, as the lock file names the process: its sessions and its early answers share it. */
+export const workspaceLocks = new WorkspaceLocks();
