@@ -198,6 +198,21 @@ async function coldStart(): Promise<Row[]> {
     await new Promise((resolve) => child.once("exit", resolve));
     return ms;
   };
+  // AgentCompany's floor: its first request's own work (zod, YAML, the workspace's durable
+  // writes) in a process that does nothing else (./agentcompany-floor-child.ts).
+  const agentCompanyFloorOnce = async (): Promise<number> => {
+    const t0 = performance.now();
+    const child = spawnProcess(process.execPath, [new URL("./agentcompany-floor-child.bundle.js", import.meta.url).pathname], {
+      stdio: ["pipe", "pipe", "inherit"],
+    });
+    child.stdin.write(
+      `${JSON.stringify({ jsonrpc: "2.0", id: 1, method: "workspace.init", params: { workspace_dir: dir("company") } })}\n`,
+    );
+    await new Promise((resolve) => child.stdout.once("data", resolve));
+    const ms = performance.now() - t0;
+    await new Promise((resolve) => child.once("exit", resolve));
+    return ms;
+  };
   const initializeOnce = async (): Promise<number> => {
     const t0 = performance.now();
     const conn = await spawn({ dataDir: dir("cold") });
@@ -267,9 +282,11 @@ async function coldStart(): Promise<Row[]> {
   const floor: number[] = [];
   const ready: number[] = [];
   const acpSessions: number[] = [];
+  const agentCompanyFloor: number[] = [];
   const faces = otherFaces.map(() => [] as number[]);
   for (let i = 0; i < 16; i++) {
     const [f, r, t, a] = [await floorOnce(), await initializeOnce(), await threadStartOnce(), await acpSessionOnce()];
+    const companyFloor = await agentCompanyFloorOnce();
     const others: number[] = [];
     for (const face of otherFaces)
       others.push(await lastAnswerOnce(face.args, [typeof face.first === "function" ? face.first() : face.first]));
@@ -278,6 +295,7 @@ async function coldStart(): Promise<Row[]> {
     runs.push(r);
     ready.push(t);
     acpSessions.push(a);
+    agentCompanyFloor.push(companyFloor);
     others.forEach((ms, k) => faces[k]!.push(ms));
   }
   const over = median(runs) - median(floor);
@@ -293,7 +311,7 @@ async function coldStart(): Promise<Row[]> {
     `Cold start: Switchyard ${fmt(median(runs))} ms (range ${range(runs)}); ` +
       `a bare Node process answering one line, the floor: ${fmt(median(floor))} ms (range ${range(floor)}); ` +
       otherFaces.map((face, k) => `${face.face} ${fmt(median(faces[k]!))} ms (range ${range(faces[k]!)})`).join(", ") +
-      ".",
+      `; AgentCompany's floor (workspace.init's own work alone) ${fmt(median(agentCompanyFloor))} ms (range ${range(agentCompanyFloor)}).`,
   );
   return [
     {
@@ -322,6 +340,11 @@ async function coldStart(): Promise<Row[]> {
         pass: overFloor <= 25,
       };
     }),
+    {
+      name: "Cold start floor, AgentCompany: workspace.init's own work (zod, YAML, the workspace's files written durably) in a bare Node process, over the bare-Node floor",
+      measured: `+${fmt(median(agentCompanyFloor) - median(floor))} ms`,
+      target: "(floor)",
+    },
   ];
 }
 

@@ -179,6 +179,21 @@ for (const [name, entry] of Object.entries(ON_DEMAND)) {
   });
 }
 
+// The bench's floor for AgentCompany's first answer (bench/agentcompany-floor-child.ts) loads zod
+// and YAML as the server does: bundled, zod in English only.
+await build({
+  entryPoints: ["dist/bench/agentcompany-floor-child.js"],
+  outfile: "dist/bench/agentcompany-floor-child.bundle.js",
+  bundle: true,
+  platform: "node",
+  format: "esm",
+  target: "node20",
+  plugins: [englishOnlyZod],
+  banner: { js: REQUIRE_BANNER },
+  minify: process.env.SWITCHYARD_BUNDLE_MINIFY !== "0",
+  logLevel: "warning",
+});
+
 // The Yeaft relay's web client: a browser bundle (preact, marked, DOMPurify, highlight.js) and its
 // page, served by the relay from dist/yeaft-web; nothing is fetched from elsewhere at run time.
 await build({
