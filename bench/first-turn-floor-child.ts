@@ -24,9 +24,7 @@ async function streamOnce(onDelta: () => void): Promise<void> {
 }
 
 const options = { apiKey: "floor", maxRetries: 0, fetch: httpFetch };
-// The Anthropic client the server uses (the SDK's base client with the Messages resource).
-const anthropic =
-  family === "anthropic" ? new (await import("../src/providers/anthropic-sdk.js")).MessagesClient({ ...options, baseURL }) : undefined;
+const anthropic = family === "anthropic" ? new (await import("@anthropic-ai/sdk")).default({ ...options, baseURL }) : undefined;
 const openai = family === "anthropic" ? undefined : new (await import("openai")).default({ ...options, baseURL });
 
 process.on("message", () => {

@@ -18,8 +18,8 @@ import { streamFromSdk } from "./sdk-stream.js";
 import { httpFetch } from "./http-fetch.js";
 import { ANTHROPIC_ANSWER, warmUp } from "./warm-up.js";
 
-type AnthropicModule = typeof import("./anthropic-sdk.js");
-type AnthropicSdk = { mod: AnthropicModule; client: InstanceType<AnthropicModule["MessagesClient"]> };
+type AnthropicModule = typeof import("@anthropic-ai/sdk");
+type AnthropicSdk = { mod: AnthropicModule; client: Anthropic };
 type MessageParam = Anthropic.Messages.MessageParam;
 type ContentBlockParam = Anthropic.Messages.ContentBlockParam;
 type StreamEvent = Anthropic.Messages.RawMessageStreamEvent;
@@ -76,10 +76,10 @@ export class AnthropicProvider implements ModelProvider {
   }
 
   private load(): Promise<AnthropicSdk> {
-    this.sdk ??= import("./anthropic-sdk.js").then((mod) => {
+    this.sdk ??= import("@anthropic-ai/sdk").then((mod) => {
       try {
         const { apiKey, baseURL } = this.options;
-        return { mod, client: new mod.MessagesClient({ apiKey, baseURL, maxRetries: this.options.maxRetries ?? 0, fetch: httpFetch }) };
+        return { mod, client: new mod.default({ apiKey, baseURL, maxRetries: this.options.maxRetries ?? 0, fetch: httpFetch }) };
       } catch (error) {
         throw new ProviderError("authentication", `The Anthropic client could not be created: ${describeCause(error)}`);
       }

@@ -1,7 +1,7 @@
 // The built CLI's files: what a start and a serving process load (each file costs the ESM
 // loader ~0.25 ms), and that commands which never serve do not load the runtime.
 import assert from "node:assert/strict";
-import { readdirSync, readFileSync, statSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { describe, it } from "node:test";
 import { CLI_PATH } from "../support/server-process.js";
@@ -40,14 +40,6 @@ describe("the bundle", () => {
     // The runtime's own chunk and those it shares with commands that never serve (9; 32 before
     // the runtime's code was made one chunk).
     assert.ok(runtimeOnly.length <= 10, runtimeOnly.join("\n"));
-  });
-
-  it("loads only the Messages client of the Anthropic SDK", () => {
-    // The SDK's Anthropic client pulls in every resource: 438 KB bundled, against 127 KB for
-    // the base client and Messages (src/providers/anthropic-sdk.ts), compiled on a first turn.
-    const sdkOnly = [...staticClosure(chunk("anthropic-sdk"))].filter((file) => !runtime.has(file) && !start.has(file));
-    const bytes = sdkOnly.reduce((sum, file) => sum + statSync(file).size, 0);
-    assert.ok(bytes < 200_000, `${bytes} bytes: ${sdkOnly.join(", ")}`);
   });
 
   it("keeps the runtime (and with it SQLite) out of commands that never serve", () => {
