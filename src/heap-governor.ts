@@ -16,9 +16,9 @@
 // generation may grow as V8 would have it (to 32 MB): a cluster node streaming 67 turns spent
 // about a fifth less CPU. Memory then follows the load.
 //
-// Once start-up is done it collects once, while no turn runs: loading the runtime and the model
-// SDK leaves garbage, and V8's first full collection otherwise fell in the first turn (10–15 ms
-// of a Responses or Chat Completions first turn after a pause).
+// The first turn's preparation ends with a full collection when no turn runs yet: loading the
+// runtime and the model SDK leaves garbage, and V8's first full collection otherwise fell in the
+// first turn (10–15 ms of a Responses or Chat Completions first turn after a pause).
 import v8 from "node:v8";
 import vm from "node:vm";
 
@@ -35,10 +35,10 @@ export interface HeapGovernor {
   /**
    * What the first turn needs is loaded: from now on the young generation grows only while many
    * turns run at once. (With it this small while modules load, a first turn took 15 ms longer.)
-   * The next check collects the old generation once, unless a turn runs by then: start-up leaves
-   * enough garbage that V8's first full collection otherwise comes during the first turn.
    */
   startupDone(): void;
+  /** A full collection now, unless a turn is running. */
+  collectUnlessBusy(): void;
 }
 
 /** Starts the governor for the life of the process; `runningTurns` counts the turns running now. */
@@ -46,7 +46,6 @@ export function startHeapGovernor(runningTurns: () => number): HeapGovernor {
   let collect: CollectGarbage | undefined;
   let live = oldGenerationUsed();
   let started = false;
-  let collectAfterStartup = false;
   let growing = true; // V8's default
   // V8 reads the growth factor at each growth decision, so it can change at run time.
   const sizeYoungGeneration = (): void => {
@@ -55,21 +54,23 @@ export function startHeapGovernor(runningTurns: () => number): HeapGovernor {
     growing = grow;
     v8.setFlagsFromString(`--semi-space-growth-factor=${grow ? 2 : 1}`);
   };
-  setInterval(() => {
-    if (started) sizeYoungGeneration();
-    const afterStartup = collectAfterStartup && runningTurns() === 0;
-    collectAfterStartup = false;
-    // A large live heap gets proportionally more room, so collections stay rare where they cost most.
-    if (!afterStartup && oldGenerationUsed() < live + Math.max(BUDGET_BYTES, live / 2)) return;
+  const collectNow = (): void => {
     // The function is made on first use: it costs a V8 context.
     (collect ??= collector())();
     live = oldGenerationUsed();
+  };
+  setInterval(() => {
+    if (started) sizeYoungGeneration();
+    // A large live heap gets proportionally more room, so collections stay rare where they cost most.
+    if (oldGenerationUsed() >= live + Math.max(BUDGET_BYTES, live / 2)) collectNow();
   }, CHECK_INTERVAL_MS).unref();
   return {
     startupDone() {
       started = true;
-      collectAfterStartup = true;
       sizeYoungGeneration();
+    },
+    collectUnlessBusy() {
+      if (runningTurns() === 0) collectNow();
     },
   };
 }
