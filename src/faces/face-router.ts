@@ -55,7 +55,8 @@ export class FaceRouter implements RpcHandlers {
         return served;
       }
       this.serveEarly = undefined;
-      this.use(Promise.all([this.handlers!, ...this.servedEarly]).then(([handlers]) => handlers));
+      if (this.servedEarly.length > 0) this.use(Promise.all([this.handlers!, ...this.servedEarly]).then(([handlers]) => handlers));
+      this.servedEarly = [];
     }
     if (!this.handlers) {
       const { faces, log, connection, early: facts } = this.options;
