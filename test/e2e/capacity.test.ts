@@ -11,11 +11,13 @@ describe("--max-running-turns", () => {
 
   it("runs a turn over the limit once the running one ends, and cancels one interrupted while it waits", async () => {
     const [a, b, c] = [await h.startThread(), await h.startThread(), await h.startThread()];
-    // What the client hears, in order: [method, threadId].
-    const heard: Array<[string, string]> = [];
+    // What the client hears: [method, threadId, params]. Each thread's events come in order;
+    // two threads' may cross (docs/client.md), so the order between threads is the server's
+    // timestamps.
+    const heard: Array<[string, string, Record<string, unknown>]> = [];
     h.client.onEvent((event) => {
       const params = (event as { params?: { threadId?: unknown } }).params;
-      if (typeof params?.threadId === "string") heard.push([event.method, params.threadId]);
+      if (typeof params?.threadId === "string") heard.push([event.method, params.threadId, params]);
     });
     h.model.enqueue({ kind: "response", text: ["a", " holds"], holdOpen: true }, { kind: "response", text: "b ran" });
     const turnA = await h.startTurn(a, "hold the slot");
@@ -30,10 +32,12 @@ describe("--max-running-turns", () => {
     assert.equal((await h.client.turnEnd(turnB)).method, "turn/completed");
     assert.equal((await h.client.turnEnd(turnC)).method, "turn/cancelled");
 
-    const firstItemOf = (threadId: string) => heard.findIndex(([method, t]) => method === "item/started" && t === threadId);
-    const endOfA = heard.findIndex(([method, t]) => method === "turn/cancelled" && t === a);
-    assert.ok(firstItemOf(b) > endOfA, "b's turn ran only after a's ended");
-    assert.equal(firstItemOf(c), -1, "c never ran");
+    const firstItemOf = (threadId: string) => heard.find(([method, t]) => method === "item/started" && t === threadId)?.[2];
+    const endOfA = heard.find(([method, t]) => method === "turn/cancelled" && t === a)?.[2];
+    const startOfB = (firstItemOf(b)?.item as { createdAt?: string } | undefined)?.createdAt;
+    const endedA = (endOfA?.turn as { completedAt?: string } | undefined)?.completedAt;
+    assert.ok(startOfB && endedA && startOfB >= endedA, `b's turn ran only after a's ended: ${startOfB} against ${endedA}`);
+    assert.equal(firstItemOf(c), undefined, "c never ran");
     assert.equal(h.fake.requests.length, 2, "the model was asked for a and b only");
     h.model.assertConsumed();
   });
