@@ -189,30 +189,24 @@ async function coldStart(): Promise<Row[]> {
   const answerOneLine =
     'process.stdin.once("data",(d)=>{const m=JSON.parse(String(d).split("\\n")[0]);' +
     'process.stdout.write(JSON.stringify({jsonrpc:"2.0",id:m.id,result:{}})+"\\n");process.exit(0)})';
-  const floorOnce = async (): Promise<number> => {
+  /** Spawn → the first bytes of the answer of a one-file process given one JSON-RPC request. */
+  const answeredOnce = async (args: string[], request: { method: string; params: unknown }): Promise<number> => {
     const t0 = performance.now();
-    const child = spawnProcess(process.execPath, ["-e", answerOneLine], { stdio: ["pipe", "pipe", "ignore"] });
-    child.stdin.write(`${JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: {} })}\n`);
+    const child = spawnProcess(process.execPath, args, { stdio: ["pipe", "pipe", "inherit"] });
+    child.stdin.write(`${JSON.stringify({ jsonrpc: "2.0", id: 1, ...request })}\n`);
     await new Promise((resolve) => child.stdout.once("data", resolve));
     const ms = performance.now() - t0;
     await new Promise((resolve) => child.once("exit", resolve));
     return ms;
   };
+  const floorOnce = (): Promise<number> => answeredOnce(["-e", answerOneLine], { method: "initialize", params: {} });
   // AgentCompany's floor: its first request's own work (zod, YAML, the workspace's durable
   // writes) in a process that does nothing else (./agentcompany-floor-child.ts).
-  const agentCompanyFloorOnce = async (): Promise<number> => {
-    const t0 = performance.now();
-    const child = spawnProcess(process.execPath, [new URL("./agentcompany-floor-child.bundle.js", import.meta.url).pathname], {
-      stdio: ["pipe", "pipe", "inherit"],
+  const agentCompanyFloorOnce = (): Promise<number> =>
+    answeredOnce([new URL("./agentcompany-floor-child.bundle.js", import.meta.url).pathname], {
+      method: "workspace.init",
+      params: { workspace_dir: dir("company") },
     });
-    child.stdin.write(
-      `${JSON.stringify({ jsonrpc: "2.0", id: 1, method: "workspace.init", params: { workspace_dir: dir("company") } })}\n`,
-    );
-    await new Promise((resolve) => child.stdout.once("data", resolve));
-    const ms = performance.now() - t0;
-    await new Promise((resolve) => child.once("exit", resolve));
-    return ms;
-  };
   const initializeOnce = async (): Promise<number> => {
     const t0 = performance.now();
     const conn = await spawn({ dataDir: dir("cold") });

@@ -690,7 +690,7 @@ export class PostgresStore implements Store {
    * 130–420 ms with 200 turns streaming, and each read cut a commit short of its spacing).
    */
   private async rows<R extends object>(sql: string, params: unknown[] = [], threadId?: string): Promise<R[]> {
-    if (this.storage.available && this.unflushed(threadId)) await this.flush().catch(() => undefined);
+    await this.commitOwn(threadId);
     return this.read<R>(sql, params);
   }
 
@@ -703,10 +703,15 @@ export class PostgresStore implements Store {
     }
   }
 
-  /** Whether this node has appended events not committed yet: of the thread, or of any. */
-  private unflushed(threadId?: string): boolean {
+  /**
+   * Commits this node's appended events first when some are not committed yet: of the thread,
+   * or of any; true if it did (when the database can be reached).
+   */
+  private async commitOwn(threadId?: string): Promise<boolean> {
     const of = (p: PendingEvent): boolean => threadId === undefined || p.event.threadId === threadId;
-    return this.pending.some(of) || this.committingBatch.some(of);
+    if (!this.storage.available || !(this.pending.some(of) || this.committingBatch.some(of))) return false;
+    await this.flush().catch(() => undefined);
+    return true;
   }
 
   async getThread(threadId: string): Promise<Thread | undefined> {
@@ -775,10 +780,7 @@ export class PostgresStore implements Store {
     // The turn's thread is known once its row is read: read again after a commit if this node
     // has events of it (or, with no row yet, of any thread) not committed.
     let row = await this.turnRows.get(turnId);
-    if (this.storage.available && this.unflushed(row?.thread_id)) {
-      await this.flush().catch(() => undefined);
-      row = await this.turnRows.get(turnId);
-    }
+    if (await this.commitOwn(row?.thread_id)) row = await this.turnRows.get(turnId);
     if (!row) return undefined;
     const turn = toTurn(row);
     if (opts.withItems !== false) turn.items = await this.listItems(turnId);
