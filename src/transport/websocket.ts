@@ -3,12 +3,13 @@
 // protects a loopback server from browsers (cross-site requests, DNS rebinding) and, with a
 // token, from other local users.
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
-import { isIPv4, type AddressInfo } from "node:net";
+import type { AddressInfo } from "node:net";
 import type { Duplex } from "node:stream";
 import { WebSocket, WebSocketServer } from "ws";
 import { bearerToken, sameSecret } from "../bearer.js";
 import { silentLogger, type Logger } from "../log.js";
 import type { MessageChannel } from "./channel.js";
+import { isLoopbackHost, unbracket } from "../loopback.js";
 import { createWebSocketChannel } from "./websocket-channel.js";
 
 export interface WebSocketServerOptions {
@@ -51,13 +52,6 @@ const PAYLOAD_SLACK_BYTES = 64 * 1024;
 const DEFAULT_PING_INTERVAL_MS = 30_000;
 /** How long close() waits for peers to complete the closing handshake before cutting them off. */
 const CLOSE_GRACE_MS = 1_000;
-
-export function isLoopbackHost(host: string): boolean {
-  let h = unbracket(host.trim().toLowerCase());
-  if (h === "localhost" || h === "::1" || h === "0:0:0:0:0:0:0:1") return true;
-  if (h.startsWith("::ffff:")) h = h.slice("::ffff:".length); // IPv4-mapped IPv6
-  return isIPv4(h) && h.startsWith("127.");
-}
 
 export function assertSafeBind(host: string, token: string | undefined): void {
   if (isLoopbackHost(host) || token) return;
@@ -253,10 +247,6 @@ function hostnameOf(host: string): string {
 
 function normalizeHostname(hostname: string): string {
   return unbracket(hostname.toLowerCase()).replace(/\.$/, "");
-}
-
-function unbracket(host: string): string {
-  return host.startsWith("[") && host.endsWith("]") ? host.slice(1, -1) : host;
 }
 
 function isWildcardHost(host: string): boolean {

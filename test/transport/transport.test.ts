@@ -10,9 +10,9 @@ import { ConnectionClosedError, RpcConnection, type RpcHandlers } from "../../sr
 import { dispatchRequests } from "../../src/rpc/methods.js";
 import type { MessageChannel } from "../../src/transport/channel.js";
 import { createStdioChannel } from "../../src/transport/stdio.js";
+import { isLoopbackHost } from "../../src/loopback.js";
 import {
   assertSafeBind,
-  isLoopbackHost,
   startWebSocketServer,
   type RunningWebSocketServer,
   type WebSocketServerOptions,

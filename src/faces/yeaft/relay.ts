@@ -13,7 +13,7 @@ import { jwtVerify, SignJWT } from "jose";
 import { WebSocketServer, type WebSocket } from "ws";
 import type { Logger } from "../../log.js";
 import type { FaceState } from "../../store/face-state.js";
-import { isLoopbackHost } from "../../transport/websocket.js";
+import { isLoopbackHost } from "../../loopback.js";
 import type { FaceListener } from "../face.js";
 import { CLOSE_POLICY } from "./protocol.js";
 import { Relay } from "./session.js";
