@@ -60,7 +60,6 @@ export async function assembleRuntime(
     {
       tools,
       resolveProvider: providers.resolveProvider,
-      models: providers.catalog,
       defaults: { ...providers.defaults, commandTimeoutMs: config.commandTimeoutMs },
       workspace,
     },

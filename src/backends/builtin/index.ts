@@ -1,5 +1,4 @@
 // The built-in backend: Switchyard's own agent loop (model provider + tool registry).
-import type { ListedModel } from "../../providers/model-catalog.js";
 import { lookupModel } from "../../providers/catalog.js";
 import type { ModelProvider } from "../../providers/provider.js";
 import { callUsage } from "../../providers/usage.js";
@@ -22,8 +21,6 @@ export interface BuiltinBackendOptions {
   tools: ToolRegistry;
   /** Finds the model provider for a thread's or turn's selection. */
   resolveProvider(selection: { provider?: string; model?: string }): ProviderResolution | Promise<ProviderResolution>;
-  /** The models the configured providers offer (for model catalogs of the faces). */
-  models?: { list(): Promise<ListedModel[]> };
   defaults: { provider?: string; model?: string; commandTimeoutMs: number };
   /** The workspaces' skills and custom commands (the catalog in the prompt, skillRef, commandRef). */
   workspace?: Pick<WorkspaceResources, "skills" | "commands" | "mcp" | "defaults" | "plugins">;
@@ -117,10 +114,6 @@ export class BuiltinBackend implements AgentBackend {
       onDiff: (diff) => ctx.reportDiff(diff),
     });
     return ctx.resume ? runner.resume() : runner.run(ctx.input);
-  }
-
-  listModels(): Promise<ListedModel[]> {
-    return this.options.models?.list() ?? Promise.resolve([]);
   }
 
   async release(): Promise<void> {}
