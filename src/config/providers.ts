@@ -5,7 +5,13 @@ import type { Logger } from "../log.js";
 import { ModelCatalog } from "../providers/model-catalog.js";
 import { isOfficialOpenAI } from "../providers/endpoints.js";
 import type { ModelProvider } from "../providers/provider.js";
-import { createProvider, detectDefaultProvider, type DetectedProvider } from "../providers/select.js";
+import {
+  createProvider,
+  detectDefaultProvider,
+  isProviderConfigProblem,
+  planProvider,
+  type DetectedProvider,
+} from "../providers/select.js";
 import type { ProviderSettings } from "./file.js";
 
 /**
@@ -140,9 +146,11 @@ export function setUpProviders(
         }));
 
   let catalog: Promise<ModelCatalog> | undefined;
+  // From the default's plan: no provider's code loads for the catalog.
   const buildCatalog = async (): Promise<ModelCatalog> => {
-    const fallback = await build(await effectiveDefaults());
-    const def = "problem" in fallback ? undefined : { provider: fallback.name, model: fallback.defaultModel };
+    const selection = await effectiveDefaults();
+    const plan = planProvider({ ...selection, env: providerEnv(env, settings, selection.provider) });
+    const def = isProviderConfigProblem(plan) ? undefined : { provider: plan.name, model: plan.defaultModel };
     return new ModelCatalog({
       providers: configuredProviders(env, settings, def?.provider),
       envFor: (provider) => providerEnv(env, settings, provider),

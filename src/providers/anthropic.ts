@@ -17,6 +17,7 @@ import { describeCause, isConnectionFailure, messageFromBody, retryAfterFromHead
 import { streamFromSdk } from "./sdk-stream.js";
 import { httpFetch } from "./http-fetch.js";
 import { ANTHROPIC_ANSWER, warmUp } from "./warm-up.js";
+import { DEFAULT_MODELS } from "./catalog.js";
 
 type AnthropicModule = typeof import("@anthropic-ai/sdk");
 type AnthropicSdk = { mod: AnthropicModule; client: Anthropic };
@@ -47,7 +48,7 @@ export class AnthropicProvider implements ModelProvider {
   private sdk?: Promise<AnthropicSdk>;
 
   constructor(private readonly options: AnthropicOptions = {}) {
-    this.defaultModel = options.defaultModel ?? "claude-sonnet-4-6";
+    this.defaultModel = options.defaultModel ?? DEFAULT_MODELS.anthropic;
   }
 
   /** Loads the SDK and runs the streaming path once on an answer made in memory (warm-up.ts). */

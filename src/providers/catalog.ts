@@ -131,6 +131,9 @@ const KNOWN: ModelInfo[] = [
   },
 ];
 
+/** The model a provider's turns use when nothing names one (Ollama's: its first installed model). */
+export const DEFAULT_MODELS = { openai: "gpt-5", "openai-chat": "gpt-4.1", anthropic: "claude-sonnet-4-6" } as const;
+
 /** Providers that serve OpenAI's models under another API share its catalog entries. */
 function catalogProvider(provider: string): string {
   return provider === "openai-chat" ? "openai" : provider;

@@ -24,6 +24,7 @@ import {
 import { isOfficialOpenAI } from "./endpoints.js";
 import { streamFromSdk } from "./sdk-stream.js";
 import { CHAT_ANSWER, warmUp } from "./warm-up.js";
+import { DEFAULT_MODELS } from "./catalog.js";
 
 type ChatMessage = OpenAI.Chat.Completions.ChatCompletionMessageParam;
 type ChatTool = OpenAI.Chat.Completions.ChatCompletionTool;
@@ -47,7 +48,7 @@ export class OpenAIChatProvider implements ModelProvider {
 
   constructor(private readonly options: OpenAIChatOptions = {}) {
     this.name = options.name ?? "openai-chat";
-    this.defaultModel = options.defaultModel ?? "gpt-4.1";
+    this.defaultModel = options.defaultModel ?? DEFAULT_MODELS["openai-chat"];
     this.client = new LazyOpenAIClient(options);
   }
 

@@ -6,7 +6,7 @@
 // signature and goes back as `reasoning` input items, so the model keeps its chain of thought
 // across tool calls without the server storing anything.
 import type OpenAI from "openai";
-import { lookupModel } from "./catalog.js";
+import { DEFAULT_MODELS, lookupModel } from "./catalog.js";
 import type { ConversationMessage, ModelProvider, ModelRequest, ModelStreamEvent, StopReason, ToolSpec, UsageReport } from "./provider.js";
 import { OPENAI_REASONING_PREFIX } from "./provider.js";
 import { imageUrl } from "./openai-chat.js";
@@ -37,7 +37,7 @@ export class OpenAIResponsesProvider implements ModelProvider {
   private readonly client: LazyOpenAIClient;
 
   constructor(private readonly options: OpenAIResponsesOptions = {}) {
-    this.defaultModel = options.defaultModel ?? "gpt-5";
+    this.defaultModel = options.defaultModel ?? DEFAULT_MODELS.openai;
     this.client = new LazyOpenAIClient(options);
   }
 

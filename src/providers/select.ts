@@ -6,7 +6,8 @@
 // server by OPENAI_BASE_URL: vLLM, llama.cpp, LM Studio, OpenRouter, Ollama, ...), anthropic,
 // ollama (openai-chat at OLLAMA_HOST, no key) and scripted (replays a script file).
 import { isOfficialOpenAI } from "./endpoints.js";
-import { createOllamaProvider, listOllamaModels } from "./ollama.js";
+import { DEFAULT_MODELS } from "./catalog.js";
+import { createOllamaProvider, listOllamaModels, OLLAMA_FALLBACK_MODEL } from "./ollama.js";
 import type { ModelProvider } from "./provider.js";
 import { withRetries, type RetryPolicy } from "./retry.js";
 
@@ -34,17 +35,31 @@ const NO_PROVIDER =
   "No model provider is configured. Set OPENAI_API_KEY (and OPENAI_BASE_URL for a compatible server) or ANTHROPIC_API_KEY, " +
   `start Ollama, or start with --provider <${PROVIDER_NAMES.join("|")}> --model <name>.`;
 
+/**
+ * What a selection resolves to before any provider's code loads: its name and default model
+ * (what the model catalog needs, which a server may answer with before its runtime is up), and
+ * how to build it.
+ */
+export interface ProviderPlan {
+  name: string;
+  defaultModel: string;
+  build(): Promise<ModelProvider | ProviderConfigProblem>;
+}
+
 /** Builds the selected provider, wrapped in the retry policy. */
 export async function createProvider(config: ProviderSelection): Promise<ModelProvider | ProviderConfigProblem> {
-  const built = await build(config);
+  const plan = planProvider(config);
+  if (isProviderConfigProblem(plan)) return plan;
+  const built = await plan.build();
   return isProviderConfigProblem(built) ? built : withRetries(built, config.retry);
 }
 
-export function isProviderConfigProblem(value: ModelProvider | ProviderConfigProblem): value is ProviderConfigProblem {
+export function isProviderConfigProblem<T extends object>(value: T | ProviderConfigProblem): value is ProviderConfigProblem {
   return "problem" in value;
 }
 
-async function build(config: ProviderSelection): Promise<ModelProvider | ProviderConfigProblem> {
+/** Checks the selection's settings and plans its provider; loads none of the providers' code. */
+export function planProvider(config: ProviderSelection): ProviderPlan | ProviderConfigProblem {
   const name = config.provider?.trim().toLowerCase() || envDefaultProvider(config.env);
   switch (name) {
     case "openai":
@@ -53,8 +68,10 @@ async function build(config: ProviderSelection): Promise<ModelProvider | Provide
       return openAIChat(config);
     case "anthropic":
       return anthropic(config);
-    case "ollama":
-      return createOllamaProvider(config.env, config.model);
+    case "ollama": {
+      const defaultModel = config.model || OLLAMA_FALLBACK_MODEL;
+      return { name, defaultModel, build: () => createOllamaProvider(config.env, defaultModel) };
+    }
     case "scripted":
       return scripted(config);
     case undefined:
@@ -99,7 +116,7 @@ export async function detectDefaultProvider(
   return { provider: "ollama", ...(models[0] ? { model: models[0] } : {}) };
 }
 
-async function openAIResponses(config: ProviderSelection): Promise<ModelProvider | ProviderConfigProblem> {
+function openAIResponses(config: ProviderSelection): ProviderPlan | ProviderConfigProblem {
   const baseURL = config.env["OPENAI_BASE_URL"] || undefined;
   const apiKey = config.env["OPENAI_API_KEY"] || (baseURL && !isOfficialOpenAI(baseURL) ? NO_KEY_NEEDED : undefined);
   if (!apiKey) {
@@ -108,11 +125,18 @@ async function openAIResponses(config: ProviderSelection): Promise<ModelProvider
         "The openai provider (Responses API) needs OPENAI_API_KEY. For a compatible server (Ollama, vLLM, llama.cpp, ...) use --provider openai-chat with OPENAI_BASE_URL.",
     };
   }
-  const { OpenAIResponsesProvider } = await import("./openai-responses.js");
-  return new OpenAIResponsesProvider({ apiKey, ...(baseURL ? { baseURL } : {}), ...(config.model ? { defaultModel: config.model } : {}) });
+  const defaultModel = config.model || DEFAULT_MODELS.openai;
+  return {
+    name: "openai",
+    defaultModel,
+    build: async () => {
+      const { OpenAIResponsesProvider } = await import("./openai-responses.js");
+      return new OpenAIResponsesProvider({ apiKey, ...(baseURL ? { baseURL } : {}), defaultModel });
+    },
+  };
 }
 
-async function openAIChat(config: ProviderSelection): Promise<ModelProvider | ProviderConfigProblem> {
+function openAIChat(config: ProviderSelection): ProviderPlan | ProviderConfigProblem {
   const baseURL = config.env["OPENAI_BASE_URL"] || undefined;
   const apiKey = config.env["OPENAI_API_KEY"] || (baseURL ? NO_KEY_NEEDED : undefined);
   if (!apiKey) {
@@ -121,11 +145,18 @@ async function openAIChat(config: ProviderSelection): Promise<ModelProvider | Pr
         "The openai-chat provider needs OPENAI_API_KEY, or OPENAI_BASE_URL pointing at a compatible server (e.g. http://localhost:11434/v1 for Ollama).",
     };
   }
-  const { OpenAIChatProvider } = await import("./openai-chat.js");
-  return new OpenAIChatProvider({ apiKey, ...(baseURL ? { baseURL } : {}), ...(config.model ? { defaultModel: config.model } : {}) });
+  const defaultModel = config.model || DEFAULT_MODELS["openai-chat"];
+  return {
+    name: "openai-chat",
+    defaultModel,
+    build: async () => {
+      const { OpenAIChatProvider } = await import("./openai-chat.js");
+      return new OpenAIChatProvider({ apiKey, ...(baseURL ? { baseURL } : {}), defaultModel });
+    },
+  };
 }
 
-async function anthropic(config: ProviderSelection): Promise<ModelProvider | ProviderConfigProblem> {
+function anthropic(config: ProviderSelection): ProviderPlan | ProviderConfigProblem {
   const baseURL = config.env["ANTHROPIC_BASE_URL"] || undefined;
   const apiKey = config.env["ANTHROPIC_API_KEY"] || (baseURL ? NO_KEY_NEEDED : undefined);
   if (!apiKey) {
@@ -133,22 +164,29 @@ async function anthropic(config: ProviderSelection): Promise<ModelProvider | Pro
   }
   // Extended thinking stays off unless a budget is set (the config file's anthropic.thinkingBudgetTokens).
   const budget = Number.parseInt(config.env["SWITCHYARD_ANTHROPIC_THINKING_BUDGET_TOKENS"] ?? "", 10);
-  const { AnthropicProvider } = await import("./anthropic.js");
-  return new AnthropicProvider({
-    apiKey,
-    ...(baseURL ? { baseURL } : {}),
-    ...(config.model ? { defaultModel: config.model } : {}),
-    // The API's minimum budget is 1024.
-    ...(budget > 0 ? { thinkingBudgetTokens: Math.max(1024, budget) } : {}),
-  });
+  const defaultModel = config.model || DEFAULT_MODELS.anthropic;
+  return {
+    name: "anthropic",
+    defaultModel,
+    build: async () => {
+      const { AnthropicProvider } = await import("./anthropic.js");
+      return new AnthropicProvider({
+        apiKey,
+        ...(baseURL ? { baseURL } : {}),
+        defaultModel,
+        // The API's minimum budget is 1024.
+        ...(budget > 0 ? { thinkingBudgetTokens: Math.max(1024, budget) } : {}),
+      });
+    },
+  };
 }
 
 /**
- * The script is checked now, so a broken one is reported before any turn runs. Its module loads
- * only for this provider: it checks scripts with zod, which the other providers (and a server's
- * answers given before its runtime is up, which build them for the model catalog) do without.
+ * The script is checked when the provider is built, so a broken one is reported before any turn
+ * runs. Its module loads only for this provider: it checks scripts with zod, which the other
+ * providers do without.
  */
-async function scripted(config: ProviderSelection): Promise<ModelProvider | ProviderConfigProblem> {
+function scripted(config: ProviderSelection): ProviderPlan | ProviderConfigProblem {
   const file = config.model || config.env["SWITCHYARD_SCRIPT"];
   if (!file) {
     return {
@@ -156,11 +194,17 @@ async function scripted(config: ProviderSelection): Promise<ModelProvider | Prov
         "The scripted provider needs a script: start with --provider scripted --model ./path/to/script.json (or set SWITCHYARD_SCRIPT).",
     };
   }
-  const { ScriptedProvider, loadScript } = await import("./scripted.js");
-  try {
-    loadScript(file);
-  } catch (error) {
-    return { problem: (error as Error).message };
-  }
-  return new ScriptedProvider(file);
+  return {
+    name: "scripted",
+    defaultModel: file,
+    build: async () => {
+      const { ScriptedProvider, loadScript } = await import("./scripted.js");
+      try {
+        loadScript(file);
+      } catch (error) {
+        return { problem: (error as Error).message };
+      }
+      return new ScriptedProvider(file);
+    },
+  };
 }

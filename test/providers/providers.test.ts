@@ -13,7 +13,7 @@ import { FakeModelServer } from "../support/fake-model-server.js";
 import { OpenAIChatProvider } from "../../src/providers/openai-chat.js";
 import { OpenAIResponsesProvider } from "../../src/providers/openai-responses.js";
 import { AnthropicProvider } from "../../src/providers/anthropic.js";
-import { createProvider, isProviderConfigProblem } from "../../src/providers/select.js";
+import { createProvider, isProviderConfigProblem, planProvider } from "../../src/providers/select.js";
 import { abortableSleep, withRetries, type RetryPolicy } from "../../src/providers/retry.js";
 import { OPENAI_REASONING_PREFIX, ProviderError } from "../../src/providers/provider.js";
 import type { ConversationMessage, ModelProvider, ModelRequest, ModelStreamEvent } from "../../src/providers/provider.js";
@@ -723,6 +723,23 @@ describe("createProvider", () => {
     assert.equal((await provider(createProvider({ provider: "anthropic", env }))).defaultModel, "claude-sonnet-4-6");
     assert.equal((await provider(createProvider({ provider: "openai-chat", env }))).defaultModel, "gpt-4.1");
     assert.equal((await provider(createProvider({ provider: "ollama", env: {} }))).name, "ollama");
+  });
+
+  test("the plan (what the model catalog reads) names the provider and default model its build has", async () => {
+    const env = { ANTHROPIC_API_KEY: "a", OPENAI_API_KEY: "o" };
+    for (const selection of [
+      { env },
+      { provider: "openai", env },
+      { provider: "openai-chat", model: "llama3", env },
+      { provider: "ollama", env: {} },
+      { provider: "anthropic", model: "claude-opus-4-6", env },
+    ]) {
+      const plan = planProvider(selection);
+      assert.ok(!isProviderConfigProblem(plan));
+      const built = await provider(createProvider(selection));
+      assert.deepEqual([plan.name, plan.defaultModel], [built.name, built.defaultModel]);
+    }
+    assert.ok(isProviderConfigProblem(planProvider({ provider: "anthropic", env: { OPENAI_API_KEY: "o" } })));
   });
 
   test("an explicit provider needs its key unless a base URL is set", async () => {
