@@ -122,7 +122,7 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
     (providerSetup ??= import("./config/providers.js").then(({ setUpProviders }) => setUpProviders(config, log)));
   const early: EarlyFacts = {
     serverVersion: VERSION,
-    models: async () => (await providers()).catalog.list(),
+    models: async (options) => (await providers()).catalog.list(options),
     toolNames: SERVER_TOOL_NAMES,
     log,
   };

@@ -90,7 +90,7 @@ export interface ProviderSetup {
   /** Builds the provider for a selection; with no provider named, the auto-detected default. */
   resolveProvider(selection: { provider?: string; model?: string }): Promise<ModelProvider | { problem: string }>;
   catalog: {
-    list(): ReturnType<ModelCatalog["list"]>;
+    list: ModelCatalog["list"];
     /** The provider turns use when none is named: the configured one, else the detected one. */
     defaultProvider(): Promise<string | undefined>;
   };
@@ -167,7 +167,7 @@ export function setUpProviders(
       return build({ ...auto, ...(selection.model ? { model: selection.model } : {}) });
     },
     catalog: {
-      list: async () => (await (catalog ??= buildCatalog())).list(),
+      list: async (options) => (await (catalog ??= buildCatalog())).list(options),
       defaultProvider: async () => (await effectiveDefaults()).provider,
     },
     prepare: async () => {

@@ -2,7 +2,7 @@
 // the mapping between its wire messages and runtime calls/events. Every face is listed once, in
 // the registry (./index.ts); the server, the schema exporter and the docs derive from it.
 import type { Logger } from "../log.js";
-import type { ListedModel } from "../providers/model-catalog.js";
+import type { ListedModel, ListOptions } from "../providers/model-catalog.js";
 import type { EngineErrorCodes, RequestContext, RpcConnection, RpcHandlers } from "../rpc/connection.js";
 import type { ProtocolTable } from "../rpc/protocol-table.js";
 import type { RuntimeApi } from "../runtime/api.js";
@@ -18,7 +18,7 @@ export interface FaceHost {
 export interface EarlyFacts {
   serverVersion: string;
   /** The model catalog, as the runtime's listModels gives it: made from the providers' settings alone. */
-  models(): Promise<ListedModel[]>;
+  models(options?: ListOptions): Promise<ListedModel[]>;
   /** The names of the runtime's tools, as its toolNames gives them. */
   toolNames: readonly string[];
   log: Logger;

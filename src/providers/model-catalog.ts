@@ -2,7 +2,7 @@
 // with what its models endpoint lists, cached for a minute.
 import type { Logger } from "../log.js";
 import { knownModels, lookupModel, type ModelInfo } from "./catalog.js";
-import { listLiveModels, type ModelListing } from "./model-listing.js";
+import { listingIsRemote, listLiveModels, type ModelListing } from "./model-listing.js";
 
 export interface ListedModel extends ModelInfo {
   /** The model a turn uses when neither the thread nor the turn picks one. */
@@ -19,6 +19,18 @@ export interface ModelCatalogOptions {
   ttlMs?: number;
   /** Replaceable for tests. */
   listLive?: (provider: string, env: NodeJS.ProcessEnv) => Promise<ModelListing | undefined>;
+  /** Whether listing the provider's models asks another machine (default: its endpoint is not on loopback). */
+  isRemote?: (provider: string) => boolean;
+}
+
+export interface ListOptions {
+  /**
+   * False: a provider whose models endpoint is on another machine is not asked; it offers the
+   * listing an earlier call fetched, else its built-in entries. For answers a client waits on
+   * before anything else (a handshake, a new session): a round trip to a remote API, often with
+   * a TLS handshake first, costs more than all the rest of them. Default true.
+   */
+  askRemote?: boolean;
 }
 
 const TTL_MS = 60_000;
@@ -26,13 +38,15 @@ const TTL_MS = 60_000;
 const LIVE_TIMEOUT_MS = 5_000;
 
 export class ModelCatalog {
-  /** Promises, so concurrent model/list calls share one request per provider. */
-  private readonly cache = new Map<string, { at: number; models: Promise<ModelInfo[]> }>();
+  /** Promises, so concurrent model/list calls share one request per provider; `settled` once it has answered. */
+  private readonly cache = new Map<string, { at: number; models: Promise<ModelInfo[]>; settled?: ModelInfo[] }>();
 
   constructor(private readonly options: ModelCatalogOptions) {}
 
-  async list(): Promise<ListedModel[]> {
-    const lists = await Promise.all(this.options.providers.map((name) => this.modelsOf(name)));
+  async list({ askRemote = true }: ListOptions = {}): Promise<ListedModel[]> {
+    const lists = await Promise.all(
+      this.options.providers.map((name) => (askRemote || !this.isRemote(name) ? this.modelsOf(name) : this.modelsAtHand(name))),
+    );
     const all = lists.flat();
     const def = this.options.default;
     // The default model is always offered, even when no listing knows it (a local model, a new id).
@@ -44,14 +58,28 @@ export class ModelCatalog {
     const now = Date.now();
     const hit = this.cache.get(provider);
     if (hit && now - hit.at < (this.options.ttlMs ?? TTL_MS)) return hit.models;
-    const models = this.load(provider);
-    this.cache.set(provider, { at: now, models });
-    return models;
+    const cached = { at: now, models: this.load(provider) };
+    void cached.models.then((models) => Object.assign(cached, { settled: models }));
+    this.cache.set(provider, cached);
+    return cached.models;
+  }
+
+  /** What a provider offers without asking it: the last listing fetched (even stale), else the built-in entries. */
+  private modelsAtHand(provider: string): ModelInfo[] {
+    return this.cache.get(provider)?.settled ?? this.builtIn(provider);
+  }
+
+  private isRemote(provider: string): boolean {
+    return this.options.isRemote ? this.options.isRemote(provider) : listingIsRemote(provider, this.options.envFor(provider));
+  }
+
+  /** Catalog entries are filed under the API family ("openai"); listed under the name in use. */
+  private builtIn(provider: string): ModelInfo[] {
+    return knownModels(provider).map((m) => ({ ...m, provider }));
   }
 
   private async load(provider: string): Promise<ModelInfo[]> {
-    // Catalog entries are filed under the API family ("openai"); list them under the name in use.
-    const known = knownModels(provider).map((m) => ({ ...m, provider }));
+    const known = this.builtIn(provider);
     const listLive = this.options.listLive ?? ((name, env) => listLiveModels(name, env, { timeoutMs: LIVE_TIMEOUT_MS }));
     let live: ModelListing | undefined;
     try {

@@ -2,6 +2,7 @@
 // `GET /v1/models`, Ollama `GET /api/tags`), with failures put in plain words. A plain GET
 // (httpFetch) rather than the SDKs: one small request each, the same error wording for every provider.
 import { ollamaRoot } from "./endpoints.js";
+import { isLoopbackHost } from "../loopback.js";
 import { httpFetch } from "./http-fetch.js";
 
 export interface LiveModel {
@@ -49,6 +50,20 @@ export async function listLiveModels(
   }
   const models = endpoint.read(body);
   return models ? { ok: true, url, models } : { ok: false, url, problem: `${url} did not answer with a model list` };
+}
+
+/**
+ * Whether listing `provider`'s models means a round trip to another machine: its endpoint is not
+ * on loopback. False when there is nothing to ask (no endpoint, or settings that cannot be used).
+ */
+export function listingIsRemote(provider: string, env: NodeJS.ProcessEnv): boolean {
+  const endpoint = endpointOf(provider, env);
+  if (endpoint === undefined || "problem" in endpoint) return false;
+  try {
+    return !isLoopbackHost(new URL(endpoint.url).hostname);
+  } catch {
+    return false; // the listing fails at once on such a URL
+  }
 }
 
 /** Whether a listing offers `model`, also accepting aliases of dated or tagged ids. */

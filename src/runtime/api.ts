@@ -14,7 +14,7 @@ import type {
   TokenUsage,
   Turn,
 } from "../domain/model.js";
-import type { ListedModel } from "../providers/model-catalog.js";
+import type { ListedModel, ListOptions } from "../providers/model-catalog.js";
 import type { StorageStatus, Store, StoredItemJson, ThreadFilter, ThreadPage } from "../store/store.js";
 import type { FaceState } from "../store/face-state.js";
 import type { AnyTool, ToolEnvironment } from "../tools/tool.js";
@@ -126,7 +126,8 @@ export interface RuntimeApi {
   readonly faceState: FaceState;
 
   // ---- discovery ----
-  listModels(): Promise<ListedModel[]>;
+  /** See ListOptions: an answer a client waits on first asks no remote models endpoint ({ askRemote: false }). */
+  listModels(options?: ListOptions): Promise<ListedModel[]>;
   modelSelection(threadId: string): Promise<ModelSelection>;
   listBackends(): Promise<BackendAvailability[]>;
   listTools(): ToolSummary[];

@@ -5,7 +5,7 @@ import path from "node:path";
 import { newId, newThreadId } from "../ids.js";
 import type { Logger } from "../log.js";
 import type { AgentProcessInfo, BackendAvailability, BackendSet, TurnContext, TurnOutcome } from "../backends/backend.js";
-import type { ListedModel } from "../providers/model-catalog.js";
+import type { ListedModel, ListOptions } from "../providers/model-catalog.js";
 import type { ThinkingMode } from "../providers/provider.js";
 import type { StorageStatus, Store, StoredItemJson, ThreadFilter, ThreadPage } from "../store/store.js";
 import type { FaceState } from "../store/face-state.js";
@@ -54,7 +54,7 @@ export interface RuntimeOptions {
   tools: ToolRegistry;
   /** The models the configured providers offer (for model catalogs of the faces). */
   models?: {
-    list(): Promise<ListedModel[]>;
+    list(options?: ListOptions): Promise<ListedModel[]>;
     /** The provider turns use when neither thread nor turn names one (configured, else detected). */
     defaultProvider?(): Promise<string | undefined>;
   };
@@ -567,8 +567,8 @@ export class Runtime implements RuntimeApi {
   }
 
   /** The models the configured providers offer, the default one marked. */
-  listModels(): Promise<ListedModel[]> {
-    return this.options.models?.list() ?? Promise.resolve([]);
+  listModels(options?: ListOptions): Promise<ListedModel[]> {
+    return this.options.models?.list(options) ?? Promise.resolve([]);
   }
 
   /** The backend, provider and model a turn on this thread gets when it names no model. */

@@ -10,7 +10,7 @@ import { silentLogger } from "../../src/log.js";
 import { ModelCatalog } from "../../src/providers/model-catalog.js";
 import type { ModelListing } from "../../src/providers/model-listing.js";
 import { addUsage, callUsage } from "../../src/providers/usage.js";
-import { lookupModel } from "../../src/providers/catalog.js";
+import { knownModels, lookupModel } from "../../src/providers/catalog.js";
 import { tempDir } from "../support/server-process.js";
 
 function withConfig(content: unknown): string {
@@ -109,7 +109,8 @@ describe("model catalog", () => {
     let calls = 0;
     const models = new ModelCatalog({
       providers: ["anthropic", "ollama"],
-      envFor: () => ({}),
+      // Anthropic's endpoint is api.anthropic.com; Ollama's is on loopback.
+      envFor: (provider) => (provider === "anthropic" ? { ANTHROPIC_API_KEY: "k" } : {}),
       default: { provider: "ollama", model: "qwen3:8b" },
       log: silentLogger,
       ...(ttlMs !== undefined ? { ttlMs } : {}),
@@ -145,6 +146,28 @@ describe("model catalog", () => {
         ["qwen3:8b", true],
       ],
     );
+  });
+
+  it("asks no endpoint on another machine when told not to: the built-in entries, then the listing once one was fetched", async () => {
+    const asked: string[] = [];
+    const { models } = catalog(async (provider) => {
+      asked.push(provider);
+      return { ok: true, url: "u", models: [{ id: provider === "anthropic" ? "claude-listed" : "llama3.2:latest" }] };
+    });
+    const atHand = await models.list({ askRemote: false });
+    assert.deepEqual(asked, ["ollama"], "the local Ollama is asked, api.anthropic.com is not");
+    assert.deepEqual(
+      atHand.filter((m) => m.provider === "anthropic").map((m) => m.id),
+      knownModels("anthropic").map((m) => m.id),
+    );
+    assert.ok(atHand.some((m) => m.id === "llama3.2:latest"));
+    assert.ok((await models.list()).some((m) => m.id === "claude-listed"));
+    assert.deepEqual(asked, ["ollama", "anthropic"]);
+    assert.ok(
+      (await models.list({ askRemote: false })).some((m) => m.id === "claude-listed"),
+      "the fetched listing",
+    );
+    assert.deepEqual(asked, ["ollama", "anthropic"]);
   });
 
   it("falls back to the built-in entries when a listing fails, and caches", async () => {

@@ -7,6 +7,7 @@ import { Readable, Writable } from "node:stream";
 import { after, before, describe, it } from "node:test";
 import * as acp from "@agentclientprotocol/sdk";
 import { FakeModelServer } from "../support/fake-model-server.js";
+import { startRemoteModelsEndpoint } from "../support/remote-models-endpoint.js";
 import { makeWorkspace, modelEnv } from "../support/harness.js";
 import { ServerProcess, tempDir } from "../support/server-process.js";
 import { TestClient } from "../support/test-client.js";
@@ -33,11 +34,14 @@ class AcpHarness {
     readonly connection: acp.ClientConnection,
   ) {}
 
-  static start(fake: FakeModelServer, opts: { dataDir?: string; args?: string[]; clientFs?: ClientFs } = {}): AcpHarness {
+  static start(
+    fake: FakeModelServer,
+    opts: { dataDir?: string; args?: string[]; clientFs?: ClientFs; env?: Record<string, string> } = {},
+  ): AcpHarness {
     const server = ServerProcess.spawn({
       command: "acp",
       args: ["--provider", "openai-chat", "--model", "gpt-4o", ...(opts.args ?? [])],
-      env: modelEnv(fake),
+      env: { ...modelEnv(fake), ...opts.env },
       ...(opts.dataDir ? { dataDir: opts.dataDir } : {}),
     });
     let harness!: AcpHarness;
@@ -415,5 +419,28 @@ describe("switchyard acp with a client that offers its file system and terminal"
     const term = toolUpdates(h.updates(sessionId, from), "call_term") as acp.ToolCallUpdate[];
     assert.ok(term.some((u) => u.content?.some((c) => c.type === "terminal" && c.terminalId === "term_1")));
     assert.equal(term.at(-1)!.status, "completed");
+  });
+});
+
+describe("switchyard acp with a provider whose models endpoint is on another machine", () => {
+  it("starts a session and runs its first prompt without asking that endpoint", async (t) => {
+    const remote = await startRemoteModelsEndpoint(["claude-listed-remotely"]);
+    if (!remote) return t.skip("this machine has no address besides loopback");
+    const fake = await FakeModelServer.start();
+    // The catalog lists both providers: the fake model's (on loopback, asked) and Anthropic's.
+    const h = AcpHarness.start(fake, { env: { ANTHROPIC_API_KEY: "k", ANTHROPIC_BASE_URL: remote.baseURL } });
+    try {
+      await h.initialize();
+      const { sessionId } = await h.newSession(makeWorkspace({}));
+      fake.enqueue({ kind: "response", text: ["hi"], usage: { input: 10, output: 2 } });
+      assert.equal((await h.prompt(sessionId, "hello")).stopReason, "end_turn");
+      const usage = h.updates(sessionId).find((u) => u.sessionUpdate === "usage_update");
+      assert.equal(usage?.sessionUpdate === "usage_update" && usage.size, 128_000, "the context window, from the catalog");
+      assert.equal(remote.listings, 0);
+    } finally {
+      await h.close();
+      await fake.close();
+      await remote.close();
+    }
   });
 });

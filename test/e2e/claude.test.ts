@@ -5,7 +5,9 @@ import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
+import { knownModels } from "../../src/providers/catalog.js";
 import { FakeModelServer } from "../support/fake-model-server.js";
+import { startRemoteModelsEndpoint } from "../support/remote-models-endpoint.js";
 import { makeWorkspace, modelEnv, text, threadStartParams } from "../support/harness.js";
 import { freePort, ServerProcess } from "../support/server-process.js";
 import { TestClient, type Message } from "../support/test-client.js";
@@ -515,6 +517,31 @@ describe("handshake, discovery and errors", () => {
       );
     } finally {
       await early.kill();
+    }
+  });
+
+  it("lists models in initialize without asking a models endpoint on another machine; model/list asks it", async (t) => {
+    const remote = await startRemoteModelsEndpoint(["claude-listed-remotely"]);
+    if (!remote) return t.skip("this machine has no address besides loopback");
+    const server = ServerProcess.spawn({ env: { ANTHROPIC_API_KEY: "k", ANTHROPIC_BASE_URL: remote.baseURL } });
+    try {
+      const c = TestClient.overStdio(server.child);
+      const first = (await c.call("initialize", { client: { name: "remote" } })).capabilities as { models: string[] };
+      assert.deepEqual(
+        first.models,
+        knownModels("anthropic").map((m) => m.id),
+      );
+      assert.equal(remote.listings, 0, "initialize asked the remote endpoint");
+      const listed = (await c.call("model/list", {})).models as Array<{ id: string }>;
+      assert.ok(listed.some((m) => m.id === "claude-listed-remotely"));
+      assert.equal(remote.listings, 1);
+      // A later initialize lists what model/list fetched, without asking again.
+      const again = (await c.call("initialize", { client: { name: "remote" } })).capabilities as { models: string[] };
+      assert.ok(again.models.includes("claude-listed-remotely"));
+      assert.equal(remote.listings, 1);
+    } finally {
+      await server.kill();
+      await remote.close();
     }
   });
 

@@ -8,6 +8,7 @@ import { FakeModelServer } from "../support/fake-model-server.js";
 import { FAKE_MCP_SERVER } from "../support/fake-mcp-server.js";
 import { makeWorkspace, modelEnv } from "../support/harness.js";
 import { codexMissing, loadCodexSchema, type CodexSchema } from "../support/codex-schema.js";
+import { startRemoteModelsEndpoint } from "../support/remote-models-endpoint.js";
 import { ServerProcess } from "../support/server-process.js";
 import { TestClient, type Message } from "../support/test-client.js";
 import { CodexNotifications, CodexRequests, CodexServerRequests } from "../../src/faces/codex/protocol.js";
@@ -299,6 +300,33 @@ describe("the Codex app-server dialect", { skip: codexMissing }, () => {
       assert.ok(items.some((i) => i.type === "agentMessage" && i.text === "From the other face."));
     } finally {
       appServer.close();
+    }
+  });
+});
+
+describe("the Codex dialect with a provider whose models endpoint is on another machine", () => {
+  it("describes the configuration and a new thread without asking that endpoint; model/list asks it", async (t) => {
+    const remote = await startRemoteModelsEndpoint(["model-listed-remotely"]);
+    if (!remote) return t.skip("this machine has no address besides loopback");
+    const server = ServerProcess.spawn({ env: { OPENAI_API_KEY: "k", OPENAI_BASE_URL: remote.baseURL } });
+    const client = TestClient.overStdio(server.child);
+    client.omitJsonrpc = true;
+    try {
+      await client.call("initialize", { clientInfo: { name: "codex_test", title: null, version: "0.169.0" }, capabilities: null });
+      client.notify("initialized");
+      const { config } = (await client.call("config/read", { includeLayers: false, cwd: null })) as { config: { model: string } };
+      const { model } = await client.call("thread/start", { cwd: makeWorkspace({}), model: null });
+      assert.deepEqual([config.model, model], ["gpt-4.1", "gpt-4.1"], "the default model of a compatible server's provider");
+      assert.equal(remote.listings, 0);
+      const { data } = (await client.call("model/list", { cursor: null, limit: null, includeHidden: null })) as {
+        data: Array<{ id: string }>;
+      };
+      assert.ok(data.some((m) => m.id === "model-listed-remotely"));
+      assert.equal(remote.listings, 1);
+    } finally {
+      client.close();
+      await server.kill();
+      await remote.close();
     }
   });
 });

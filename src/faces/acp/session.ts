@@ -114,7 +114,8 @@ export class AcpSession {
             if (!this.closed) this.detach.push(rt.approvals.addApprover(this.approver()));
             return rt;
           });
-          this.models = ready.then((rt) => rt.listModels()).catch((): ListedModel[] => []);
+          // session/new waits for these: no round trip to a remote models endpoint (see ListOptions).
+          this.models = ready.then((rt) => rt.listModels({ askRemote: false })).catch((): ListedModel[] => []);
         }
         this.log.info({ client: params.clientInfo?.name, protocolVersion: params.protocolVersion }, "ACP client initialized");
         return initializeResult(this.serverVersion);

@@ -74,9 +74,10 @@ export function claudeModels(models: ListedModel[]): ClaudeModel[] {
 
 /**
  * The answer to initialize, from the runtime's facts or, before it is up, the same facts from
- * their sources (EarlyFacts). A provider's models endpoint that is slow to answer must not hold up
- * the handshake: past MODELS_WAIT_MS the list is left empty (model/list still answers in full
- * once the catalog has loaded).
+ * their sources (EarlyFacts). Models endpoints on other machines are not asked (their providers'
+ * built-in entries are listed, or a listing already fetched); one on this machine (a local Ollama)
+ * that is slow to answer must not hold up the handshake either: past MODELS_WAIT_MS the list is
+ * left empty. model/list asks every endpoint.
  */
 export async function initializeResult(sources: EarlyFacts) {
   return {
@@ -102,7 +103,7 @@ export async function initializeResult(sources: EarlyFacts) {
 async function modelIds({ models, log }: EarlyFacts): Promise<string[]> {
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), MODELS_WAIT_MS)));
-  const listed = models().catch((error: unknown) => {
+  const listed = models({ askRemote: false }).catch((error: unknown) => {
     log.warn({ err: error }, "could not list models for initialize");
     return [];
   });

@@ -84,7 +84,7 @@ export class ClaudeSession implements RpcHandlers {
         this.log.info({ client: params.client?.name, transport: this.connection.info.transport }, "client initialized");
         const answer = await initializeResult({
           serverVersion: this.serverVersion,
-          models: () => rt.listModels(),
+          models: (options) => rt.listModels(options),
           toolNames: rt.toolNames(),
           log: this.log,
         });

@@ -282,7 +282,7 @@ export class CodexSession implements RpcHandlers {
   }
 
   private async defaultModelId(provider: string | undefined): Promise<string | undefined> {
-    const models = await this.runtime.listModels().catch(() => []);
+    const models = await this.runtime.listModels({ askRemote: false }).catch(() => []);
     return (models.find((m) => m.isDefault && (provider === undefined || m.provider === provider)) ?? models[0])?.id;
   }
 
