@@ -217,9 +217,9 @@ async function coldStart(): Promise<Row[]> {
   };
   type Request = { method: string; params: unknown };
   /** Spawn → the answer to the last of `requests`, all written at once. */
-  const lastAnswerOnce = async (command: string | string[], requests: Request[]): Promise<number> => {
+  const lastAnswerOnce = async (command: string | string[], requests: Request[], env: Record<string, string> = {}): Promise<number> => {
     const t0 = performance.now();
-    const server = ServerProcess.spawn({ command, dataDir: dir("cold"), env: { SWITCHYARD_LOG_LEVEL: "info" } });
+    const server = ServerProcess.spawn({ command, dataDir: dir("cold"), env: { SWITCHYARD_LOG_LEVEL: "info", ...env } });
     server.child.stdin.write(requests.map((request, i) => `${JSON.stringify({ jsonrpc: "2.0", id: i + 1, ...request })}\n`).join(""));
     let out = "";
     await new Promise<void>((resolve) =>
@@ -242,6 +242,15 @@ async function coldStart(): Promise<Row[]> {
   // The other faces a client spawns and talks to over stdio: spawn → the answer to its first request.
   const otherFaces = [
     { face: "claude dialect", what: "initialize", args: ["app-server"], first: { method: "initialize", params: {} } },
+    // As its users start it: with a key, so the models it lists are the API's (whose endpoint,
+    // on another machine, initialize does not wait for).
+    {
+      face: "claude dialect with ANTHROPIC_API_KEY set",
+      what: "initialize",
+      args: ["app-server"],
+      first: { method: "initialize", params: {} },
+      env: { ANTHROPIC_API_KEY: "sk-bench" },
+    },
     {
       face: "Codex dialect",
       what: "initialize",
@@ -283,7 +292,7 @@ async function coldStart(): Promise<Row[]> {
     const companyFloor = await agentCompanyFloorOnce();
     const others: number[] = [];
     for (const face of otherFaces)
-      others.push(await lastAnswerOnce(face.args, [typeof face.first === "function" ? face.first() : face.first]));
+      others.push(await lastAnswerOnce(face.args, [typeof face.first === "function" ? face.first() : face.first], face.env));
     if (i === 0) continue;
     floor.push(f);
     runs.push(r);
