@@ -6,6 +6,7 @@ import type { RuntimeEvent } from "../domain/events.js";
 import type {
   AgentMode,
   InputPart,
+  ItemType,
   Plan,
   QueuedInput,
   Thread,
@@ -15,7 +16,7 @@ import type {
   Turn,
 } from "../domain/model.js";
 import type { ListedModel, ListOptions } from "../providers/model-catalog.js";
-import type { StorageStatus, Store, StoredItemJson, ThreadFilter, ThreadPage } from "../store/store.js";
+import type { StorageStatus, Store, TurnItemsJson, ThreadFilter, ThreadPage } from "../store/store.js";
 import type { FaceState } from "../store/face-state.js";
 import type { AnyTool, ToolEnvironment } from "../tools/tool.js";
 import type { Approver } from "./approvals.js";
@@ -71,8 +72,8 @@ export interface RuntimeApi {
   unarchiveThread(threadId: string): Promise<Thread>;
   deleteThread(threadId: string): Promise<void>;
   turnsOf(threadId: string, withItems?: boolean): Promise<Turn[]>;
-  /** The thread's items as stored JSON, for fast reads of huge threads. */
-  itemsJsonOf(threadId: string): Promise<StoredItemJson[]>;
+  /** Each turn's items as stored JSON, without the `omit` types: for fast reads of huge threads (Store.itemsJsonByTurn). */
+  itemsJsonByTurn(threadId: string, omit?: readonly ItemType[]): Promise<TurnItemsJson[]>;
   /** A turn, with its items unless `withItems` is false (a turn's end needs only the turn). */
   findTurn(turnId: string, opts?: { withItems?: boolean }): Promise<Turn | undefined>;
   runtimeState(threadId: string): ThreadRuntimeState;

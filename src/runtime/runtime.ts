@@ -7,7 +7,7 @@ import type { Logger } from "../log.js";
 import type { AgentProcessInfo, BackendAvailability, BackendSet, TurnContext, TurnOutcome } from "../backends/backend.js";
 import type { ListedModel, ListOptions } from "../providers/model-catalog.js";
 import type { ThinkingMode } from "../providers/provider.js";
-import type { StorageStatus, Store, StoredItemJson, ThreadFilter, ThreadPage } from "../store/store.js";
+import type { StorageStatus, Store, TurnItemsJson, ThreadFilter, ThreadPage } from "../store/store.js";
 import type { FaceState } from "../store/face-state.js";
 import type { ToolEnvironment, UserQuestion } from "../tools/tool.js";
 import type { ToolRegistry } from "../tools/registry.js";
@@ -29,6 +29,7 @@ import type {
   HistoryMode,
   InputPart,
   Item,
+  ItemType,
   Plan,
   QueuedInput,
   Thread,
@@ -453,8 +454,8 @@ export class Runtime implements RuntimeApi {
   }
 
   /** Every item of the thread as stored JSON, in order (for large reads that pass them through). */
-  itemsJsonOf(threadId: string): Promise<StoredItemJson[]> {
-    return this.store.listItemsJson(threadId);
+  itemsJsonByTurn(threadId: string, omit?: readonly ItemType[]): Promise<TurnItemsJson[]> {
+    return this.store.itemsJsonByTurn(threadId, omit);
   }
 
   async resumeThread(threadId: string): Promise<Thread> {

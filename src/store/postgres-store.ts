@@ -40,7 +40,7 @@ import {
   type OfferedTurn,
   type StorageStatus,
   type Store,
-  type StoredItemJson,
+  type TurnItemsJson,
   type ThreadCommand,
   type ThreadFilter,
   type ThreadPage,
@@ -767,13 +767,15 @@ export class PostgresStore implements Store {
     return turns;
   }
 
-  async listItemsJson(threadId: string): Promise<StoredItemJson[]> {
-    const rows = await this.rows<{ turn_id: string; type: string; data: string }>(
-      "SELECT turn_id, type, data FROM items WHERE thread_id = $1 ORDER BY ord",
-      [threadId],
+  async itemsJsonByTurn(threadId: string, omit: readonly ItemType[] = []): Promise<TurnItemsJson[]> {
+    const rows = await this.rows<{ id: string; json: string | null }>(
+      `SELECT t.id, (SELECT '[' || string_agg(data, ',' ORDER BY ord) || ']' FROM items
+         WHERE turn_id = t.id AND type <> ALL($2::text[])) AS json
+       FROM turns t WHERE t.thread_id = $1 ORDER BY t.seq`,
+      [threadId, omit],
       threadId,
     );
-    return rows.map((r) => ({ turnId: r.turn_id, type: r.type as ItemType, json: r.data }));
+    return rows.flatMap((r) => (r.json === null ? [] : [{ turnId: r.id, json: r.json }]));
   }
 
   async getTurn(turnId: string, opts: { withItems?: boolean } = {}): Promise<Turn | undefined> {

@@ -12,7 +12,7 @@ import {
   type LogRecord,
   type Store,
   type StorageStatus,
-  type StoredItemJson,
+  type TurnItemsJson,
   type ThreadFilter,
   type ThreadPage,
 } from "./store.js";
@@ -261,8 +261,14 @@ function prepareStatements(db: Database.Database) {
     ),
     itemsOfTurn: db.prepare<[string], string>(`SELECT ${ITEM_DATA} FROM items WHERE turn_id = ? ORDER BY ord`).pluck(),
     itemsOfThread: db.prepare<[string], string>(`SELECT ${ITEM_DATA} FROM items WHERE thread_id = ? ORDER BY ord`).pluck(),
-    itemsJsonOfThread: db
-      .prepare<[string], [string, string, string]>(`SELECT turn_id, type, ${ITEM_DATA} FROM items WHERE thread_id = ? ORDER BY ord`)
+    // Turn by turn, on items_turn: a GROUP BY over the thread's items sorted all of them (their
+    // data included) in a temporary b-tree, which cost more than it saved.
+    itemsJsonByTurn: db
+      .prepare<[omit: string, threadId: string], [string, string | null]>(
+        `SELECT t.id, (SELECT '[' || group_concat(${ITEM_DATA}, ',' ORDER BY ord) || ']' FROM items
+           WHERE turn_id = t.id AND type NOT IN (SELECT value FROM json_each(?)))
+         FROM turns t WHERE t.thread_id = ? ORDER BY t.seq`,
+      )
       .raw(),
     eventsAfter: db.prepare<[string, number, number], EventRow>(
       `SELECT seq, thread_id, type, ts, ${hydrated("data")} AS data FROM events WHERE thread_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
@@ -677,9 +683,11 @@ export class SqliteStore implements Store {
     return turns;
   }
 
-  async listItemsJson(threadId: string): Promise<StoredItemJson[]> {
+  async itemsJsonByTurn(threadId: string, omit: readonly ItemType[] = []): Promise<TurnItemsJson[]> {
     this.flushForRead();
-    return this.stmts.itemsJsonOfThread.all(threadId).map(([turnId, type, json]) => ({ turnId, type: type as ItemType, json }));
+    return this.stmts.itemsJsonByTurn
+      .all(JSON.stringify(omit), threadId)
+      .flatMap(([turnId, json]) => (json === null ? [] : [{ turnId, json }]));
   }
 
   async getTurn(turnId: string, opts: { withItems?: boolean } = {}): Promise<Turn | undefined> {

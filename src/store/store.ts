@@ -22,9 +22,9 @@ export interface ThreadPage {
 }
 
 /** An item as stored: its JSON text, with what is needed to route it without parsing. */
-export interface StoredItemJson {
+/** A turn's items as stored: one JSON array text, in creation order. */
+export interface TurnItemsJson {
   turnId: string;
-  type: ItemType;
   json: string;
 }
 
@@ -163,8 +163,13 @@ export interface Store {
   listThreads(filter: ThreadFilter, opts: { limit: number; cursor?: string }): Promise<ThreadPage>;
   /** Turns of a thread, oldest first, each with its items when `withItems` is set. */
   listTurns(threadId: string, opts: { withItems: boolean }): Promise<Turn[]>;
-  /** Every item of a thread as stored JSON, in order: for large reads that pass items through. */
-  listItemsJson(threadId: string): Promise<StoredItemJson[]>;
+  /**
+   * Each turn's items as stored JSON, one array text per turn, in the turns' order (turns without items left out),
+   * leaving out items of the `omit` types: a read of a huge thread sends them as they are. The
+   * database joins them: one string per turn rather than one per item, which was most of such a
+   * read's time and garbage.
+   */
+  itemsJsonByTurn(threadId: string, omit?: readonly ItemType[]): Promise<TurnItemsJson[]>;
   /** A turn, with its items unless `withItems` is false. */
   getTurn(turnId: string, opts?: { withItems?: boolean }): Promise<Turn | undefined>;
   listItems(turnId: string): Promise<Item[]>;

@@ -39,7 +39,7 @@ async function reads(store: Store, threadIds: string[]) {
       thread: await store.getThread(id),
       turns,
       bare: await store.listTurns(id, { withItems: false }),
-      items: await store.listItemsJson(id),
+      items: await store.itemsJsonByTurn(id),
       turn: turns[0] && (await store.getTurn(turns[0].id)),
       turnItems: turns[0] && (await store.listItems(turns[0].id)),
       deltas: await store.deltasOf("i1"),

@@ -8,7 +8,7 @@ import Database from "better-sqlite3";
 import { openStore, type SqliteStore } from "../../src/store/sqlite-store.js";
 import { agentItem, makeThread, makeTurn, populate } from "../support/store-events.js";
 import { acquireDataDirLock, LOCK_FILE } from "../../src/store/lock.js";
-import type { Item, Thread, Turn } from "../../src/domain/model.js";
+import type { Item, ItemType, Thread, Turn } from "../../src/domain/model.js";
 
 function tempDir(): string {
   return mkdtempSync(path.join(tmpdir(), "switchyard-store-"));
@@ -486,21 +486,37 @@ test("turnUsages: every turn's latest usage, by thread, rebuilt from the log", a
   });
 });
 
-test("listItemsJson returns stored items with their type, also after migrating a version 1 database", async () => {
+test("itemsJsonByTurn joins each turn's items in order, leaving out the omitted types, also after migrating a version 1 database", async () => {
   const dir = tempDir();
   try {
     const store = openStore(dir);
     populate(store);
-    const items = (await store.listTurns("t1", { withItems: true })).flatMap((t) => t.items ?? []);
-    const expected = items.map((i) => ({ turnId: i.turnId, type: i.type, item: i }));
+    // Turn u2 (after populate's i2): a command, then one more message.
+    const command: Item = {
+      ...agentItem("c1", "t1", "u2", "", true),
+      type: "commandExecution",
+      payload: { callId: "k1", command: "ls", cwd: "/ws/a", output: "" },
+    };
+    store.append({ type: "item.completed", threadId: "t1", data: { item: command } });
+    store.append({ type: "item.completed", threadId: "t1", data: { item: agentItem("i3", "t1", "u2", "y", true) } });
+    const byTurn = (turns: Turn[], keep: (item: Item) => boolean) =>
+      Object.fromEntries(turns.filter((t) => t.items?.length).map((t) => [t.id, t.items!.filter(keep)]));
+    const turns = await store.listTurns("t1", { withItems: true });
+    assert.deepEqual(
+      turns.map((t) => (t.items ?? []).map((i) => i.id)),
+      [["i1"], ["i2", "c1", "i3"], []],
+    );
     const read = async () => {
       const s = openStore(dir);
       try {
-        return (await s.listItemsJson("t1")).map((r) => ({ turnId: r.turnId, type: r.type, item: JSON.parse(r.json) as Item }));
+        const parsed = async (omit?: ItemType[]) =>
+          Object.fromEntries((await s.itemsJsonByTurn("t1", omit)).map((r) => [r.turnId, JSON.parse(r.json) as Item[]]));
+        return { all: await parsed(), withoutCommands: await parsed(["commandExecution"]) };
       } finally {
         await s.close();
       }
     };
+    const expected = { all: byTurn(turns, () => true), withoutCommands: byTurn(turns, (i) => i.type !== "commandExecution") };
     await store.close();
     assert.deepEqual(await read(), expected);
     // Turn the file back into a version 1 database (no type column); opening migrates it.
@@ -554,7 +570,7 @@ test("a large inline image is stored once, by content, and read back whole", asy
     );
     assert.deepEqual((turns[1]!.items![0]!.payload as { input: unknown }).input, input);
     assert.deepEqual((await store.getThread(threadId))!.queuedInputs[0]!.input, input);
-    assert.ok((await store.listItemsJson(threadId)).every((i) => i.json.includes(image)));
+    assert.ok((await store.itemsJsonByTurn(threadId)).every((t) => t.json.includes(image)));
     const events = await store.eventsAfter(threadId, 0);
     assert.deepEqual((events[1]!.data as { turn: Turn }).turn.input, input);
 

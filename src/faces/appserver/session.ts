@@ -239,16 +239,10 @@ export class AppServerSession implements RpcHandlers {
   private async threadWithHistory(threadId: string): Promise<WireThread> {
     const [thread, items, turnsOf] = await Promise.all([
       this.thread(threadId),
-      this.runtime.itemsJsonOf(threadId),
+      this.runtime.itemsJsonByTurn(threadId, this.filter.unwantedItemTypes),
       this.runtime.turnsOf(threadId, false),
     ]);
-    const byTurn = new Map<string, WireItem[]>();
-    for (const item of items) {
-      if (!this.filter.wantsItem(item)) continue;
-      let items = byTurn.get(item.turnId);
-      if (!items) byTurn.set(item.turnId, (items = []));
-      items.push(rawJsonAs<WireItem>(item.json));
-    }
+    const byTurn = new Map(items.map(({ turnId, json }) => [turnId, rawJsonAs<WireItem[]>(json)]));
     const turns = turnsOf.map((turn) => ({ ...turn, items: byTurn.get(turn.id) ?? [] }));
     return { ...thread, turns };
   }

@@ -1,7 +1,7 @@
 // AppServer protocol: how runtime objects and events look on the wire.
 import type { StorageStatus } from "../../store/store.js";
 import type { RuntimeEvent } from "../../domain/events.js";
-import type { Item, Thread, ThreadRuntimeState, TokenUsage } from "../../domain/model.js";
+import type { Item, ItemType, Thread, ThreadRuntimeState, TokenUsage } from "../../domain/model.js";
 import type { z } from "zod";
 import type { AppServerNotifications, WireThread, WireTurn } from "./protocol.js";
 import type { ClientCapabilities } from "./protocol.js";
@@ -22,6 +22,11 @@ export class ItemFilter {
     if (item.type === "commandExecution") return this.caps.commandExecutionStreaming === true;
     if (item.type === "toolExecution") return this.caps.toolExecutionLifecycle === true;
     return true;
+  }
+
+  /** The item types wantsItem refuses, for reads that leave them out in the store. */
+  get unwantedItemTypes(): ItemType[] {
+    return (["commandExecution", "toolExecution"] as const).filter((type) => !this.wantsItem({ type }));
   }
 
   get wantsDeltas(): boolean {

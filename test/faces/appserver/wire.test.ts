@@ -97,6 +97,9 @@ describe("AppServer wire: events to notifications", () => {
       (await map(event("item.completed", { item: command }), new ItemFilter({ commandExecutionStreaming: true })))?.method,
       "item/completed",
     );
+    // A thread read leaves out the same types in the store.
+    assert.deepEqual(new ItemFilter({}).unwantedItemTypes, ["commandExecution", "toolExecution"]);
+    assert.deepEqual(new ItemFilter({ commandExecutionStreaming: true, toolExecutionLifecycle: true }).unwantedItemTypes, []);
     const noStreaming = new ItemFilter({ streamingSupport: false });
     assert.equal(await map(event("item.delta", { turnId: "turn", itemId: "i", kind: "agentMessage", delta: "x" }), noStreaming), undefined);
     assert.equal(
