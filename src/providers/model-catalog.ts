@@ -19,8 +19,6 @@ export interface ModelCatalogOptions {
   ttlMs?: number;
   /** Replaceable for tests. */
   listLive?: (provider: string, env: NodeJS.ProcessEnv) => Promise<ModelListing | undefined>;
-  /** Whether listing the provider's models asks another machine (default: its endpoint is not on loopback). */
-  isRemote?: (provider: string) => boolean;
 }
 
 export interface ListOptions {
@@ -45,7 +43,9 @@ export class ModelCatalog {
 
   async list({ askRemote = true }: ListOptions = {}): Promise<ListedModel[]> {
     const lists = await Promise.all(
-      this.options.providers.map((name) => (askRemote || !this.isRemote(name) ? this.modelsOf(name) : this.modelsAtHand(name))),
+      this.options.providers.map((name) =>
+        askRemote || !listingIsRemote(name, this.options.envFor(name)) ? this.modelsOf(name) : this.modelsAtHand(name),
+      ),
     );
     const all = lists.flat();
     const def = this.options.default;
@@ -67,10 +67,6 @@ export class ModelCatalog {
   /** What a provider offers without asking it: the last listing fetched (even stale), else the built-in entries. */
   private modelsAtHand(provider: string): ModelInfo[] {
     return this.cache.get(provider)?.settled ?? this.builtIn(provider);
-  }
-
-  private isRemote(provider: string): boolean {
-    return this.options.isRemote ? this.options.isRemote(provider) : listingIsRemote(provider, this.options.envFor(provider));
   }
 
   /** Catalog entries are filed under the API family ("openai"); listed under the name in use. */
