@@ -737,6 +737,78 @@ async function memoryUnderFaults(): Promise<Row[]> {
   }
 }
 
+/**
+ * 40 clients, each on its own WebSocket connection and thread, start a turn at once; each model
+ * stream is 1,000 deltas 5 ms apart (a fast model's pace). Which stream a thread gets is up to the
+ * order of the requests, so each thread must receive one whole stream, in order, and every
+ * stream must reach one thread.
+ */
+async function concurrentSessions(): Promise<Row[]> {
+  const SESSIONS = 40;
+  const DELTAS_EACH = 1_000;
+  const PACE_MS = 5;
+  const fake = await FakeModelServer.start();
+  try {
+    return await withServer({ env: modelEnv(fake), args: ["--listen", "stdio://", "--listen", "ws://127.0.0.1:0"] }, async (conn) => {
+      const url = await conn.server.websocketUrl();
+      const sessions = await Promise.all(
+        Array.from({ length: SESSIONS }, async () => {
+          const client = await TestClient.overWebSocket(url);
+          await client.initialize();
+          const thread = await client.call("thread/start", threadStartParams(workspace()));
+          return { client, threadId: (thread.thread as { id: string }).id };
+        }),
+      );
+      for (let s = 0; s < SESSIONS; s++)
+        fake.enqueue({ kind: "response", text: Array.from({ length: DELTAS_EACH }, (_, i) => `s${s}d${i} `), chunkDelayMs: PACE_MS });
+      const pid = conn.server.child.pid!;
+      const cpu0 = cpuNs(pid);
+      const t0 = performance.now();
+      await Promise.all(
+        sessions.map(async ({ client, threadId }) => {
+          const ended = client.waitFor((m) => m.method === "turn/completed" && m.params?.threadId === threadId, 120_000);
+          await client.call("turn/start", { threadId, input: text("stream") });
+          await ended;
+        }),
+      );
+      const wallMs = performance.now() - t0;
+      const cpuUsPerDelta = (cpuNs(pid) - cpu0) / 1e3 / (SESSIONS * DELTAS_EACH);
+      // Each thread's deltas are one stream's, whole and in order; the streams all differ.
+      const streams = sessions.map(({ client, threadId }) => {
+        const deltas = client
+          .notifications("item/agentMessage/delta")
+          .filter((p) => p.threadId === threadId)
+          .map((p) => String(p.delta));
+        const stream = /^s(\d+)d0 $/.exec(deltas[0] ?? "")?.[1];
+        const whole = deltas.length === DELTAS_EACH && deltas.every((d, i) => d === `s${stream}d${i} `);
+        client.close();
+        return whole ? stream : undefined;
+      });
+      const intact = streams.filter((s) => s !== undefined);
+      const lost = SESSIONS - new Set(intact).size;
+      notes.push(
+        `${SESSIONS} concurrent sessions: every turn ended ${fmt(wallMs / 1000, 2)} s after the first turn/start, ` +
+          `where each stream alone lasts ${fmt((DELTAS_EACH * PACE_MS) / 1000, 2)} s; server CPU ${fmt(cpuUsPerDelta)} µs per delta.`,
+      );
+      return [
+        {
+          name: `${SESSIONS} concurrent sessions (WebSocket), ${fmt(DELTAS_EACH, 0)} deltas each at a model's pace: threads whose stream was lost, cut or reordered`,
+          measured: `${lost}`,
+          target: "0",
+          pass: lost === 0,
+        },
+        {
+          name: `${SESSIONS} concurrent sessions: all turns ended, over one stream's own length`,
+          measured: `${fmt(wallMs / (DELTAS_EACH * PACE_MS), 2)}×`,
+          target: "—",
+        },
+      ];
+    });
+  } finally {
+    await fake.close();
+  }
+}
+
 async function threadList(): Promise<Row[]> {
   const dataDir = dir("list");
   await seedThreads(dataDir, workspace(), 10_000);
@@ -837,6 +909,7 @@ async function main(): Promise<void> {
     ["Memory under faults", memoryUnderFaults],
     ["thread/list", threadList],
     ["thread/read", threadRead],
+    ["Concurrent sessions", concurrentSessions],
     ["acp backend per delta", () => acpPerDelta(kit)],
     ["acp backend first delta", () => acpFirstDelta(kit)],
     ["AgentCompany index.sync", () => agentCompanySync(kit)],
