@@ -481,15 +481,24 @@ async function firstTurn(): Promise<Row[]> {
 async function streaming(): Promise<Row[]> {
   const fake = await FakeModelServer.start();
   try {
-    return await withServer({ env: modelEnv(fake) }, async (conn) => {
+    const args = ["--listen", "stdio://", "--listen", "ws://127.0.0.1:0"];
+    return await withServer({ env: modelEnv(fake), args }, async (conn) => {
       const ws = workspace();
       const pid = conn.server.child.pid!;
       const isEnd = (m: Message): boolean => ["turn/completed", "turn/failed", "turn/cancelled"].includes(m.method ?? "");
       const isDelta = (m: Message): boolean => m.method === "item/agentMessage/delta";
+      // Over stdio, when a chunk's bytes arrived (before parsing); over WebSocket, a message's
+      // event is its arrival.
+      const websocket = await TestClient.overWebSocket(await conn.server.websocketUrl());
+      await websocket.initialize();
+      const transports = [
+        { name: "stdio", client: conn.client, arrivedAt: () => conn.lastChunkAt },
+        { name: "WebSocket", client: websocket, arrivedAt: () => performance.now() },
+      ];
 
       /** One turn of DELTAS scripted deltas; times are taken when the bytes arrived. */
-      const runTurn = async (turn: number) => {
-        const threadId = ((await unlessDied(conn, conn.client.call("thread/start", threadStartParams(ws)))).thread as { id: string }).id;
+      const runTurn = async (turn: number, { client, arrivedAt }: (typeof transports)[number]) => {
+        const threadId = ((await unlessDied(conn, client.call("thread/start", threadStartParams(ws)))).thread as { id: string }).id;
         const deltas = Array.from({ length: DELTAS }, (_, i) => `t${turn}d${i} `);
         fake.enqueue({ kind: "response", text: deltas });
         const before = { ...fake.stats, cpu: cpuNs(pid), elu: performance.eventLoopUtilization() };
@@ -497,16 +506,13 @@ async function streaming(): Promise<Row[]> {
         let endedAt = 0;
         // Both waiters note the arrival time when they match; a waiter left pending must not
         // become an unhandled rejection when it times out.
-        conn.client
-          .waitFor((m) => isDelta(m) && m.params?.threadId === threadId && ((firstDeltaAt = conn.lastChunkAt), true), 60_000)
+        client
+          .waitFor((m) => isDelta(m) && m.params?.threadId === threadId && ((firstDeltaAt = arrivedAt()), true), 60_000)
           .catch(() => {});
-        const ended = conn.client.waitFor(
-          (m) => isEnd(m) && m.params?.threadId === threadId && ((endedAt = conn.lastChunkAt), true),
-          60_000,
-        );
+        const ended = client.waitFor((m) => isEnd(m) && m.params?.threadId === threadId && ((endedAt = arrivedAt()), true), 60_000);
         ended.catch(() => {});
         const t0 = performance.now();
-        await unlessDied(conn, conn.client.call("turn/start", { threadId, input: text(`Stream ${DELTAS} deltas.`) }));
+        await unlessDied(conn, client.call("turn/start", { threadId, input: text(`Stream ${DELTAS} deltas.`) }));
         const end = await unlessDied(conn, ended);
         const sample = {
           wallMs: endedAt - t0,
@@ -516,7 +522,7 @@ async function streaming(): Promise<Row[]> {
           firstDeltaMs: firstDeltaAt - t0, // notifications arrive in order: the first delta came before the end
         };
         if (end.method !== "turn/completed") throw new Error(`turn ended with ${end.method}: ${JSON.stringify(end.params)}`);
-        const received = conn.client
+        const received = client
           .notifications("item/agentMessage/delta")
           .filter((p) => p.threadId === threadId)
           .map((p) => p.delta);
@@ -525,40 +531,46 @@ async function streaming(): Promise<Row[]> {
         const ok = sent === DELTAS && received.length === DELTAS && inOrder;
         if (!ok)
           notes.push(`Turn ${turn}: ${sent} deltas sent, ${received.length} received; ${inOrder ? "in order" : "NOT the scripted list"}.`);
-        conn.client.received.splice(0);
+        client.received.splice(0);
         gc();
         return { ...sample, ok };
       };
 
-      const warmUp = await runTurn(0);
-      const turns: Array<typeof warmUp> = [];
-      for (let turn = 1; turn <= 5; turn++) turns.push(await runTurn(turn));
-      const allOk = warmUp.ok && turns.every((t) => t.ok);
-      if (!allOk) broken = true;
-      const med = (f: (t: (typeof turns)[number]) => number): number => median(turns.map(f));
-      const perDeltaUs = med((t) => ((t.wallMs - t.busyMs) * 1000) / DELTAS);
-      const floorUs = median((await sdkFloor(fake, turns.length + 1, DELTAS)).slice(1));
-      notes.push(
-        `Streaming, per turn (medians): wall ${fmt(med((t) => t.wallMs))} ms, of which the fake server was busy ${fmt(med((t) => t.busyMs))} ms; ` +
-          `the first delta reached the client after ${fmt(med((t) => t.firstDeltaMs))} ms. ` +
-          `The bench process (fake server, HTTP, client parsing every notification) was busy ${fmt(med((t) => t.benchActiveMs))} ms, on its own core; ` +
-          `the server process used ${fmt(med((t) => t.serverCpuMs))} ms of CPU (all its threads) = ${fmt(med((t) => (t.serverCpuMs * 1000) / DELTAS))} µs per delta.`,
-      );
-      return [
-        {
-          name: `Streaming: server overhead per delta, (wall − fake busy) / ${fmt(DELTAS, 0)} (median of ${turns.length} turns, after a warm-up)`,
+      let allOk = true;
+      const rows: Row[] = [];
+      for (const transport of transports) {
+        const warmUp = await runTurn(0, transport);
+        const turns: Array<typeof warmUp> = [];
+        for (let turn = 1; turn <= 5; turn++) turns.push(await runTurn(turn, transport));
+        allOk &&= warmUp.ok && turns.every((t) => t.ok);
+        const med = (f: (t: (typeof turns)[number]) => number): number => median(turns.map(f));
+        const perDeltaUs = med((t) => ((t.wallMs - t.busyMs) * 1000) / DELTAS);
+        notes.push(
+          `Streaming over ${transport.name}, per turn (medians): wall ${fmt(med((t) => t.wallMs))} ms, of which the fake server was busy ${fmt(med((t) => t.busyMs))} ms; ` +
+            `the first delta reached the client after ${fmt(med((t) => t.firstDeltaMs))} ms. ` +
+            `The bench process (fake server, HTTP, client parsing every notification) was busy ${fmt(med((t) => t.benchActiveMs))} ms, on its own core; ` +
+            `the server process used ${fmt(med((t) => t.serverCpuMs))} ms of CPU (all its threads) = ${fmt(med((t) => (t.serverCpuMs * 1000) / DELTAS))} µs per delta.`,
+        );
+        rows.push({
+          name: `Streaming over ${transport.name}: server overhead per delta, (wall − fake busy) / ${fmt(DELTAS, 0)} (median of ${turns.length} turns, after a warm-up)`,
           measured: `${fmt(perDeltaUs)} µs`,
           target: "< 15 µs",
           pass: perDeltaUs < 15,
-        },
+        });
+      }
+      websocket.close();
+      if (!allOk) broken = true;
+      const floorUs = median((await sdkFloor(fake, 6, DELTAS)).slice(1));
+      return [
+        ...rows,
         {
-          name: `Streaming floor: the OpenAI SDK alone reading the same stream in a fresh process, same measure (of which the server's figure above is made)`,
+          name: `Streaming floor: the OpenAI SDK alone reading the same stream in a fresh process, same measure (of which the server's figures above are made)`,
           measured: `${fmt(floorUs)} µs`,
           target: "(floor)",
           pass: true,
         },
         {
-          name: `Streaming: no delta lost or reordered (${turns.length + 1} turns × ${fmt(DELTAS, 0)})`,
+          name: `Streaming: no delta lost or reordered (6 turns × ${fmt(DELTAS, 0)} on each transport)`,
           measured: allOk ? "none" : "LOST/REORDERED",
           target: "none",
           pass: allOk,
