@@ -285,7 +285,9 @@ async function coldStart(): Promise<Row[]> {
   const acpSessions: number[] = [];
   const agentCompanyFloor: number[] = [];
   const faces = otherFaces.map(() => [] as number[]);
-  for (let i = 0; i < 16; i++) {
+  // 25 rounds: the medians of 15 moved by ±5 ms between runs on this machine, about a face's
+  // margin under the target.
+  for (let i = 0; i < 26; i++) {
     const [f, r, t, a] = [await floorOnce(), await initializeOnce(), await threadStartOnce(), await acpSessionOnce()];
     const companyFloor = await agentCompanyFloorOnce();
     const others: number[] = [];
