@@ -480,6 +480,9 @@ async function firstTurn(): Promise<Row[]> {
   }
 }
 
+/** Measured turns per transport, after a warm-up turn. */
+const STREAMING_TURNS = 5;
+
 async function streaming(): Promise<Row[]> {
   const fake = await FakeModelServer.start();
   try {
@@ -543,7 +546,7 @@ async function streaming(): Promise<Row[]> {
       for (const transport of transports) {
         const warmUp = await runTurn(0, transport);
         const turns: Array<typeof warmUp> = [];
-        for (let turn = 1; turn <= 5; turn++) turns.push(await runTurn(turn, transport));
+        for (let turn = 1; turn <= STREAMING_TURNS; turn++) turns.push(await runTurn(turn, transport));
         allOk &&= warmUp.ok && turns.every((t) => t.ok);
         const med = (f: (t: (typeof turns)[number]) => number): number => median(turns.map(f));
         const perDeltaUs = med((t) => ((t.wallMs - t.busyMs) * 1000) / DELTAS);
@@ -562,7 +565,7 @@ async function streaming(): Promise<Row[]> {
       }
       websocket.close();
       if (!allOk) broken = true;
-      const floorUs = median((await sdkFloor(fake, 6, DELTAS)).slice(1));
+      const floorUs = median((await sdkFloor(fake, STREAMING_TURNS + 1, DELTAS)).slice(1));
       return [
         ...rows,
         {
@@ -572,7 +575,7 @@ async function streaming(): Promise<Row[]> {
           pass: true,
         },
         {
-          name: `Streaming: no delta lost or reordered (6 turns × ${fmt(DELTAS, 0)} on each transport)`,
+          name: `Streaming: no delta lost or reordered (${STREAMING_TURNS + 1} turns × ${fmt(DELTAS, 0)} on each transport)`,
           measured: allOk ? "none" : "LOST/REORDERED",
           target: "none",
           pass: allOk,

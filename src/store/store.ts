@@ -21,7 +21,6 @@ export interface ThreadPage {
   nextCursor?: string;
 }
 
-/** An item as stored: its JSON text, with what is needed to route it without parsing. */
 /** A turn's items as stored: one JSON array text, in creation order. */
 export interface TurnItemsJson {
   turnId: string;
@@ -164,10 +163,10 @@ export interface Store {
   /** Turns of a thread, oldest first, each with its items when `withItems` is set. */
   listTurns(threadId: string, opts: { withItems: boolean }): Promise<Turn[]>;
   /**
-   * Each turn's items as stored JSON, one array text per turn, in the turns' order (turns without items left out),
-   * leaving out items of the `omit` types: a read of a huge thread sends them as they are. The
-   * database joins them: one string per turn rather than one per item, which was most of such a
-   * read's time and garbage.
+   * Each turn's items as stored JSON, one array text per turn, in the turns' order (turns without
+   * items left out), leaving out items of the `omit` types: a read of a huge thread sends them as
+   * they are. The database joins them: one string per turn rather than one per item, which was
+   * most of such a read's time and garbage.
    */
   itemsJsonByTurn(threadId: string, omit?: readonly ItemType[]): Promise<TurnItemsJson[]>;
   /** A turn, with its items unless `withItems` is false. */
