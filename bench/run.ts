@@ -939,10 +939,12 @@ async function main(): Promise<void> {
     ["Cluster, deltas 30 ms apart", () => clusterFanOut(kit, 2, 30)],
     ["Cluster failover", () => clusterFailover(kit)],
   ];
-  // `npm run bench -- "First turn"` runs only the benchmarks whose names contain an argument.
+  // `npm run bench -- "First turn"` runs only the benchmarks whose names contain an argument;
+  // `"=Cluster"` only the one named exactly so.
   const only = process.argv.slice(2);
+  const wanted = (name: string): boolean => only.some((o) => (o.startsWith("=") ? name === o.slice(1) : name.includes(o)));
   const rows: Row[] = [];
-  for (const [name, bench] of benches.filter(([n]) => only.length === 0 || only.some((o) => n.includes(o)))) {
+  for (const [name, bench] of benches.filter(([n]) => only.length === 0 || wanted(n))) {
     try {
       rows.push(...(await bench()));
     } catch (err) {
