@@ -13,7 +13,7 @@ import type {
   UsageReport,
 } from "./provider.js";
 import { OPENAI_REASONING_PREFIX, ProviderError } from "./provider.js";
-import { describeCause, isConnectionFailure, messageFromBody, retryAfterFromHeaders } from "./sdk-errors.js";
+import { apiFailure, connectionFailure, describeCause, messageFromBody, otherFailure, type SdkFailure } from "./sdk-errors.js";
 import { streamFromSdk } from "./sdk-stream.js";
 import { httpFetch } from "./http-fetch.js";
 import { ANTHROPIC_ANSWER, warmUp } from "./warm-up.js";
@@ -311,28 +311,14 @@ function mapStop(reason: string | null): StopReason {
 }
 
 /** Reads what an Anthropic SDK error says; `mod` is absent when the SDK itself failed to load. */
-function describeFailure(error: unknown, mod: AnthropicModule | undefined) {
-  if (mod && error instanceof mod.APIConnectionError) {
-    return { connection: true, detail: describeCause(error.cause ?? error) };
-  }
-  if (mod && error instanceof mod.APIError) {
-    // `error.error` is the whole body: {"type":"error","error":{"type","message"}}.
-    const apiMessage = error.apiMessage ?? messageFromBody(error.error) ?? stripStatus(error.message, error.status);
-    const retryAfterMs = retryAfterFromHeaders(error.headers);
-    return {
-      ...(error.status !== undefined ? { status: error.status } : {}),
-      ...(apiMessage ? { apiMessage } : {}),
-      ...(error.type ? { apiType: error.type } : {}),
-      ...(error.errorCode ? { apiCode: error.errorCode } : {}),
-      ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
-    };
-  }
-  if (error instanceof SyntaxError) return { invalidResponse: true, detail: error.message };
-  return isConnectionFailure(error)
-    ? { connection: true, detail: describeCause(error) }
-    : { unexpected: true, detail: describeCause(error) };
-}
-
-function stripStatus(message: string, status: number | undefined): string {
-  return status !== undefined ? message.replace(new RegExp(`^${status}\\s*`), "") : message;
+function describeFailure(error: unknown, mod: AnthropicModule | undefined): SdkFailure {
+  if (mod && error instanceof mod.APIConnectionError) return connectionFailure(error);
+  // `error.error` is the whole body: {"type":"error","error":{"type","message"}}.
+  if (mod && error instanceof mod.APIError)
+    return apiFailure(error, {
+      apiMessage: error.apiMessage ?? messageFromBody(error.error),
+      apiType: error.type,
+      apiCode: error.errorCode,
+    });
+  return otherFailure(error);
 }

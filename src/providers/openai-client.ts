@@ -5,7 +5,7 @@
 // server that never talks to OpenAI should not pay for it.
 import type OpenAI from "openai";
 import { ProviderError } from "./provider.js";
-import { describeCause, isConnectionFailure, messageFromBody, retryAfterFromHeaders, type FailureFacts } from "./sdk-errors.js";
+import { apiFailure, connectionFailure, describeCause, messageFromBody, otherFailure, type SdkFailure } from "./sdk-errors.js";
 import { isOfficialOpenAI } from "./endpoints.js";
 import { httpFetch } from "./http-fetch.js";
 
@@ -53,28 +53,10 @@ export function describeOpenAIService(baseURL: string | undefined, label?: strin
 }
 
 /** Reads what an openai SDK error says; `mod` is absent when the SDK itself failed to load. */
-export function describeOpenAIFailure(error: unknown, mod: OpenAIModule | undefined): Omit<FailureFacts, "service" | "afterOutput"> {
-  if (mod && error instanceof mod.APIConnectionError) {
-    return { connection: true, detail: describeCause(error.cause ?? error) };
-  }
-  if (mod && error instanceof mod.APIError) {
-    // `error.error` is the body's "error" member: an object, or a string for Ollama-style bodies.
-    const apiMessage = messageFromBody(error.error) ?? stripStatus(error.message, error.status);
-    const retryAfterMs = retryAfterFromHeaders(error.headers);
-    return {
-      ...(error.status !== undefined ? { status: error.status } : {}),
-      ...(apiMessage ? { apiMessage } : {}),
-      ...(error.type ? { apiType: error.type } : {}),
-      ...(error.code ? { apiCode: error.code } : {}),
-      ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
-    };
-  }
-  if (error instanceof SyntaxError) return { invalidResponse: true, detail: error.message };
-  return isConnectionFailure(error)
-    ? { connection: true, detail: describeCause(error) }
-    : { unexpected: true, detail: describeCause(error) };
-}
-
-function stripStatus(message: string, status: number | undefined): string {
-  return status !== undefined ? message.replace(new RegExp(`^${status}\\s*`), "") : message;
+export function describeOpenAIFailure(error: unknown, mod: OpenAIModule | undefined): SdkFailure {
+  if (mod && error instanceof mod.APIConnectionError) return connectionFailure(error);
+  // `error.error` is the body's "error" member: an object, or a string for Ollama-style bodies.
+  if (mod && error instanceof mod.APIError)
+    return apiFailure(error, { apiMessage: messageFromBody(error.error), apiType: error.type, apiCode: error.code });
+  return otherFailure(error);
 }

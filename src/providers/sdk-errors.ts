@@ -31,6 +31,9 @@ export interface FailureFacts {
   retryAfterMs?: number;
 }
 
+/** What a provider reads from an SDK failure; the stream adds who it talked to and whether output came. */
+export type SdkFailure = Omit<FailureFacts, "service" | "afterOutput">;
+
 const CONTEXT_TOO_LONG = /context[ _-]?(length|window)|too long|maximum context/i;
 
 /**
@@ -156,6 +159,42 @@ export function isConnectionFailure(error: unknown): boolean {
   if (error.name === "TypeError" && /terminated|fetch failed|network/i.test(error.message)) return true;
   const code = (error as { code?: unknown }).code ?? (error.cause as { code?: unknown } | undefined)?.code;
   return typeof code === "string" && /^(E[A-Z]+$|UND_ERR_)/.test(code);
+}
+
+/** An SDK's connection error: no HTTP answer arrived. */
+export function connectionFailure(error: Error): SdkFailure {
+  return { connection: true, detail: describeCause(error.cause ?? error) };
+}
+
+/**
+ * An SDK's HTTP error (its APIError): the status, the API's message (else the SDK's, without
+ * the status it starts with), type and code, and how long the service asked us to wait.
+ */
+export function apiFailure(
+  error: { status?: number | undefined; message: string; headers?: HeaderReader | undefined | null },
+  body: { apiMessage?: string | undefined; apiType?: string | null | undefined; apiCode?: string | null | undefined },
+): SdkFailure {
+  const apiMessage = body.apiMessage ?? stripStatus(error.message, error.status);
+  const retryAfterMs = retryAfterFromHeaders(error.headers);
+  return {
+    ...(error.status !== undefined ? { status: error.status } : {}),
+    ...(apiMessage ? { apiMessage } : {}),
+    ...(body.apiType ? { apiType: body.apiType } : {}),
+    ...(body.apiCode ? { apiCode: body.apiCode } : {}),
+    ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
+  };
+}
+
+/** Any other failure: a body that does not parse, a socket that broke mid-stream, or a bug. */
+export function otherFailure(error: unknown): SdkFailure {
+  if (error instanceof SyntaxError) return { invalidResponse: true, detail: error.message };
+  return isConnectionFailure(error)
+    ? { connection: true, detail: describeCause(error) }
+    : { unexpected: true, detail: describeCause(error) };
+}
+
+function stripStatus(message: string, status: number | undefined): string {
+  return status !== undefined ? message.replace(new RegExp(`^${status}\\s*`), "") : message;
 }
 
 /** Extracts a plain message from an SDK error's parsed body (or raw text) without trusting its shape. */

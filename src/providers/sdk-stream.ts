@@ -5,9 +5,7 @@
 // Abort policy: when the signal fires, the stream ends silently (no error), whether the abort
 // lands before the response, mid-stream or during a retry wait. The caller knows it aborted.
 import { ProviderError, type ModelStreamEvent } from "./provider.js";
-import { toProviderError, untilAborted, type FailureFacts } from "./sdk-errors.js";
-
-type Failure = Omit<FailureFacts, "service" | "afterOutput">;
+import { toProviderError, untilAborted, type SdkFailure } from "./sdk-errors.js";
 
 export interface SdkStream<Sdk, Event> {
   signal: AbortSignal;
@@ -21,14 +19,14 @@ export interface SdkStream<Sdk, Event> {
   /** Client events from one SDK event. */
   map(event: Event): Iterable<ModelStreamEvent>;
   /** A failure the API reported inside the stream, when this event is one. */
-  failureIn?(event: Event): Failure | undefined;
+  failureIn?(event: Event): SdkFailure | undefined;
   /** Whether the API's closing event arrived; otherwise the stream was cut. */
   complete(): boolean;
   /** What was missing, for the error when the stream was cut ("no message_stop"). */
   missingEnd: string;
   /** The closing events (usage, stop) once the stream is complete. */
   finish(): Iterable<ModelStreamEvent>;
-  describeFailure(error: unknown, sdk: Sdk | undefined): Failure;
+  describeFailure(error: unknown, sdk: Sdk | undefined): SdkFailure;
 }
 
 export async function* streamFromSdk<Sdk, Event>(spec: SdkStream<Sdk, Event>): AsyncIterable<ModelStreamEvent> {
