@@ -3,31 +3,11 @@
 // appends the event, and replays the log through them to rebuild.
 import type { RuntimeEvent } from "../domain/events.js";
 import type { Item } from "../domain/model.js";
-import { jsonOrNull, type ItemParams } from "./rows.js";
+import { jsonOrNull, type ItemParams, type ThreadRow } from "./rows.js";
 
 /** A thread column an event sets to a value. */
 export type ThreadColumn =
   "last_active_at" | "display_name" | "configuration" | "mode" | "status" | "backend_session" | "queued_inputs" | "plan";
-
-export interface ThreadInsert {
-  id: string;
-  workspace_path: string;
-  user_id: string | null;
-  origin_channel: string;
-  channel_context: string | null;
-  display_name: string | null;
-  status: string;
-  created_at: string;
-  last_active_at: string;
-  history_mode: string;
-  mode: string;
-  configuration: string | null;
-  metadata: string;
-  queued_inputs: string;
-  plan: string | null;
-  forked_from: string | null;
-  backend_session: string | null;
-}
 
 export interface TurnInsert {
   id: string;
@@ -44,7 +24,7 @@ export interface TurnInsert {
 
 export type ProjectionWrite =
   /** Replaces the thread's row. */
-  | { op: "insertThread"; row: ThreadInsert }
+  | { op: "insertThread"; row: ThreadRow }
   | { op: "setThread"; threadId: string; column: ThreadColumn; value: string | null }
   /** last_active_at = max(last_active_at, at). */
   | { op: "touchThread"; threadId: string; at: string }
@@ -81,7 +61,7 @@ export function projectEvent(e: RuntimeEvent): ProjectionWrite[] {
   switch (e.type) {
     case "thread.created": {
       const t = e.data.thread;
-      const row: ThreadInsert = {
+      const row: ThreadRow = {
         id: t.id,
         workspace_path: t.workspacePath,
         user_id: t.userId ?? null,
