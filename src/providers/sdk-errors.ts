@@ -154,7 +154,7 @@ export function describeCause(error: unknown): string {
  * True for what fetch (undici) throws when a socket fails outside the SDK's own request
  * handling, i.e. while the stream body is being read: "terminated", ECONNRESET, UND_ERR_*.
  */
-export function isConnectionFailure(error: unknown): boolean {
+function isConnectionFailure(error: unknown): boolean {
   if (!(error instanceof Error)) return false;
   if (error.name === "TypeError" && /terminated|fetch failed|network/i.test(error.message)) return true;
   const code = (error as { code?: unknown }).code ?? (error.cause as { code?: unknown } | undefined)?.code;
