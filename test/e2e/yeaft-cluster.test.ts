@@ -98,7 +98,9 @@ describe("yeaft relays sharing one PostgreSQL", { skip: postgresMissing() }, () 
 
     // Away: the browser sees it go; a message waits; it comes back on the browser's relay and gets it.
     agent.ws.close();
-    await browser.waitFor((m) => m.type === "agent_list" && listed(m).some((a) => a.id === agentId && !a.online));
+    // Both browsers see it go (the agent's relay may tell its own browser after the other relay's).
+    for (const peer of [browser, other])
+      await peer.waitFor((m) => m.type === "agent_list" && listed(m).some((a) => a.id === agentId && !a.online));
     browser.send({ type: "send_message", conversationId: "c1", text: "while away" });
     const status = await browser.waitFor((m) => m.type === "agent_status" && m.agentId === agentId);
     assert.deepEqual([status.state, status.queued], ["offline", 1]);

@@ -86,6 +86,12 @@ export class Relay {
   /** Which agents the last agent list sent here showed online (see `watchPresence`). */
   private readonly online = new Set<string>();
   private presenceTimer: NodeJS.Timeout | undefined;
+  /**
+   * Per owner, the reading of the agent list its browsers are sent: once more after the read in
+   * flight, never two at once (two reads on two connections could land in either order, and a
+   * browser left with the older list would show an agent that came back as away).
+   */
+  private readonly listings = new Map<string, Coalesced>();
   private closed = false;
 
   constructor(private readonly opts: RelayOptions) {
@@ -383,10 +389,9 @@ export class Relay {
 
   private agentListChanged(owner: string, tellOthers = true): void {
     if (this.browsers.get(owner)?.size) {
-      void this.agentList(owner).then(
-        (list) => this.toBrowsers(owner, list),
-        (error: unknown) => this.opts.log.warn({ err: error }, "yeaft agent list unavailable"),
-      );
+      let listing = this.listings.get(owner);
+      if (!listing) this.listings.set(owner, (listing = new Coalesced(async () => this.toBrowsers(owner, await this.agentList(owner)))));
+      listing.run().catch((error: unknown) => this.opts.log.warn({ err: error }, "yeaft agent list unavailable"));
     }
     if (tellOthers) this.publish({ kind: "agentsChanged", owner });
   }
