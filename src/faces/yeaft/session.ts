@@ -240,7 +240,9 @@ export class Relay {
     set.add(ws);
     send(ws, { type: "auth_result", success: true, username });
     const inOrder = this.serial(ws);
-    inOrder(async () => send(ws, await this.agentList(username)));
+    // With the owner's other browsers, so that a change read meanwhile cannot be overtaken by
+    // this first list read before it.
+    this.agentListChanged(username, false);
     ws.on("message", (raw) =>
       inOrder(async () => {
         const text = raw.toString();
