@@ -115,12 +115,17 @@ export function setUpProviders(
     ...(config.provider ? { provider: config.provider } : {}),
     ...(config.model ? { model: config.model } : {}),
   };
+  /** A selection with the environment its provider reads (the settings' keys and URLs applied). */
+  const withEnv = (selection: { provider?: string; model?: string }) => ({
+    ...selection,
+    env: providerEnv(env, settings, selection.provider),
+  });
   const built = new Map<string, ModelProvider>();
   const build = async (selection: { provider?: string; model?: string }): Promise<ModelProvider | { problem: string }> => {
     const key = JSON.stringify([selection.provider, selection.model]);
     const cached = built.get(key);
     if (cached) return cached;
-    const provider = await createProvider({ ...selection, env: providerEnv(env, settings, selection.provider) });
+    const provider = await createProvider(withEnv(selection));
     if ("problem" in provider) return provider;
     // One instance per selection, the one the warm-up prepared: a build that ran alongside and
     // finished first wins.
@@ -148,8 +153,7 @@ export function setUpProviders(
   let catalog: Promise<ModelCatalog> | undefined;
   // From the default's plan: no provider's code loads for the catalog.
   const buildCatalog = async (): Promise<ModelCatalog> => {
-    const selection = await effectiveDefaults();
-    const plan = planProvider({ ...selection, env: providerEnv(env, settings, selection.provider) });
+    const plan = planProvider(withEnv(await effectiveDefaults()));
     const def = isProviderConfigProblem(plan) ? undefined : { provider: plan.name, model: plan.defaultModel };
     return new ModelCatalog({
       providers: configuredProviders(env, settings, def?.provider),

@@ -14,19 +14,24 @@ export interface Notification {
   params: Record<string, unknown>;
 }
 
+/** Item types a connection receives only when it declared the capability at initialize. */
+const OPT_IN_ITEMS: Partial<Record<ItemType, keyof ClientCapabilities>> = {
+  commandExecution: "commandExecutionStreaming",
+  toolExecution: "toolExecutionLifecycle",
+};
+
 /** Which items and deltas a connection receives, from what it declared at initialize. */
 export class ItemFilter {
   constructor(private readonly caps: ClientCapabilities) {}
 
   wantsItem(item: Pick<Item, "type">): boolean {
-    if (item.type === "commandExecution") return this.caps.commandExecutionStreaming === true;
-    if (item.type === "toolExecution") return this.caps.toolExecutionLifecycle === true;
-    return true;
+    const capability = OPT_IN_ITEMS[item.type];
+    return capability === undefined || this.caps[capability] === true;
   }
 
   /** The item types wantsItem refuses, for reads that leave them out in the store. */
   get unwantedItemTypes(): ItemType[] {
-    return (["commandExecution", "toolExecution"] as const).filter((type) => !this.wantsItem({ type }));
+    return (Object.keys(OPT_IN_ITEMS) as ItemType[]).filter((type) => !this.wantsItem({ type }));
   }
 
   get wantsDeltas(): boolean {
