@@ -1,7 +1,7 @@
 // The PostgreSQL store's commands: `switchyard db migrate` brings its schema to this binary's
 // version; `switchyard cluster status` shows the nodes that share it.
 import type { Pool } from "pg";
-import { postgresPool, migratePostgres } from "../store/postgres-schema.js";
+import { describeDatabase, migratePostgres, postgresPool } from "../store/postgres-schema.js";
 import { DEFAULT_LEASE_TTL_MS, nodeAlive } from "../store/postgres-node.js";
 
 /**
@@ -23,7 +23,7 @@ async function withDatabase(
     await work(pool);
     return 0;
   } catch (error) {
-    print(`switchyard ${command}: ${error instanceof Error ? error.message : String(error)}`);
+    print(`switchyard ${command}: the database at ${describeDatabase(url)}: ${error instanceof Error ? error.message : String(error)}`);
     return 1;
   } finally {
     await pool.end();
@@ -31,7 +31,10 @@ async function withDatabase(
 }
 
 export function runDbMigrate(url: string | undefined, print: (line: string) => void): Promise<number> {
-  return withDatabase("db migrate", url, print, async (pool) => print(`schema version ${await migratePostgres(pool)}: up to date`));
+  return withDatabase("db migrate", url, print, async (pool) => {
+    const { from, to } = await migratePostgres(pool);
+    print(from === to ? `schema version ${to}: already up to date` : `schema version ${from} → ${to}: migrated`);
+  });
 }
 
 interface NodeStatus {

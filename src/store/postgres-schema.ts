@@ -256,8 +256,8 @@ export const POSTGRES_SCHEMA_VERSION = MIGRATIONS.length;
 /** Any two processes migrating at once take turns on this advisory lock. */
 const MIGRATION_LOCK = 0x5377_7964; // "Swyd"
 
-/** Applies the migrations this database lacks; refuses one newer than this binary. Returns the version. */
-export async function migratePostgres(pool: Pool): Promise<number> {
+/** Applies the migrations this database lacks; refuses one newer than this binary. Returns the versions before and after. */
+export async function migratePostgres(pool: Pool): Promise<{ from: number; to: number }> {
   // A connection that breaks meanwhile fails the query in flight, which reports it.
   const client = await checkout(pool, () => undefined);
   try {
@@ -273,7 +273,7 @@ export async function migratePostgres(pool: Pool): Promise<number> {
     if (rows.length === 0) await client.query("INSERT INTO switchyard_schema (version) VALUES ($1)", [MIGRATIONS.length]);
     else await client.query("UPDATE switchyard_schema SET version = $1", [MIGRATIONS.length]);
     await client.query("COMMIT");
-    return MIGRATIONS.length;
+    return { from: current, to: MIGRATIONS.length };
   } catch (error) {
     await client.query("ROLLBACK").catch(() => undefined);
     throw error;
@@ -297,6 +297,17 @@ export function checkout(pool: Pool, onError: (error: Error) => void): Promise<P
       resolve(client);
     });
   });
+}
+
+/** The database a URL names, for messages: its password hidden. */
+export function describeDatabase(url: string): string {
+  try {
+    const where = new URL(url);
+    where.password = where.password ? "***" : "";
+    return where.href;
+  } catch {
+    return "(a URL that does not parse)";
+  }
 }
 
 /** A pool whose BIGINT columns read as numbers (seq, gid stay far below 2^53). */

@@ -10,7 +10,7 @@
 // one notification, and the node reads the events after its cursor, in (xid, gid) order, only
 // from transactions that have all ended (below the snapshot's xmin): none can commit behind it.
 import type { Pool, PoolClient } from "pg";
-import { checkout, FENCE_LOCK_CLASS, FENCED, inTransaction, migratePostgres, postgresPool } from "./postgres-schema.js";
+import { checkout, describeDatabase, FENCE_LOCK_CLASS, FENCED, inTransaction, migratePostgres, postgresPool } from "./postgres-schema.js";
 import { arrayInput, script, type Statement } from "./postgres-script.js";
 import { COMMAND_CHANNEL, DEFAULT_LEASE_TTL_MS, nodeAlive, PostgresNode, TURN_CHANNEL } from "./postgres-node.js";
 import { PostgresFaceState } from "./postgres-face-state.js";
@@ -203,11 +203,12 @@ export class PostgresStore implements Store {
       return store;
     } catch (error) {
       await pool.end();
-      const where = new URL(url);
-      where.password = where.password ? "***" : "";
-      throw new Error(`Cannot open the PostgreSQL store at ${where.href}: ${error instanceof Error ? error.message : String(error)}`, {
-        cause: error,
-      });
+      throw new Error(
+        `Cannot open the PostgreSQL store at ${describeDatabase(url)}: ${error instanceof Error ? error.message : String(error)}`,
+        {
+          cause: error,
+        },
+      );
     }
   }
 

@@ -129,13 +129,16 @@ describe("app-server --store postgres://", { skip: postgresMissing() }, () => {
     const cli = (...args: string[]) => spawnSync(process.execPath, [CLI_PATH, ...args], { input: "", encoding: "utf8", timeout: 20_000 });
     const migrated = cli("db", "migrate", "--store", url);
     assert.equal(migrated.status, 0, migrated.stdout + migrated.stderr);
-    assert.match(migrated.stdout, new RegExp(`schema version ${POSTGRES_SCHEMA_VERSION}: up to date`));
+    assert.match(migrated.stdout, new RegExp(`schema version 0 → ${POSTGRES_SCHEMA_VERSION}: migrated`));
+    const again = cli("db", "migrate", "--store", url);
+    assert.match(again.stdout, new RegExp(`schema version ${POSTGRES_SCHEMA_VERSION}: already up to date`));
     const pool = await postgresPool(url);
     await pool.query("UPDATE switchyard_schema SET version = version + 1");
     await pool.end();
     const refused = cli("db", "migrate", "--store", url);
     assert.equal(refused.status, 1);
     assert.match(refused.stdout, /newer than this Switchyard supports/);
+    assert.match(refused.stdout, new RegExp(`the database at ${url.replace(/[.?]/g, "\\$&")}`), "it names the database");
     const serve = cli("app-server", "--data-dir", tempDir("data"), "--store", url);
     assert.equal(serve.status, 1);
     assert.match(serve.stderr, /newer than this Switchyard supports/);
