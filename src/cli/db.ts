@@ -66,7 +66,17 @@ export function runClusterStatus(url: string | undefined, opts: { json?: boolean
        ORDER BY n.num`,
     );
     if (opts.json) return print(JSON.stringify({ nodes: rows }, null, 2));
-    if (rows.length === 0) return print("No nodes: no Switchyard server has used this database yet.");
+    if (rows.length === 0) {
+      const { rows: past } = await pool.query<{ stopped: number }>("SELECT count(*)::int AS stopped FROM nodes");
+      const stopped = past[0]?.stopped ?? 0;
+      return print(
+        stopped === 0
+          ? "No nodes: no Switchyard server has used this database yet."
+          : stopped === 1
+            ? "No nodes running: the one server that used this database has stopped and holds no threads."
+            : `No nodes running: the ${stopped} servers that used this database have stopped and hold no threads.`,
+      );
+    }
     const table = [
       ["NODE", "HOST", "PID", "ALIVE", "STARTED", "HEARTBEAT", "THREADS", "RUNNING"],
       ...rows.map((n) => [

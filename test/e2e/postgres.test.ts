@@ -144,6 +144,20 @@ describe("app-server --store postgres://", { skip: postgresMissing() }, () => {
     assert.match(serve.stderr, /newer than this Switchyard supports/);
   });
 
+  it("cluster status tells a database no server used from one whose servers all stopped", () => {
+    const url = server.createDatabase(`e2e${++databases}`);
+    const cli = (...args: string[]) => spawnSync(process.execPath, [CLI_PATH, ...args], { input: "", encoding: "utf8", timeout: 20_000 });
+    cli("db", "migrate", "--store", url);
+    assert.match(cli("cluster", "status", "--store", url).stdout, /^No nodes: no Switchyard server has used this database yet\.$/m);
+    // Its stdin ends at once: the server starts, joins the cluster and stops.
+    const served = cli("app-server", "--data-dir", tempDir("data"), "--store", url);
+    assert.equal(served.status, 0, served.stderr);
+    assert.match(
+      cli("cluster", "status", "--store", url).stdout,
+      /^No nodes running: the one server that used this database has stopped and holds no threads\.$/m,
+    );
+  });
+
   it("exits 1 with a clear message when the database cannot be opened", () => {
     const run = spawnSync(
       process.execPath,
