@@ -51,7 +51,7 @@ export const RUNTIME_OPTIONS: readonly OptionSpec[] = [
   {
     flag: "failover",
     value: "mode",
-    description: "with --store: a lost node's running turns are continued by the node that takes them over, or fail (ownerLost)",
+    description: "with --store: a lost node's running turns are continued by the node that takes them over (default), or fail (ownerLost)",
     choices: ["continue", "fail"],
   },
   {
