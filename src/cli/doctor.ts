@@ -19,6 +19,8 @@ export interface DoctorFlags {
   provider?: string;
   model?: string;
   backend?: string;
+  /** A PostgreSQL store to check instead of the data directory's SQLite database. */
+  store?: string;
 }
 
 type Status = "ok" | "problem" | "info";
@@ -36,7 +38,9 @@ export async function runDoctor(flags: DoctorFlags, env: NodeJS.ProcessEnv, out:
   const dataDir = resolveDataDir(flags, env);
   const file = await checkConfigFile(dataDir, report);
   checkDataDir(dataDir, report);
-  checkDatabase(dataDir, report);
+  const storeUrl = flags.store ?? env.SWITCHYARD_DATABASE_URL;
+  if (storeUrl) await checkPostgres(storeUrl, report);
+  else checkDatabase(dataDir, report);
   await checkBackends(flags, env, file, dataDir, report);
 
   // Provider and model, chosen exactly as app-server chooses them.
@@ -181,10 +185,66 @@ function checkDatabase(dataDir: string, report: Report): void {
   try {
     db = new Database(file, { readonly: true, fileMustExist: true });
     const threads = db.prepare<[], number>("SELECT count(*) FROM threads").pluck().get() ?? 0;
-    report("database", "ok", `${displayPath(file)} opens (${threads} thread${threads === 1 ? "" : "s"})`);
+    report("database", "ok", `${displayPath(file)} opens (${plural(threads, "thread")})`);
   } catch (error) {
     report("database", "problem", `${displayPath(file)} cannot be read: ${(error as Error).message}`);
   } finally {
     db?.close();
   }
+}
+
+/** The PostgreSQL store app-server would use: reachable, its schema version against this binary's, what it holds. */
+async function checkPostgres(url: string, report: Report): Promise<void> {
+  if (!/^postgres(ql)?:\/\//.test(url)) {
+    report("database", "problem", `the store must be a PostgreSQL URL (postgres://user@host:port/database), not "${url}"`);
+    return;
+  }
+  const { describeDatabase, postgresPool, POSTGRES_SCHEMA_VERSION } = await import("../store/postgres-schema.js");
+  const { DEFAULT_LEASE_TTL_MS, nodeAlive } = await import("../store/postgres-node.js");
+  const where = describeDatabase(url);
+  const pool = await postgresPool(url);
+  try {
+    const { rows } = await pool.query<{ exists: boolean }>("SELECT to_regclass('switchyard_schema') IS NOT NULL AS exists");
+    const version = rows[0]?.exists
+      ? ((await pool.query<{ version: number }>("SELECT version FROM switchyard_schema")).rows[0]?.version ?? null)
+      : null;
+    if (version === null) {
+      report(
+        "database",
+        "info",
+        `${where} answers; it has no Switchyard schema yet: the first server creates it (or \`switchyard db migrate\`)`,
+      );
+    } else if (version > POSTGRES_SCHEMA_VERSION) {
+      report(
+        "database",
+        "problem",
+        `${where} has schema version ${version}, newer than this Switchyard's ${POSTGRES_SCHEMA_VERSION}: it refuses to start on it`,
+      );
+    } else if (version < POSTGRES_SCHEMA_VERSION) {
+      report(
+        "database",
+        "info",
+        `${where} has schema version ${version}, older than this Switchyard's ${POSTGRES_SCHEMA_VERSION}: a server migrates it on start (stop the older nodes first; see docs/cluster.md)`,
+      );
+    } else {
+      const { rows: counts } = await pool.query<{ threads: number; alive: number }>(
+        `SELECT (SELECT count(*) FROM threads)::int AS threads,
+                (SELECT count(*) FROM nodes n WHERE ${nodeAlive("n.num", DEFAULT_LEASE_TTL_MS)})::int AS alive`,
+      );
+      const { threads = 0, alive = 0 } = counts[0] ?? {};
+      report(
+        "database",
+        "ok",
+        `${where} opens, schema version ${version} (${plural(threads, "thread")}; ${plural(alive, "node")} running)`,
+      );
+    }
+  } catch (error) {
+    report("database", "problem", `${where} cannot be used: ${(error as Error).message}`);
+  } finally {
+    await pool.end();
+  }
+}
+
+function plural(n: number, noun: string): string {
+  return `${n} ${noun}${n === 1 ? "" : "s"}`;
 }

@@ -211,11 +211,12 @@ program
 
 program
   .command("doctor")
-  .description("Explain which provider and model app-server would use, and check the configuration, data directory and provider.")
+  .description("Explain which provider and model app-server would use, and check the configuration, data directory, store and provider.")
   .option("--data-dir <dir>", "data directory to check (env SWITCHYARD_HOME, default ~/.switchyard)")
   .option("--provider <name>", "check this provider instead of the configured one")
   .option("--model <name>", "check this model instead of the configured one")
   .option("--backend <backend>", "check this backend instead of the configured one")
+  .option("--store <url>", "check this PostgreSQL store instead of the data directory's database (env SWITCHYARD_DATABASE_URL)")
   .action(async (flags: DoctorFlags) => {
     const { runDoctor } = await import("./doctor.js");
     process.exitCode = await runDoctor(flags, process.env, (line) => process.stdout.write(`${line}\n`));

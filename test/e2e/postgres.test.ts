@@ -158,6 +158,31 @@ describe("app-server --store postgres://", { skip: postgresMissing() }, () => {
     );
   });
 
+  it("doctor checks the PostgreSQL store: no schema yet, this version's, a newer one, none reachable", async () => {
+    const url = server.createDatabase(`e2e${++databases}`);
+    const databaseLine = (store: string): string => {
+      const run = spawnSync(process.execPath, [CLI_PATH, "doctor", "--data-dir", tempDir("data"), "--store", store], {
+        encoding: "utf8",
+        timeout: 20_000,
+      });
+      return run.stdout.split("\n").find((line) => line.includes("database")) ?? run.stdout + run.stderr;
+    };
+    assert.match(databaseLine(url), /^ {6}database +\S+ answers; it has no Switchyard schema yet/);
+    spawnSync(process.execPath, [CLI_PATH, "db", "migrate", "--store", url], { encoding: "utf8", timeout: 20_000 });
+    assert.match(
+      databaseLine(url),
+      new RegExp(`^OK {4}database +\\S+ opens, schema version ${POSTGRES_SCHEMA_VERSION} \\(0 threads; 0 nodes running\\)`),
+    );
+    const pool = await postgresPool(url);
+    await pool.query("UPDATE switchyard_schema SET version = version + 1");
+    await pool.end();
+    assert.match(databaseLine(url), /^FAIL {2}database +\S+ has schema version \d+, newer than this Switchyard's/);
+    assert.match(
+      databaseLine("postgres://nobody:secret@127.0.0.1:1/none"),
+      /^FAIL {2}database +postgres:\/\/nobody:\*\*\*@127\.0\.0\.1:1\/none cannot be used/,
+    );
+  });
+
   it("exits 1 with a clear message when the database cannot be opened", () => {
     const run = spawnSync(
       process.execPath,
