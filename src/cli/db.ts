@@ -48,6 +48,8 @@ interface NodeStatus {
   stoppedAt: string | null;
   threads: number;
   runningTurns: number;
+  /** Turns started on the node that wait for a slot (--max-running-turns) on any node. */
+  waitingTurns: number;
 }
 
 /** `switchyard cluster status`: the nodes on the database, whether each is alive, what it owns. */
@@ -60,9 +62,11 @@ export function runClusterStatus(url: string | undefined, opts: { json?: boolean
               n.stopped_at::text AS "stoppedAt",
               (SELECT count(*) FROM thread_owners o WHERE o.node = n.num)::int AS threads,
               (SELECT count(*) FROM thread_owners o JOIN turns t ON t.thread_id = o.thread_id
-                WHERE o.node = n.num AND t.status IN ('running', 'waitingApproval'))::int AS "runningTurns"
+                WHERE o.node = n.num AND t.status IN ('running', 'waitingApproval'))::int AS "runningTurns",
+              (SELECT count(*) FROM turn_queue q WHERE q.node = n.num)::int AS "waitingTurns"
        FROM nodes n
        WHERE n.stopped_at IS NULL OR EXISTS (SELECT 1 FROM thread_owners o WHERE o.node = n.num)
+          OR EXISTS (SELECT 1 FROM turn_queue q WHERE q.node = n.num)
        ORDER BY n.num`,
     );
     if (opts.json) return print(JSON.stringify({ nodes: rows }, null, 2));
@@ -78,7 +82,7 @@ export function runClusterStatus(url: string | undefined, opts: { json?: boolean
       );
     }
     const table = [
-      ["NODE", "HOST", "PID", "ALIVE", "STARTED", "HEARTBEAT", "THREADS", "RUNNING"],
+      ["NODE", "HOST", "PID", "ALIVE", "STARTED", "HEARTBEAT", "THREADS", "RUNNING", "WAITING"],
       ...rows.map((n) => [
         n.id,
         n.host,
@@ -88,6 +92,7 @@ export function runClusterStatus(url: string | undefined, opts: { json?: boolean
         `${(n.heartbeatAgeMs / 1000).toFixed(1)} s ago`,
         String(n.threads),
         String(n.runningTurns),
+        String(n.waitingTurns),
       ]),
     ];
     const widths = table[0]!.map((_, c) => Math.max(...table.map((row) => row[c]!.length)));

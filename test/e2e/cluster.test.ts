@@ -524,6 +524,36 @@ describe("a cluster: several app-servers on one PostgreSQL", { skip: postgresMis
     assert.equal((await busy!.client.turnEnd(firstTurn)).method, "turn/cancelled");
   });
 
+  it("cluster status counts a node's running turns and the ones waiting for a slot", async () => {
+    const {
+      nodes: [node],
+      url,
+    } = await cluster(1, ["--max-running-turns", "1"]);
+    const [first, second] = [await node!.startThread(), await node!.startThread()];
+    model.enqueue({ kind: "response", text: ["holding "], holdOpen: true });
+    const firstTurn = await node!.startTurn(first, "hold the only slot");
+    await node!.client.waitFor("item/agentMessage/delta", (p) => p.threadId === first, 10_000);
+    const secondTurn = await node!.startTurn(second, "wait for the slot");
+
+    const status = (...args: string[]) =>
+      spawnSync(process.execPath, [CLI_PATH, "cluster", "status", "--store", url, ...args], { encoding: "utf8", timeout: 20_000 });
+    const nodes = (JSON.parse(status("--json").stdout) as { nodes: Array<{ threads: number; runningTurns: number; waitingTurns: number }> })
+      .nodes;
+    assert.deepEqual(
+      nodes.map((n) => [n.threads, n.runningTurns, n.waitingTurns]),
+      [[2, 2, 1]],
+      "both turns are started (running, for their clients); one waits for the slot",
+    );
+    const [header, row] = status().stdout.split("\n");
+    assert.match(header!, /THREADS +RUNNING +WAITING$/);
+    assert.match(row!, / 2 +2 +1$/);
+
+    await node!.client.request("turn/interrupt", { threadId: second });
+    assert.equal((await node!.client.turnEnd(secondTurn)).method, "turn/cancelled");
+    await node!.client.request("turn/interrupt", { threadId: first });
+    assert.equal((await node!.client.turnEnd(firstTurn)).method, "turn/cancelled");
+  });
+
   it("runs and takes over only threads whose workspace a node reaches (--workspace-root)", async () => {
     const elsewhere = tempDir("elsewhere");
     const {
