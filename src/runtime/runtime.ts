@@ -128,7 +128,7 @@ interface ActiveTurn {
   usage?: TokenUsage;
   /** Set when the turn is stopped for a reason of the server's (the disk stayed full): how it ends. */
   failure?: TurnError;
-  /** Set when another node took the thread over: this process records nothing more of the turn. */
+  /** Set when another node took the thread over, or takes it when this one stops: this process records nothing more of the turn. */
   lost?: boolean;
   done: Promise<void>;
 }
@@ -829,10 +829,36 @@ export class Runtime implements RuntimeApi {
     this.automation.cron.close();
     this.automation.heartbeat.close();
     await this.automation.channels.close();
+    await this.handOverTurns();
     for (const active of this.active.values()) active.abort.abort();
     await this.idle();
     await Promise.all([this.options.backends.close(), this.workspace.mcp.close()]);
     await this.store.flush();
+  }
+
+  /**
+   * A cluster node that stops (failover: continue) hands the turns it runs to the nodes that
+   * stay, rather than cancelling them: they stop here writing nothing more, what they recorded
+   * is committed (flush), and once this node has left another takes them over and continues
+   * them, as after a crash, but at once and with nothing streamed lost. A turn no other node can
+   * continue (an external agent's, a client-history thread's), or with no other node alive, is
+   * cancelled, as on one server.
+   */
+  private async handOverTurns(): Promise<void> {
+    if ((this.options.failover ?? "continue") !== "continue" || this.active.size === 0) return;
+    if (!(await this.store.peersAlive().catch(() => false))) return;
+    const movable: ActiveTurn[] = [];
+    for (const active of this.active.values()) {
+      const thread = await this.getThread(active.turn.threadId).catch(() => undefined);
+      if (thread && this.runsFromTheLog(thread)) movable.push(active);
+    }
+    // In one go: no append of theirs may land between the store letting go and the abort.
+    this.store.handOver(movable.map((active) => active.turn.threadId));
+    for (const active of movable) {
+      active.lost = true;
+      active.abort.abort();
+    }
+    if (movable.length > 0) this.log.info({ turns: movable.length }, "handing running turns over to the cluster's other nodes");
   }
 
   private launch(thread: Thread, params: StartTurnParams): Turn {
@@ -1030,7 +1056,7 @@ export class Runtime implements RuntimeApi {
   private async finish(threadId: string, active: ActiveTurn, result: TurnOutcome): Promise<void> {
     const outcome: TurnOutcome = active.failure ? { status: "failed", error: active.failure } : result;
     if (active.lost) {
-      this.log.warn({ threadId, turnId: active.turn.id }, "turn stopped: another node of the cluster took the thread over");
+      this.log.warn({ threadId, turnId: active.turn.id }, "turn stopped here: another node of the cluster takes the thread over");
       this.active.delete(threadId);
       this.parents.delete(threadId);
       return;

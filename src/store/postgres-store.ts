@@ -503,6 +503,20 @@ export class PostgresStore implements Store {
     this.owned.delete(threadId);
   }
 
+  async peersAlive(): Promise<boolean> {
+    const { rows } = await this.pool.query<{ alive: boolean }>(
+      `SELECT EXISTS (SELECT 1 FROM nodes n WHERE n.num <> $1 AND ${nodeAlive("n.num", this.node.leaseTtlMs)}) AS alive`,
+      [this.node.num],
+    );
+    return rows[0]?.alive === true;
+  }
+
+  handOver(threadIds: readonly string[]): void {
+    // The claims stay recorded, with this node's epoch, so what is pending still commits; once
+    // this node has left, another finds their turns orphaned and claims them (onOrphans).
+    for (const threadId of threadIds) this.owned.delete(threadId);
+  }
+
   /**
    * Claims a thread in the caller's transaction; it is this node's once that commits. A claim
    * always moves the epoch on, also over this node's own earlier claim: writes it made before

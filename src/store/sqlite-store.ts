@@ -461,6 +461,13 @@ export class SqliteStore implements Store {
 
   onOrphans(): void {}
 
+  /** One process: no other to take a turn over. */
+  peersAlive(): Promise<boolean> {
+    return Promise.resolve(false);
+  }
+
+  handOver(): void {}
+
   forward(): Promise<undefined> {
     return Promise.resolve(undefined);
   }

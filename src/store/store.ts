@@ -125,6 +125,14 @@ export interface Store {
   onLost(listener: (threadId: string) => void): void;
   /** Called when another process is found gone: its threads' unfinished turns can be taken over. */
   onOrphans(listener: () => void): void;
+  /** Whether another live process could take this one's running turns over. One process: false. */
+  peersAlive(): Promise<boolean>;
+  /**
+   * Stops writing these threads at once (an append throws notOwner), keeping what is pending of
+   * them for the next flush: once this process has gone, another takes their turns over as it
+   * takes over a lost process's. One process: never called (no peers).
+   */
+  handOver(threadIds: readonly string[]): void;
   /**
    * Hands a command to the process that runs the thread's turn, and resolves with its answer;
    * undefined when no other process runs it (this one answers). Rejects with that process's

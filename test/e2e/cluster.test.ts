@@ -343,6 +343,54 @@ describe("a cluster: several app-servers on one PostgreSQL", { skip: postgresMis
     }
   });
 
+  it("a node that stops hands its running turn to a node that stays, which continues it with all that was streamed", async () => {
+    const {
+      nodes: [owner, watcher],
+      db,
+    } = await cluster(2);
+    const threadId = await owner!.startThread();
+    await watcher!.client.request("thread/subscribe", { threadId });
+    const text = Array.from({ length: 100 }, (_, i) => `s${i} `);
+    model.enqueue({ kind: "response", text, holdOpen: true });
+    model.enqueue({ kind: "response", text: "carried on" });
+    const turnId = await owner!.startTurn(threadId, "stream, then wait");
+    await watcher!.client.waitFor("item/agentMessage/delta", (p) => p.delta === text.at(-1), 10_000);
+
+    const closed = owner!.client.waitFor("closed", () => true);
+    process.kill(serverPid(owner!), "SIGTERM");
+    await closed;
+    const end = await watcher!.client.turnEnd(turnId, 20_000);
+    assert.equal(end.method, "turn/completed", JSON.stringify(end.params));
+    assert.deepEqual(
+      itemsOf(watcher!.completedItems(threadId), "agentMessage").map((i) => i.payload.text),
+      [text.join(""), "carried on"],
+      "the stopped node's message keeps every delta; the turn goes on after it",
+    );
+    const logged = await loggedSeqs(db, threadId);
+    assert.deepEqual(
+      logged,
+      Array.from({ length: logged.length }, (_, i) => i + 1),
+    );
+    assert.match(owner!.serverLog(), /handing running turns over to the cluster's other nodes/);
+  });
+
+  it("a node that stops with no other node alive cancels its running turn, as one server does", async () => {
+    const {
+      nodes: [only],
+      db,
+    } = await cluster(1);
+    const threadId = await only!.startThread();
+    model.enqueue({ kind: "response", text: ["waiting "], holdOpen: true });
+    const turnId = await only!.startTurn(threadId, "wait");
+    await only!.client.waitFor("item/agentMessage/delta", (p) => p.threadId === threadId, 10_000);
+    const closed = only!.client.waitFor("closed", () => true);
+    process.kill(serverPid(only!), "SIGTERM");
+    await closed;
+    const { rows } = await db.query<{ status: string }>("SELECT status FROM turns WHERE id = $1", [turnId]);
+    assert.deepEqual(rows, [{ status: "cancelled" }]);
+    assert.doesNotMatch(only!.serverLog(), /handing running turns over/);
+  });
+
   it("with --failover fail, fails a killed owner's turn on another node (ownerLost), closing the cut message with its persisted text", async () => {
     const {
       nodes: [owner, watcher],
@@ -416,7 +464,7 @@ describe("a cluster: several app-servers on one PostgreSQL", { skip: postgresMis
     // The resumed owner reads the rest of its stream, is refused, and hears of the takeover.
     await owner!.notification("turn/failed", (p) => p.turn.id === turnId, 15_000);
     await eventually(
-      async () => (/turn stopped: another node of the cluster took the thread over/.test(owner!.serverLog()) ? true : undefined),
+      async () => (/turn stopped here: another node of the cluster takes the thread over/.test(owner!.serverLog()) ? true : undefined),
       "the old owner to stop its turn",
     );
     const logged = await loggedSeqs(db, threadId);
