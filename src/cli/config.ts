@@ -7,6 +7,7 @@ import { displayPath, loadConfigFile, type LoadedConfigFile } from "../config/fi
 import type { ServerConfig } from "../server.js";
 import { parseBackendFlag } from "../domain/backend-spec.js";
 import type { BackendSpec } from "../domain/model.js";
+import { isPostgresUrl } from "../store/postgres-url.js";
 
 export interface AppServerFlags {
   listen: string[];
@@ -84,7 +85,7 @@ export function chooseProviderAndModel(
 /** A store URL as given, checked to be PostgreSQL's: never a silent fallback to SQLite. */
 function postgresUrl(value: string | undefined): string | undefined {
   if (!value) return undefined;
-  if (!/^postgres(ql)?:\/\//.test(value)) {
+  if (!isPostgresUrl(value)) {
     throw new ConfigError(`--store must be a PostgreSQL URL (postgres://user@host:port/database), not "${value}".`);
   }
   return value;

@@ -1,7 +1,8 @@
 // The PostgreSQL store's commands: `switchyard db migrate` brings its schema to this binary's
 // version; `switchyard cluster status` shows the nodes that share it.
 import type { Pool } from "pg";
-import { describeDatabase, migratePostgres, postgresPool } from "../store/postgres-schema.js";
+import { migratePostgres, postgresPool } from "../store/postgres-schema.js";
+import { describeDatabase, isPostgresUrl } from "../store/postgres-url.js";
 import { DEFAULT_LEASE_TTL_MS, nodeAlive } from "../store/postgres-node.js";
 
 /**
@@ -14,7 +15,7 @@ async function withDatabase(
   print: (line: string) => void,
   work: (pool: Pool) => Promise<void>,
 ): Promise<number> {
-  if (!url || !/^postgres(ql)?:\/\//.test(url)) {
+  if (!url || !isPostgresUrl(url)) {
     print(`switchyard ${command}: give the database as --store postgres://… (or SWITCHYARD_DATABASE_URL).`);
     return 1;
   }

@@ -8,6 +8,7 @@ import { detectDefault, providerEnv } from "../config/providers.js";
 import { listLiveModels, offersModel } from "../providers/model-listing.js";
 import { createProvider } from "../providers/select.js";
 import { DB_FILE } from "../store/sqlite-store.js";
+import { describeDatabase, isPostgresUrl } from "../store/postgres-url.js";
 import { chooseProviderAndModel, resolveDataDir, type Chosen } from "./config.js";
 import { probeBackends } from "../backends/index.js";
 import { parseBackendFlag } from "../domain/backend-spec.js";
@@ -195,11 +196,11 @@ function checkDatabase(dataDir: string, report: Report): void {
 
 /** The PostgreSQL store app-server would use: reachable, its schema version against this binary's, what it holds. */
 async function checkPostgres(url: string, report: Report): Promise<void> {
-  if (!/^postgres(ql)?:\/\//.test(url)) {
+  if (!isPostgresUrl(url)) {
     report("database", "problem", `the store must be a PostgreSQL URL (postgres://user@host:port/database), not "${url}"`);
     return;
   }
-  const { describeDatabase, postgresPool, POSTGRES_SCHEMA_VERSION } = await import("../store/postgres-schema.js");
+  const { postgresPool, POSTGRES_SCHEMA_VERSION } = await import("../store/postgres-schema.js");
   const { DEFAULT_LEASE_TTL_MS, nodeAlive } = await import("../store/postgres-node.js");
   const where = describeDatabase(url);
   const pool = await postgresPool(url);

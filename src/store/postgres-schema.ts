@@ -299,17 +299,6 @@ export function checkout(pool: Pool, onError: (error: Error) => void): Promise<P
   });
 }
 
-/** The database a URL names, for messages: its password hidden. */
-export function describeDatabase(url: string): string {
-  try {
-    const where = new URL(url);
-    where.password = where.password ? "***" : "";
-    return where.href;
-  } catch {
-    return "(a URL that does not parse)";
-  }
-}
-
 /** A pool whose BIGINT columns read as numbers (seq, gid stay far below 2^53). */
 export async function postgresPool(url: string): Promise<Pool> {
   const pg = (await import("pg")).default;
