@@ -14,6 +14,8 @@ export const FEED_CHANNEL = "switchyard_events";
 export const COMMAND_CHANNEL = "switchyard_commands";
 /** A node offered a turn waiting for a slot. */
 export const TURN_CHANNEL = "switchyard_turns";
+/** A node left the cluster (it stopped): its running turns wait for another. */
+const NODE_CHANNEL = "switchyard_nodes";
 export const DEFAULT_LEASE_TTL_MS = 10_000;
 /** How often the feed is polled without a notification, and peers are checked. */
 const TICK_MS = 1_000;
@@ -81,7 +83,7 @@ export class PostgresNode {
       throw error;
     });
     await control.query("SELECT pg_advisory_lock($1, $2)", [NODE_LOCK_CLASS, num]);
-    await control.query(`LISTEN ${FEED_CHANNEL}; LISTEN ${COMMAND_CHANNEL}; LISTEN ${TURN_CHANNEL}`);
+    await control.query(`LISTEN ${FEED_CHANNEL}; LISTEN ${COMMAND_CHANNEL}; LISTEN ${TURN_CHANNEL}; LISTEN ${NODE_CHANNEL}`);
     return control;
   }
 
@@ -90,7 +92,9 @@ export class PostgresNode {
     this.control.on("notification", (message) => {
       if (message.channel === FEED_CHANNEL) this.events.onFeed();
       else if (message.channel === TURN_CHANNEL) this.events.onTurnOffered();
-      else this.events.onCommands();
+      else if (message.channel === NODE_CHANNEL) {
+        if (!this.closed) void this.lookForOrphans();
+      } else this.events.onCommands();
     });
     // The lock went with the connection (the database restarted, the network broke): the next
     // beat takes it again. Meanwhile peers may find this node gone and take its running threads;
@@ -132,8 +136,18 @@ export class PostgresNode {
         `UPDATE nodes SET stopped_at = now() WHERE stopped_at IS NULL AND num <> $1 AND NOT ${nodeAlive("nodes.num", this.leaseTtlMs)}`,
         [this.num],
       );
-      // Every node looks (not only the one that marked the peer gone): the threads may be in a
-      // workspace only some nodes reach.
+      await this.lookForOrphans();
+    } catch (error) {
+      this.events.onError(error);
+    }
+  }
+
+  /**
+   * Reports running turns whose node is gone. Every node looks (not only the one that marked the
+   * peer gone): the threads may be in a workspace only some nodes reach.
+   */
+  private async lookForOrphans(): Promise<void> {
+    try {
       const { rows } = await this.pool.query<{ orphans: boolean }>(
         `SELECT EXISTS (
            SELECT 1 FROM turns t JOIN thread_owners o ON o.thread_id = t.thread_id
@@ -146,11 +160,12 @@ export class PostgresNode {
     }
   }
 
-  /** Leaves the cluster: peers see this node gone at once. */
+  /** Leaves the cluster: peers see this node gone at once, and look for turns it handed over. */
   async leave(): Promise<void> {
     this.closed = true;
     clearTimeout(this.tick);
     await this.pool.query("UPDATE nodes SET stopped_at = now() WHERE num = $1", [this.num]).catch(() => undefined);
+    await this.pool.query(`NOTIFY ${NODE_CHANNEL}`).catch(() => undefined);
     await this.control.end().catch(() => undefined);
   }
 }
