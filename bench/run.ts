@@ -949,6 +949,7 @@ async function main(): Promise<void> {
     ["Cluster, watched from one other node, deltas 12 ms apart", () => clusterFanOut(kit, 1, 12)],
     ["Cluster, deltas 30 ms apart", () => clusterFanOut(kit, 2, 30)],
     ["Cluster failover", () => clusterFailover(kit)],
+    ["Cluster handover", () => clusterFailover(kit, "stop")],
   ];
   // `npm run bench -- "First turn"` runs only the benchmarks whose names contain an argument;
   // `"=Cluster"` only the one named exactly so.
