@@ -59,6 +59,8 @@ export class SwitchyardClient {
   private conn: RpcConnection | undefined;
   /** A link being set up (reconnecting), so close() can tear it down too. */
   private opening: Link | undefined;
+  /** Which of a cluster's URLs the next connection tries first: after a lost node, the next one. */
+  private firstUrl = 0;
   private info: ServerInfo | undefined;
   private approvalHandler: ApprovalHandler | undefined;
   private readonly log: Logger;
@@ -269,7 +271,7 @@ export class SwitchyardClient {
 
   /** Opens a link, initializes, and re-subscribes followed threads. Not yet installed as current. */
   private async openSession(): Promise<{ link: Link; conn: RpcConnection }> {
-    const link = await openLink(this.target, this.log);
+    const link = await openLink(this.target, this.log, this.firstUrl);
     this.opening = link;
     if (this.stateValue === "closed") {
       await link.dispose();
@@ -348,6 +350,7 @@ export class SwitchyardClient {
     this.conn = undefined;
     this.link = undefined;
     const error = new ConnectionClosedError("The connection to the server was lost");
+    if (link?.urlIndex !== undefined) this.firstUrl = link.urlIndex + 1;
     if (!this.reconnect) {
       await this.shutdown(error);
       return;

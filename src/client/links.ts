@@ -6,10 +6,12 @@ import type { Logger } from "../log.js";
 import type { MessageChannel } from "../transport/channel.js";
 import { createStdioChannel } from "../transport/stdio.js";
 import { connectWebSocketChannel } from "../transport/websocket-client.js";
-import type { ConnectTarget, StdioTarget } from "./types.js";
+import type { ConnectTarget, StdioTarget, WebSocketTarget } from "./types.js";
 
 export interface Link {
   channel: MessageChannel;
+  /** Which of a WebSocket target's URLs it connected to. */
+  urlIndex?: number;
   /** Closes the channel; for a spawned server, also stops it and waits until it has exited. */
   dispose(): Promise<void>;
 }
@@ -22,12 +24,27 @@ const MAX_MESSAGE_BYTES = 256 * 1024 * 1024;
 /** How long a spawned server gets to shut down after SIGTERM before it is killed. */
 const STOP_GRACE_MS = 5_000;
 
-export function openLink(target: ConnectTarget, log: Logger): Promise<Link> {
+/** Opens a link; a WebSocket target's URLs are tried in turn from `firstUrl`. */
+export function openLink(target: ConnectTarget, log: Logger, firstUrl = 0): Promise<Link> {
   if (target.transport === "stdio") return spawnServer(target, log);
-  return connectWebSocketChannel(target.url, { ...(target.token ? { token: target.token } : {}) }).then((channel) => ({
-    channel,
-    dispose: async () => channel.close(),
-  }));
+  return connectAny(target, firstUrl, log);
+}
+
+async function connectAny(target: WebSocketTarget, firstUrl: number, log: Logger): Promise<Link> {
+  const urls = typeof target.url === "string" ? [target.url] : target.url;
+  if (urls.length === 0) throw new Error("No server URL to connect to");
+  let failure: unknown;
+  for (let i = 0; i < urls.length; i++) {
+    const urlIndex = (firstUrl + i) % urls.length;
+    try {
+      const channel = await connectWebSocketChannel(urls[urlIndex]!, { ...(target.token ? { token: target.token } : {}) });
+      return { channel, urlIndex, dispose: async () => channel.close() };
+    } catch (error) {
+      log.debug({ err: error, url: urls[urlIndex] }, "could not connect");
+      failure = error;
+    }
+  }
+  throw failure;
 }
 
 async function spawnServer(target: StdioTarget, log: Logger): Promise<Link> {

@@ -40,7 +40,11 @@ export interface StdioTarget {
 /** Connect to a server listening on `--listen ws://HOST:PORT`; the URL ends in /ws. */
 export interface WebSocketTarget {
   transport: "websocket";
-  url: string;
+  /**
+   * The server, or a cluster's nodes (servers on one PostgreSQL store): the client connects to
+   * the first that answers and, when that connection is lost, tries the others first.
+   */
+  url: string | readonly string[];
   token?: string;
 }
 
