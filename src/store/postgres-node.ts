@@ -2,7 +2,8 @@
 // its advisory lock (on a connection of its own, so the lock goes when the process dies) and
 // beats its row within the lease TTL (so a node that hangs loses it too). The same connection
 // LISTENs for the one notification each commit sends; a timer polls as a backstop, so a missed
-// notification only delays the feed. The node also notices peers that are gone.
+// notification only delays the feed. The node also notices peers that are gone, at once when
+// one leaves (it notifies), else at its next look (every second).
 import os from "node:os";
 import type { Client, Pool } from "pg";
 import { newId } from "../ids.js";
@@ -90,11 +91,17 @@ export class PostgresNode {
   private watch(): void {
     this.control.removeAllListeners("error");
     this.control.on("notification", (message) => {
-      if (message.channel === FEED_CHANNEL) this.events.onFeed();
-      else if (message.channel === TURN_CHANNEL) this.events.onTurnOffered();
-      else if (message.channel === NODE_CHANNEL) {
-        if (!this.closed) void this.lookForOrphans();
-      } else this.events.onCommands();
+      switch (message.channel) {
+        case FEED_CHANNEL:
+          return this.events.onFeed();
+        case TURN_CHANNEL:
+          return this.events.onTurnOffered();
+        case NODE_CHANNEL:
+          if (!this.closed) void this.lookForOrphans();
+          return;
+        default:
+          return this.events.onCommands();
+      }
     });
     // The lock went with the connection (the database restarted, the network broke): the next
     // beat takes it again. Meanwhile peers may find this node gone and take its running threads;
