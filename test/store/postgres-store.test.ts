@@ -505,6 +505,31 @@ describe("PostgreSQL store", { skip: postgresMissing() }, () => {
     }
   });
 
+  it("counts what a queue holds from the database when a store opens again", async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), "switchyard-store-"));
+    const url = freshUrl();
+    const opens: Array<() => Promise<Store>> = [async () => openStore(dir), () => PostgresStore.open(url)];
+    const limits = { messages: 3, bytes: 1_000 };
+    try {
+      for (const open of opens) {
+        const first = await open();
+        await first.faceState.enqueue("q", "a", { keep: false, limits });
+        await first.faceState.enqueue("q", "b", { keep: false, limits });
+        await first.close();
+        const again = await open();
+        try {
+          assert.deepEqual(await again.faceState.enqueue("q", "c", { keep: false, limits }), { queued: 3, dropped: 0 });
+          assert.deepEqual(await again.faceState.enqueue("q", "d", { keep: false, limits }), { queued: 3, dropped: 1 });
+          assert.deepEqual(await again.faceState.takeQueued("q"), ["b", "c", "d"]);
+        } finally {
+          await again.close();
+        }
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it("shares face state between nodes: holds read live while their node is, broadcasts reach the others in order", async () => {
     const url = freshUrl();
     const [one, two] = [await PostgresStore.open(url), await PostgresStore.open(url)];
