@@ -82,8 +82,12 @@ export function chooseProviderAndModel(
   return { ...(provider ? { provider } : {}), ...(model ? { model } : {}) };
 }
 
-/** A store URL as given, checked to be PostgreSQL's: never a silent fallback to SQLite. */
-function postgresUrl(value: string | undefined): string | undefined {
+/**
+ * The PostgreSQL store a server uses (--store, else SWITCHYARD_DATABASE_URL), checked to be
+ * PostgreSQL's: never a silent fallback to SQLite. Undefined: SQLite in the data directory.
+ */
+export function resolveStoreUrl(flags: { store?: string }, env: NodeJS.ProcessEnv): string | undefined {
+  const value = flags.store ?? env.SWITCHYARD_DATABASE_URL;
   if (!value) return undefined;
   if (!isPostgresUrl(value)) {
     throw new ConfigError(`--store must be a PostgreSQL URL (postgres://user@host:port/database), not "${value}".`);
@@ -108,7 +112,7 @@ export async function resolveServerConfig(flags: AppServerFlags, env: NodeJS.Pro
     // claude-app-server clients connect to any path of a `--transport ws` server.
     websocket = flags.transport === "ws" || flags.face === "claude" ? { ...parsed, anyPath: true } : parsed;
   }
-  const storeUrl = postgresUrl(flags.store ?? env.SWITCHYARD_DATABASE_URL);
+  const storeUrl = resolveStoreUrl(flags, env);
   return {
     dataDir,
     ...(storeUrl ? { storeUrl } : {}),

@@ -8,8 +8,8 @@ import { detectDefault, providerEnv } from "../config/providers.js";
 import { listLiveModels, offersModel } from "../providers/model-listing.js";
 import { createProvider } from "../providers/select.js";
 import { DB_FILE } from "../store/sqlite-store.js";
-import { describeDatabase, isPostgresUrl } from "../store/postgres-url.js";
-import { chooseProviderAndModel, resolveDataDir, type Chosen } from "./config.js";
+import { describeDatabase } from "../store/postgres-url.js";
+import { chooseProviderAndModel, resolveDataDir, resolveStoreUrl, type Chosen } from "./config.js";
 import { probeBackends } from "../backends/index.js";
 import { parseBackendFlag } from "../domain/backend-spec.js";
 import type { BackendSpec } from "../domain/model.js";
@@ -39,9 +39,7 @@ export async function runDoctor(flags: DoctorFlags, env: NodeJS.ProcessEnv, out:
   const dataDir = resolveDataDir(flags, env);
   const file = await checkConfigFile(dataDir, report);
   checkDataDir(dataDir, report);
-  const storeUrl = flags.store ?? env.SWITCHYARD_DATABASE_URL;
-  if (storeUrl) await checkPostgres(storeUrl, report);
-  else checkDatabase(dataDir, report);
+  await checkStore(flags, env, dataDir, report);
   await checkBackends(flags, env, file, dataDir, report);
 
   // Provider and model, chosen exactly as app-server chooses them.
@@ -194,12 +192,21 @@ function checkDatabase(dataDir: string, report: Report): void {
   }
 }
 
-/** The PostgreSQL store app-server would use: reachable, its schema version against this binary's, what it holds. */
-async function checkPostgres(url: string, report: Report): Promise<void> {
-  if (!isPostgresUrl(url)) {
-    report("database", "problem", `the store must be a PostgreSQL URL (postgres://user@host:port/database), not "${url}"`);
+/** The store app-server would use, chosen as it chooses: a PostgreSQL database, else the data directory's SQLite file. */
+async function checkStore(flags: DoctorFlags, env: NodeJS.ProcessEnv, dataDir: string, report: Report): Promise<void> {
+  let url: string | undefined;
+  try {
+    url = resolveStoreUrl(flags, env);
+  } catch (error) {
+    report("database", "problem", (error as Error).message);
     return;
   }
+  if (url) await checkPostgres(url, report);
+  else checkDatabase(dataDir, report);
+}
+
+/** A PostgreSQL store: reachable, its schema version against this binary's, what it holds. */
+async function checkPostgres(url: string, report: Report): Promise<void> {
   const { postgresPool, POSTGRES_SCHEMA_VERSION } = await import("../store/postgres-schema.js");
   const { DEFAULT_LEASE_TTL_MS, nodeAlive } = await import("../store/postgres-node.js");
   const where = describeDatabase(url);

@@ -99,6 +99,14 @@ describe("a cluster: several app-servers on one PostgreSQL", { skip: postgresMis
     return { nodes: started, db, url };
   }
 
+  /** Starts a turn whose model stream stays open after its one delta; resolves with its id once that delta arrived. */
+  async function holdingTurn(node: TypedHarness, threadId: string, prompt: string): Promise<string> {
+    model.enqueue({ kind: "response", text: ["holding "], holdOpen: true });
+    const turnId = await node.startTurn(threadId, prompt);
+    await node.client.waitFor("item/agentMessage/delta", (p) => p.threadId === threadId, 10_000);
+    return turnId;
+  }
+
   async function loggedSeqs(db: Pool, threadId: string): Promise<number[]> {
     const { rows } = await db.query<{ seq: number }>("SELECT seq FROM events WHERE thread_id = $1 ORDER BY seq", [threadId]);
     return rows.map((r) => r.seq);
@@ -421,9 +429,7 @@ describe("a cluster: several app-servers on one PostgreSQL", { skip: postgresMis
       db,
     } = await cluster(1);
     const threadId = await only!.startThread();
-    model.enqueue({ kind: "response", text: ["waiting "], holdOpen: true });
-    const turnId = await only!.startTurn(threadId, "wait");
-    await only!.client.waitFor("item/agentMessage/delta", (p) => p.threadId === threadId, 10_000);
+    const turnId = await holdingTurn(only!, threadId, "wait");
     const closed = only!.client.waitFor("closed", () => true);
     process.kill(serverPid(only!), "SIGTERM");
     await closed;
@@ -588,9 +594,7 @@ describe("a cluster: several app-servers on one PostgreSQL", { skip: postgresMis
       db,
     } = await cluster(2, ["--max-running-turns", "1"]);
     const [first, second] = [await busy!.startThread(), await busy!.startThread()];
-    model.enqueue({ kind: "response", text: ["holding "], holdOpen: true });
-    const firstTurn = await busy!.startTurn(first, "hold the only slot");
-    await busy!.client.waitFor("item/agentMessage/delta", (p) => p.threadId === first, 10_000);
+    const firstTurn = await holdingTurn(busy!, first, "hold the only slot");
 
     model.enqueue({ kind: "response", text: "ran elsewhere" });
     const secondTurn = await busy!.startTurn(second, "wait for a slot");
@@ -619,9 +623,7 @@ describe("a cluster: several app-servers on one PostgreSQL", { skip: postgresMis
       url,
     } = await cluster(1, ["--max-running-turns", "1"]);
     const [first, second] = [await node!.startThread(), await node!.startThread()];
-    model.enqueue({ kind: "response", text: ["holding "], holdOpen: true });
-    const firstTurn = await node!.startTurn(first, "hold the only slot");
-    await node!.client.waitFor("item/agentMessage/delta", (p) => p.threadId === first, 10_000);
+    const firstTurn = await holdingTurn(node!, first, "hold the only slot");
     const secondTurn = await node!.startTurn(second, "wait for the slot");
 
     const status = (...args: string[]) =>
