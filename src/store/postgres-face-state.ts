@@ -4,14 +4,24 @@
 // feed (after a cursor, below the snapshot's xmin), woken by the same one notification per
 // commit, and deleted after a minute.
 import type { Pool, PoolClient, QueryResult } from "pg";
-import { type FaceRecord, type FaceState, overflow, type PutRecordOptions, type QueueLimits } from "./face-state.js";
+import {
+  dropsToFit,
+  type FaceRecord,
+  type FaceState,
+  fits,
+  type PutRecordOptions,
+  type QueueLimits,
+  type QueueSize,
+} from "./face-state.js";
 import { FEED_CHANNEL, nodeAlive } from "./postgres-node.js";
 import { inTransaction } from "./postgres-schema.js";
-import type { Statement } from "./postgres-script.js";
+import { script, type Statement } from "./postgres-script.js";
 
 /** The advisory lock class of queue locks: pg_advisory_xact_lock(QUEUE_LOCK_CLASS, hashtext(queue)). */
 const QUEUE_LOCK_CLASS = 0x5377_7965;
 const BROADCAST_PAGE = 500;
+/** Rows of a full queue read at a time to find what to drop (usually one goes). */
+const DROP_PAGE = 64;
 /** Broadcasts are deleted after this long: a node away longer misses them (they are not a log). */
 const BROADCAST_RETENTION = "1 minute";
 const PRUNE_EVERY_MS = 30_000;
@@ -93,23 +103,45 @@ export class PostgresFaceState implements FaceState {
         text: "INSERT INTO face_queue (queue, body, keep, bytes) VALUES ($1, $2, $3, $4)",
         values: [queue, body, opts.keep, Buffer.byteLength(body)],
       },
-      { text: "SELECT count(*)::int AS count, coalesce(sum(bytes), 0)::bigint AS bytes FROM face_queue WHERE queue = $1", values: [queue] },
+      {
+        text: `INSERT INTO face_queue_sizes (queue, count, bytes) VALUES ($1, 1, $2)
+               ON CONFLICT (queue) DO UPDATE SET count = face_queue_sizes.count + 1, bytes = face_queue_sizes.bytes + excluded.bytes
+               RETURNING count, bytes`,
+        values: [queue, Buffer.byteLength(body)],
+      },
     ];
-    return this.inQueueTurn(queue, add, async (client, [, size]) => {
-      const { count, bytes } = size!.rows[0] as { count: number; bytes: number };
-      if (count <= opts.limits.messages && bytes <= opts.limits.bytes) return { queued: count, dropped: 0 };
-      const { rows } = await client.query<{ id: number; keep: boolean; bytes: number }>(
-        "SELECT id, keep, bytes FROM face_queue WHERE queue = $1 ORDER BY id",
-        [queue],
-      );
-      const drops = overflow(rows, opts.limits);
-      await client.query("DELETE FROM face_queue WHERE id = ANY($1::bigint[])", [drops]);
-      return { queued: count - drops.length, dropped: drops.length };
+    return this.inQueueTurn(queue, add, async (client, [, sized]) => {
+      const size = sized!.rows[0] as QueueSize;
+      const queued = size.count;
+      const drops: number[] = [];
+      for (const keep of [false, true]) {
+        for (let after = 0; !fits(size, opts.limits);) {
+          const { rows } = await client.query<{ id: number; bytes: number }>(
+            "SELECT id, bytes FROM face_queue WHERE queue = $1 AND keep = $2 AND id > $3 ORDER BY id LIMIT $4",
+            [queue, keep, after, Math.max(DROP_PAGE, size.count - opts.limits.messages)],
+          );
+          drops.push(...dropsToFit(size, opts.limits, rows));
+          if (rows.length === 0) break;
+          after = rows.at(-1)!.id;
+        }
+      }
+      if (drops.length > 0) {
+        await client.query(
+          script([
+            { text: "DELETE FROM face_queue WHERE id = ANY($1::bigint[])", values: [drops] },
+            { text: "UPDATE face_queue_sizes SET count = $2, bytes = $3 WHERE queue = $1", values: [queue, size.count, size.bytes] },
+          ]),
+        );
+      }
+      return { queued: queued - drops.length, dropped: drops.length };
     });
   }
 
   takeQueued(queue: string): Promise<string[]> {
-    const take = [{ text: "DELETE FROM face_queue WHERE queue = $1 RETURNING id, body", values: [queue] }];
+    const take = [
+      { text: "DELETE FROM face_queue WHERE queue = $1 RETURNING id, body", values: [queue] },
+      { text: "DELETE FROM face_queue_sizes WHERE queue = $1", values: [queue] },
+    ];
     return this.inQueueTurn(queue, take, async (_, [taken]) =>
       (taken!.rows as Array<{ id: number; body: string }>).sort((a, b) => a.id - b.id).map((r) => r.body),
     );

@@ -248,6 +248,16 @@ DROP FUNCTION switchyard_fence(INTEGER, TEXT[], BIGINT[]);
   `
 DROP INDEX events_gid;
 `,
+  // 11: each face queue's size, kept by the writes that change it (under the queue's lock):
+  // adding to a queue summed every message already in it.
+  `
+CREATE TABLE face_queue_sizes (
+  queue TEXT    PRIMARY KEY,
+  count INTEGER NOT NULL,
+  bytes BIGINT  NOT NULL
+);
+INSERT INTO face_queue_sizes (queue, count, bytes) SELECT queue, count(*), sum(bytes) FROM face_queue GROUP BY queue;
+`,
 ];
 
 /** The schema version this binary writes. */

@@ -2,7 +2,15 @@
 // process (this store's opening) holds it, and a broadcast has nobody to reach.
 import { randomUUID } from "node:crypto";
 import type Database from "better-sqlite3";
-import { type FaceRecord, type FaceState, overflow, type PutRecordOptions, type QueueLimits } from "./face-state.js";
+import {
+  dropsToFit,
+  type FaceRecord,
+  type FaceState,
+  fits,
+  type PutRecordOptions,
+  type QueueLimits,
+  type QueueSize,
+} from "./face-state.js";
 
 // v6 of the SQLite schema.
 export const FACE_STATE_SCHEMA = `
@@ -36,7 +44,7 @@ export class SqliteFaceState implements FaceState {
    * to a queue summed every message already in it, so filling a queue took time quadratic in
    * its length (1.2 s for 5,000).
    */
-  private readonly sizes = new Map<string, { count: number; bytes: number }>();
+  private readonly sizes = new Map<string, QueueSize>();
 
   constructor(private readonly db: Database.Database) {
     this.stmts = {
@@ -47,11 +55,9 @@ export class SqliteFaceState implements FaceState {
       ),
       delete: db.prepare<[string, string]>("DELETE FROM face_records WHERE ns = ? AND key = ?"),
       enqueue: db.prepare<[string, string, number, number]>("INSERT INTO face_queue (queue, body, keep, bytes) VALUES (?, ?, ?, ?)"),
-      size: db.prepare<[string], { count: number; bytes: number }>(
-        "SELECT count(*) AS count, coalesce(sum(bytes), 0) AS bytes FROM face_queue WHERE queue = ?",
-      ),
-      queued: db.prepare<[string], { id: number; keep: number; bytes: number }>(
-        "SELECT id, keep, bytes FROM face_queue WHERE queue = ? ORDER BY id",
+      size: db.prepare<[string], QueueSize>("SELECT count(*) AS count, coalesce(sum(bytes), 0) AS bytes FROM face_queue WHERE queue = ?"),
+      oldest: db.prepare<[string, number], { id: number; bytes: number }>(
+        "SELECT id, bytes FROM face_queue WHERE queue = ? AND keep = ? ORDER BY id",
       ),
       dropQueued: db.prepare<[number]>("DELETE FROM face_queue WHERE id = ?"),
       take: db.prepare<[string], string>("DELETE FROM face_queue WHERE queue = ? RETURNING id, body").raw(),
@@ -92,12 +98,17 @@ export class SqliteFaceState implements FaceState {
       const { size, dropped } = this.db.transaction(() => {
         this.stmts.enqueue.run(queue, body, opts.keep ? 1 : 0, bytes);
         const size = { count: before.count + 1, bytes: before.bytes + bytes };
-        if (size.count <= opts.limits.messages && size.bytes <= opts.limits.bytes) return { size, dropped: 0 };
-        const rows = this.stmts.queued.all(queue).map((r) => ({ id: r.id, keep: r.keep === 1, bytes: r.bytes }));
-        const drops = new Set(overflow(rows, opts.limits));
+        if (fits(size, opts.limits)) return { size, dropped: 0 };
+        // Read lazily (a statement's rows are stepped as they are taken), and all taken before
+        // the deletes: the connection runs one statement at a time.
+        const stmts = this.stmts;
+        const dropOrder = (function* () {
+          yield* stmts.oldest.iterate(queue, 0);
+          yield* stmts.oldest.iterate(queue, 1);
+        })();
+        const drops = [...dropsToFit(size, opts.limits, dropOrder)];
         for (const id of drops) this.stmts.dropQueued.run(id);
-        const kept = rows.filter((r) => !drops.has(r.id));
-        return { size: { count: kept.length, bytes: kept.reduce((n, r) => n + r.bytes, 0) }, dropped: drops.size };
+        return { size, dropped: drops.length };
       })();
       this.sizes.set(queue, size); // once committed
       return { queued: size.count, dropped };

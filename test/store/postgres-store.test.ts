@@ -505,6 +505,32 @@ describe("PostgreSQL store", { skip: postgresMissing() }, () => {
     }
   });
 
+  it("drops as many of a full queue's oldest messages as a large one needs, droppable ones first", async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), "switchyard-store-"));
+    const stores: Store[] = [openStore(dir), await PostgresStore.open(freshUrl())];
+    const limits = { messages: 100, bytes: 1_000 };
+    try {
+      for (const { faceState: state } of stores) {
+        const add = (body: string, keep = false) => state.enqueue("q", body, { keep, limits });
+        const small = Array.from({ length: 90 }, (_, i) => `m${String(i).padStart(9, "0")}`); // 10 bytes each
+        await add("k-00000001", true);
+        for (const body of small) await add(body);
+        // 1,810 bytes: 81 droppable messages go (more than one read's worth), the kept one stays.
+        assert.deepEqual(await add("b".repeat(900), true), { queued: 11, dropped: 81 });
+        // Then nothing droppable is left before kept ones go, oldest first.
+        assert.deepEqual(await add("c".repeat(950), true), { queued: 1, dropped: 11 });
+        assert.deepEqual(await state.takeQueued("q"), ["c".repeat(950)]);
+        await add("k-00000001", true);
+        for (const body of small) await add(body);
+        assert.deepEqual(await add("b".repeat(900), true), { queued: 11, dropped: 81 });
+        assert.deepEqual(await state.takeQueued("q"), ["k-00000001", ...small.slice(81), "b".repeat(900)]);
+      }
+    } finally {
+      for (const store of stores) await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it("counts what a queue holds from the database when a store opens again", async () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), "switchyard-store-"));
     const url = freshUrl();
