@@ -619,6 +619,27 @@ describe("PostgreSQL store", { skip: postgresMissing() }, () => {
     }
   });
 
+  it("counts the queues a database held before it kept their sizes (schema version 10)", async () => {
+    const url = freshUrl();
+    const limits = { messages: 3, bytes: 1_000 };
+    const first = await PostgresStore.open(url);
+    await first.faceState.enqueue("q", "a", { keep: false, limits });
+    await first.faceState.enqueue("q", "b", { keep: false, limits });
+    await first.close();
+    // Back to version 10: the queue's rows without their size.
+    const pool = await postgresPool(url);
+    await pool.query("DROP TABLE face_queue_sizes; UPDATE switchyard_schema SET version = 10");
+    await pool.end();
+    const again = await PostgresStore.open(url);
+    try {
+      assert.deepEqual(await again.faceState.enqueue("q", "c", { keep: false, limits }), { queued: 3, dropped: 0 });
+      assert.deepEqual(await again.faceState.enqueue("q", "d", { keep: false, limits }), { queued: 3, dropped: 1 });
+      assert.deepEqual(await again.faceState.takeQueued("q"), ["b", "c", "d"]);
+    } finally {
+      await again.close();
+    }
+  });
+
   it("refuses a database whose schema is newer than this binary", async () => {
     const url = freshUrl();
     await (await PostgresStore.open(url)).close();
