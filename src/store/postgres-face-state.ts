@@ -112,7 +112,6 @@ export class PostgresFaceState implements FaceState {
     ];
     return this.inQueueTurn(queue, add, async (client, [, sized]) => {
       const size = sized!.rows[0] as QueueSize;
-      const queued = size.count;
       const drops: number[] = [];
       for (const keep of [false, true]) {
         for (let after = 0; !fits(size, opts.limits);) {
@@ -133,7 +132,7 @@ export class PostgresFaceState implements FaceState {
           ]),
         );
       }
-      return { queued: queued - drops.length, dropped: drops.length };
+      return { queued: size.count, dropped: drops.length };
     });
   }
 
