@@ -1,6 +1,6 @@
 // The PostgreSQL store's schema: versioned migrations, and the pool every connection comes from.
 import type { Pool, PoolClient, QueryResult } from "pg";
-import { FEED_CHANNEL } from "./postgres-node.js";
+import { DEFAULT_LEASE_TTL_MS, FEED_CHANNEL, nodeAlive } from "./postgres-node.js";
 import { script, type Statement } from "./postgres-script.js";
 
 // Schema. `switchyard_schema.version` is the number of migrations applied; a later version
@@ -279,6 +279,7 @@ export async function migratePostgres(pool: Pool): Promise<{ from: number; to: n
     if (current > MIGRATIONS.length) {
       throw new Error(`The database has Switchyard schema version ${current}, newer than this Switchyard supports (${MIGRATIONS.length}).`);
     }
+    if (current >= CLUSTER_VERSION && current < MIGRATIONS.length) await refuseWhileNodesRun(client, current);
     for (let version = current; version < MIGRATIONS.length; version++) await client.query(MIGRATIONS[version]!);
     if (rows.length === 0) await client.query("INSERT INTO switchyard_schema (version) VALUES ($1)", [MIGRATIONS.length]);
     else await client.query("UPDATE switchyard_schema SET version = $1", [MIGRATIONS.length]);
@@ -290,6 +291,25 @@ export async function migratePostgres(pool: Pool): Promise<{ from: number; to: n
   } finally {
     client.release();
   }
+}
+
+/** The version that made the database a cluster's (migration 2: the nodes table). */
+const CLUSTER_VERSION = 2;
+
+/**
+ * Nodes of different schema versions must not run together (a migration changes what every
+ * node reads and writes): a database is migrated only once every node on it has stopped.
+ */
+async function refuseWhileNodesRun(client: PoolClient, current: number): Promise<void> {
+  const { rows } = await client.query<{ host: string; pid: number }>(
+    `SELECT host, pid FROM nodes WHERE ${nodeAlive("nodes.num", DEFAULT_LEASE_TTL_MS)} ORDER BY num`,
+  );
+  if (rows.length === 0) return;
+  const nodes = rows.map((r) => `${r.host}:${r.pid}`).join(", ");
+  throw new Error(
+    `${rows.length === 1 ? "A node runs" : `${rows.length} nodes run`} on it with schema version ${current} (${nodes}); ` +
+      `stop every node before a newer Switchyard migrates it to version ${MIGRATIONS.length} (docs/cluster.md, "Upgrading").`,
+  );
 }
 
 /**

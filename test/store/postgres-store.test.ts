@@ -641,4 +641,26 @@ describe("PostgreSQL store", { skip: postgresMissing() }, () => {
     await pool.end();
     await assert.rejects(PostgresStore.open(url), /newer than this Switchyard supports/);
   });
+
+  it("migrates a database only once every node on it has stopped", async () => {
+    const url = freshUrl();
+    const running = await PostgresStore.open(url);
+    // As if it were a node of version 10, and this binary the next one.
+    const pool = await postgresPool(url);
+    await pool.query("DROP TABLE face_queue_sizes; UPDATE switchyard_schema SET version = 10");
+    try {
+      await assert.rejects(
+        PostgresStore.open(url),
+        new RegExp(
+          `A node runs on it with schema version 10 \\(\\S+:${process.pid}\\); stop every node before a newer Switchyard migrates it to version ${POSTGRES_SCHEMA_VERSION}`,
+        ),
+      );
+      assert.deepEqual((await pool.query("SELECT version FROM switchyard_schema")).rows, [{ version: 10 }], "nothing migrated");
+      await running.close();
+      await (await PostgresStore.open(url)).close();
+      assert.deepEqual((await pool.query("SELECT version FROM switchyard_schema")).rows, [{ version: POSTGRES_SCHEMA_VERSION }]);
+    } finally {
+      await pool.end();
+    }
+  });
 });
