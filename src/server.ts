@@ -247,7 +247,9 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
         maxMessageBytes: config.maxMessageBytes,
         pingIntervalMs: config.pingIntervalMs,
         ...(config.stallTimeoutMs ? { stallTimeoutMs: config.stallTimeoutMs } : {}),
-        isReady: () => true,
+        // Not while the store cannot be written (a full disk, an unreachable database): a load
+        // balancer sends new clients to another node meanwhile.
+        readiness: () => (store.storageStatus().available ? "ready" : "storageUnavailable"),
         logger: log,
       },
       (channel) => serve(channel, config.faceOnStdioOnly ? undefined : forcedJsonRpc, runtime),

@@ -39,6 +39,10 @@ export interface NodeEvents {
   onTurnOffered(): void;
   /** Turns of a peer that is gone are unfinished: their threads can be claimed. */
   onPeerGone(): void;
+  /** The database answered a beat. */
+  onBeat(): void;
+  /** The beat failed: the database may be unreachable, even while nothing else is being written. */
+  onBeatFailed(err: unknown): void;
   onError(err: unknown): void;
 }
 
@@ -136,6 +140,7 @@ export class PostgresNode {
         // which fences its writes to them: it comes back as a live node.
         await this.pool.query("UPDATE nodes SET stopped_at = NULL, heartbeat_at = now() WHERE num = $1", [this.num]);
       }
+      this.events.onBeat();
       this.events.onFeed();
       this.events.onCommands();
       this.events.onTurnOffered();
@@ -145,7 +150,7 @@ export class PostgresNode {
       );
       await this.lookForOrphans();
     } catch (error) {
-      this.events.onError(error);
+      this.events.onBeatFailed(error);
     }
   }
 

@@ -197,6 +197,15 @@ export class PostgresStore implements Store {
         },
         onCommands: () => void store.commands.run().catch(onError),
         onPeerGone: () => store.orphanListeners.forEach((listener) => listener()),
+        // Said at once, not at a commit's retry: an idle node's clients (and a load balancer
+        // asking /readyz) learn within a beat that the database is gone, and that it is back.
+        onBeat: () => {
+          if (!store.storage.available) void store.flush().catch(() => undefined);
+        },
+        onBeatFailed: (error) => {
+          if (unreachable(error) instanceof RuntimeError && !store.closed) store.unavailable(error);
+          onError(error);
+        },
         onTurnOffered: () => store.turnOfferListeners.forEach((listener) => listener()),
         onError,
       });
@@ -285,7 +294,12 @@ export class PostgresStore implements Store {
         batch = batch.concat(this.pending);
         this.pending = [];
         this.committingBatch = batch;
-        if (batch.length === 0) return;
+        if (batch.length === 0) {
+          // Nothing to write: while the database was unavailable, a round trip says it is back
+          // (a pooled connection may be one opened before it went).
+          if (!this.storage.available) await client.query("SELECT 1");
+          break;
+        }
         const writes = batch.map((p) => projectEvent(p.event));
         const fenced = await this.writeBatch(client, batch, writes);
         if (fenced.length === 0) break;
@@ -306,6 +320,7 @@ export class PostgresStore implements Store {
     }
     this.pendingBytes = this.pending.reduce((n, p) => n + p.data.length, 0);
     if (!this.storage.available) this.setStorage({ available: true });
+    if (batch.length === 0) return;
     const events = batch.map((p) => p.event);
     for (const listener of this.commitListeners) listener(events);
   }

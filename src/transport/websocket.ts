@@ -27,7 +27,8 @@ export interface WebSocketServerOptions {
   maxBufferedBytes?: number;
   /** A peer that takes none of its pending output for this long is closed. */
   stallTimeoutMs?: number;
-  isReady?: () => boolean;
+  /** What `/readyz` says: "ready" (200), or why not (503). Default "ready". */
+  readiness?: () => string;
   /**
    * Accept the upgrade on any path, as the claude-app-server does. Otherwise on `/ws` and `/`
    * (clients of the Codex family connect to the root).
@@ -86,8 +87,8 @@ export async function startWebSocketServer(
     }
     if (url.pathname === "/healthz") return sendJson(res, 200, { status: "ok" });
     if (url.pathname === "/readyz") {
-      const ready = opts.isReady?.() ?? true;
-      return sendJson(res, ready ? 200 : 503, { status: ready ? "ready" : "starting" });
+      const status = opts.readiness?.() ?? "ready";
+      return sendJson(res, status === "ready" ? 200 : 503, { status });
     }
     if (url.pathname === "/ws") return sendJson(res, 426, { error: "WebSocket upgrade required" });
     log.debug({ remote: remoteOf(req), path: url.pathname }, "HTTP 404");

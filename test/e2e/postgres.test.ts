@@ -99,11 +99,32 @@ describe("app-server --store postgres://", { skip: postgresMissing() }, () => {
 
   it("answers reads while the database is down with the retryable storageUnavailable, and serves them again once it is back", async () => {
     const url = server.createDatabase(`e2e${++databases}`);
-    const h = await startTypedHarness({ model, args: ["--store", url] });
+    const h = await startTypedHarness({ model, args: ["--store", url, "--listen", "stdio://", "--listen", "ws://127.0.0.1:0"] });
     try {
       const threadId = await h.startThread({ displayName: "kept" });
+      const statuses: string[] = [];
+      h.client.onEvent((event) => {
+        if (event.method === "server/statusChanged") statuses.push((event.params as { status: string }).status);
+      });
+      const listening = await eventually(
+        async () =>
+          h
+            .serverLog()
+            .split("\n")
+            .find((line) => line.includes('"msg":"listening"')),
+        "the WebSocket listener",
+      );
+      const readyz = new URL("/readyz", (JSON.parse(listening) as { url: string }).url.replace(/^ws/, "http"));
+      const probe = async (): Promise<number> => (await fetch(readyz)).status;
+      assert.equal(await probe(), 200);
       await server.down();
       try {
+        // Nothing is written meanwhile: the node's beat finds the database gone.
+        await eventually(
+          async () => (statuses.includes("storageUnavailable") ? true : undefined),
+          "server/statusChanged storageUnavailable",
+        );
+        assert.equal(await probe(), 503, "a load balancer takes the node out");
         for (const request of [() => h.client.readThread(threadId), () => h.client.request("thread/list", {})]) {
           await assert.rejects(request(), (error: RpcError) => {
             assert.equal(error.code, -32030);
@@ -119,6 +140,9 @@ describe("app-server --store postgres://", { skip: postgresMissing() }, () => {
         "a read after the database is back",
       );
       assert.equal(read.displayName, "kept");
+      await eventually(async () => (statuses.at(-1) === "ok" ? true : undefined), "server/statusChanged ok");
+      assert.deepEqual(statuses, ["storageUnavailable", "ok"]);
+      assert.equal(await probe(), 200);
     } finally {
       await h.close();
     }

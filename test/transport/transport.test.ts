@@ -215,7 +215,7 @@ describe("WebSocket server", () => {
       token: TOKEN,
       allowedOrigins: ["http://localhost:5173"],
       allowedHosts: ["agent.internal"],
-      isReady: () => ready,
+      readiness: () => (ready ? "ready" : "starting"),
     });
     base = server.url.replace(/^ws:/, "http:").replace(/\/ws$/, "");
   });
