@@ -11,6 +11,7 @@ import type { Pool } from "pg";
 import { CLI_PATH, tempDir } from "../support/server-process.js";
 import { eventually } from "../support/agentcraft.js";
 import { postgresMissing, TestPostgres } from "../support/postgres.js";
+import { startBalancer } from "../support/tcp-balancer.js";
 import { postgresPool } from "../../src/store/postgres-schema.js";
 import { SwitchyardClient, type RpcError } from "../../src/client/index.js";
 import {
@@ -382,46 +383,50 @@ describe("a cluster: several app-servers on one PostgreSQL", { skip: postgresMis
     assert.match(owner!.serverLog(), /handing running turns over to the cluster's other nodes/);
   });
 
-  it("a client given every node's URL follows a turn across the stop of its node, with no gap or duplicate", async () => {
-    const { nodes, db } = await cluster(2, ["--listen", "stdio://", "--listen", "ws://127.0.0.1:0"]);
-    // Each node logs where it listens (its port is the system's choice).
-    const urls = await Promise.all(
-      nodes.map((node) =>
-        eventually(async () => /"url":"(ws:[^"]+)","msg":"listening"/.exec(node.serverLog())?.[1], "the node's WebSocket URL"),
-      ),
-    );
-    const client = await SwitchyardClient.connect(
-      { transport: "websocket", url: urls },
-      { reconnect: { initialDelayMs: 20, maxDelayMs: 200, maxAttempts: 20 } },
-    );
-    try {
-      const workspace = nodes[0]!.workspace;
-      const { thread } = await client.startThread({ identity: { workspacePath: workspace }, historyMode: "server" });
-      const seqs: number[] = [];
-      client.onEvent((event) => {
-        const params = (event as { params?: { threadId?: unknown; seq?: unknown } }).params;
-        if (params?.threadId === thread.id && typeof params.seq === "number") seqs.push(params.seq);
-      });
-      const text = Array.from({ length: 100 }, (_, i) => `c${i} `);
-      model.enqueue({ kind: "response", text, holdOpen: true });
-      model.enqueue({ kind: "response", text: "carried on" });
-      const { turn } = await client.startTurn(thread.id, "stream, then wait");
-      await eventually(async () => (seqs.length > 100 ? true : undefined), "the deltas");
+  for (const via of ["given every node's URL", "connected through a load balancer"] as const)
+    it(`a client ${via} follows a turn across the stop of its node, with no gap or duplicate`, async () => {
+      const { nodes, db } = await cluster(2, ["--listen", "stdio://", "--listen", "ws://127.0.0.1:0"]);
+      // Each node logs where it listens (its port is the system's choice).
+      const urls = await Promise.all(
+        nodes.map((node) =>
+          eventually(async () => /"url":"(ws:[^"]+)","msg":"listening"/.exec(node.serverLog())?.[1], "the node's WebSocket URL"),
+        ),
+      );
+      // The balancer sends the first connection to the first node, and the reconnection past it once it is gone.
+      const balancer = via === "connected through a load balancer" ? await startBalancer(urls.map((url) => new URL(url))) : undefined;
+      const client = await SwitchyardClient.connect(
+        { transport: "websocket", url: balancer ? `ws://127.0.0.1:${balancer.port}/ws` : urls },
+        { reconnect: { initialDelayMs: 20, maxDelayMs: 200, maxAttempts: 20 } },
+      );
+      try {
+        const workspace = nodes[0]!.workspace;
+        const { thread } = await client.startThread({ identity: { workspacePath: workspace }, historyMode: "server" });
+        const seqs: number[] = [];
+        client.onEvent((event) => {
+          const params = (event as { params?: { threadId?: unknown; seq?: unknown } }).params;
+          if (params?.threadId === thread.id && typeof params.seq === "number") seqs.push(params.seq);
+        });
+        const text = Array.from({ length: 100 }, (_, i) => `c${i} `);
+        model.enqueue({ kind: "response", text, holdOpen: true });
+        model.enqueue({ kind: "response", text: "carried on" });
+        const { turn } = await client.startTurn(thread.id, "stream, then wait");
+        await eventually(async () => (seqs.length > 100 ? true : undefined), "the deltas");
 
-      const reconnected = new Promise((resolve) => client.on("reconnected", resolve));
-      process.kill(serverPid(nodes[0]!), "SIGTERM"); // the node the client is on: the first URL
-      await reconnected;
-      const end = await client.turnEnd(turn.id, 20_000);
-      assert.equal(end.method, "turn/completed", JSON.stringify(end.params));
-      const logged = await loggedSeqs(db, thread.id);
-      assert.deepEqual(seqs, logged.slice(logged.indexOf(seqs[0]!)), "every event once, in order, across the move");
-      const { thread: read } = await client.readThread(thread.id);
-      const messages = read.turns?.[0]?.items?.filter((item) => item.type === "agentMessage").map((item) => item.payload.text);
-      assert.deepEqual(messages, [text.join(""), "carried on"]);
-    } finally {
-      await client.close();
-    }
-  });
+        const reconnected = new Promise((resolve) => client.on("reconnected", resolve));
+        process.kill(serverPid(nodes[0]!), "SIGTERM"); // the node the client is on: the first URL
+        await reconnected;
+        const end = await client.turnEnd(turn.id, 20_000);
+        assert.equal(end.method, "turn/completed", JSON.stringify(end.params));
+        const logged = await loggedSeqs(db, thread.id);
+        assert.deepEqual(seqs, logged.slice(logged.indexOf(seqs[0]!)), "every event once, in order, across the move");
+        const { thread: read } = await client.readThread(thread.id);
+        const messages = read.turns?.[0]?.items?.filter((item) => item.type === "agentMessage").map((item) => item.payload.text);
+        assert.deepEqual(messages, [text.join(""), "carried on"]);
+      } finally {
+        await client.close();
+        await balancer?.close();
+      }
+    });
 
   it("a node that stops with no other node alive cancels its running turn, as one server does", async () => {
     const {
