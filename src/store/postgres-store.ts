@@ -94,21 +94,30 @@ function eventColumns(batch: PendingEvent[]): string[] {
   ].map(arrayInput);
 }
 
+function sqlStateOf(error: unknown): string | undefined {
+  const code = (error as { code?: unknown }).code;
+  return typeof code === "string" && /^[0-9A-Z]{5}$/.test(code) ? code : undefined;
+}
+
+/** Whether an error says the database could not be reached (rather than refusing a statement, or a bug). */
+function databaseLost(error: unknown): boolean {
+  const sqlState = sqlStateOf(error);
+  // SQLSTATE classes 08 (connection), 53 (resources), 57P (shut down, cannot connect now).
+  return sqlState ? /^(08|53|57P)/.test(sqlState) : error instanceof Error && !(error instanceof RuntimeError);
+}
+
 /**
  * A read or claim that failed because the database could not be reached (down, restarting,
  * out of connections) becomes the retryable storageUnavailable; any other error (a bug) stays
  * what it is.
  */
 function unreachable(error: unknown): unknown {
-  const code = (error as { code?: unknown }).code;
-  const sqlState = typeof code === "string" && /^[0-9A-Z]{5}$/.test(code) ? code : undefined;
-  // SQLSTATE classes 08 (connection), 53 (resources), 57P (shut down, cannot connect now).
-  const lost = sqlState ? /^(08|53|57P)/.test(sqlState) : error instanceof Error && !(error instanceof RuntimeError);
-  if (!lost) return error;
+  if (!databaseLost(error)) return error;
+  const code = (error as { code?: unknown }).code; // a SQLSTATE, or a socket error's (ECONNREFUSED)
   return new RuntimeError(
     "storageUnavailable",
     `The database cannot be reached (${error instanceof Error ? error.message : String(error)}); try again.`,
-    { cause: sqlState ?? (typeof code === "string" ? code : "unreachable") },
+    { cause: typeof code === "string" ? code : "unreachable" },
   );
 }
 
@@ -203,7 +212,7 @@ export class PostgresStore implements Store {
           if (!store.storage.available) void store.flush().catch(() => undefined);
         },
         onBeatFailed: (error) => {
-          if (unreachable(error) instanceof RuntimeError && !store.closed) store.unavailable(error);
+          if (databaseLost(error) && !store.closed) store.unavailable(error);
           onError(error);
         },
         onTurnOffered: () => store.turnOfferListeners.forEach((listener) => listener()),
