@@ -386,12 +386,7 @@ describe("a cluster: several app-servers on one PostgreSQL", { skip: postgresMis
   for (const via of ["given every node's URL", "connected through a load balancer"] as const)
     it(`a client ${via} follows a turn across the stop of its node, with no gap or duplicate`, async () => {
       const { nodes, db } = await cluster(2, ["--listen", "stdio://", "--listen", "ws://127.0.0.1:0"]);
-      // Each node logs where it listens (its port is the system's choice).
-      const urls = await Promise.all(
-        nodes.map((node) =>
-          eventually(async () => /"url":"(ws:[^"]+)","msg":"listening"/.exec(node.serverLog())?.[1], "the node's WebSocket URL"),
-        ),
-      );
+      const urls = await Promise.all(nodes.map((node) => node.websocketUrl()));
       // The balancer sends the first connection to the first node, and the reconnection past it once it is gone.
       const balancer = via === "connected through a load balancer" ? await startBalancer(urls.map((url) => new URL(url))) : undefined;
       const client = await SwitchyardClient.connect(

@@ -20,6 +20,8 @@ describe("app-server --store postgres://", { skip: postgresMissing() }, () => {
     model = await ModelScript.start();
     server = await TestPostgres.start();
   });
+  /** Runs the CLI to its end, its stdin empty. */
+  const cli = (...args: string[]) => spawnSync(process.execPath, [CLI_PATH, ...args], { input: "", encoding: "utf8", timeout: 20_000 });
   afterEach(() => model.assertConsumed());
   after(async () => {
     server?.stop();
@@ -106,15 +108,7 @@ describe("app-server --store postgres://", { skip: postgresMissing() }, () => {
       h.client.onEvent((event) => {
         if (event.method === "server/statusChanged") statuses.push((event.params as { status: string }).status);
       });
-      const listening = await eventually(
-        async () =>
-          h
-            .serverLog()
-            .split("\n")
-            .find((line) => line.includes('"msg":"listening"')),
-        "the WebSocket listener",
-      );
-      const readyz = new URL("/readyz", (JSON.parse(listening) as { url: string }).url.replace(/^ws/, "http"));
+      const readyz = new URL("/readyz", (await h.websocketUrl()).replace(/^ws/, "http"));
       const probe = async (): Promise<number> => (await fetch(readyz)).status;
       assert.equal(await probe(), 200);
       await server.down();
@@ -150,7 +144,6 @@ describe("app-server --store postgres://", { skip: postgresMissing() }, () => {
 
   it("db migrate brings a database to this version; it and the server refuse a newer schema", async () => {
     const url = server.createDatabase(`e2e${++databases}`);
-    const cli = (...args: string[]) => spawnSync(process.execPath, [CLI_PATH, ...args], { input: "", encoding: "utf8", timeout: 20_000 });
     const migrated = cli("db", "migrate", "--store", url);
     assert.equal(migrated.status, 0, migrated.stdout + migrated.stderr);
     assert.match(migrated.stdout, new RegExp(`schema version 0 → ${POSTGRES_SCHEMA_VERSION}: migrated`));
@@ -170,7 +163,6 @@ describe("app-server --store postgres://", { skip: postgresMissing() }, () => {
 
   it("cluster status tells a database no server used from one whose servers all stopped", () => {
     const url = server.createDatabase(`e2e${++databases}`);
-    const cli = (...args: string[]) => spawnSync(process.execPath, [CLI_PATH, ...args], { input: "", encoding: "utf8", timeout: 20_000 });
     cli("db", "migrate", "--store", url);
     assert.match(cli("cluster", "status", "--store", url).stdout, /^No nodes: no Switchyard server has used this database yet\.$/m);
     // Its stdin ends at once: the server starts, joins the cluster and stops.
@@ -185,14 +177,11 @@ describe("app-server --store postgres://", { skip: postgresMissing() }, () => {
   it("doctor checks the PostgreSQL store: no schema yet, this version's, a newer one, none reachable", async () => {
     const url = server.createDatabase(`e2e${++databases}`);
     const databaseLine = (store: string): string => {
-      const run = spawnSync(process.execPath, [CLI_PATH, "doctor", "--data-dir", tempDir("data"), "--store", store], {
-        encoding: "utf8",
-        timeout: 20_000,
-      });
+      const run = cli("doctor", "--data-dir", tempDir("data"), "--store", store);
       return run.stdout.split("\n").find((line) => line.includes("database")) ?? run.stdout + run.stderr;
     };
     assert.match(databaseLine(url), /^ {6}database +\S+ answers; it has no Switchyard schema yet/);
-    spawnSync(process.execPath, [CLI_PATH, "db", "migrate", "--store", url], { encoding: "utf8", timeout: 20_000 });
+    cli("db", "migrate", "--store", url);
     assert.match(
       databaseLine(url),
       new RegExp(`^OK {4}database +\\S+ opens, schema version ${POSTGRES_SCHEMA_VERSION} \\(0 threads; 0 nodes running\\)`),

@@ -22,6 +22,7 @@ import { FakeModelServer, type ScriptStep } from "./fake-model-server.js";
 import { makeWorkspace, modelEnv, threadStartParams } from "./harness.js";
 import { CHILD_ENV_CHANGES, tempDir } from "./server-process.js";
 import { testStoreEnv } from "./postgres.js";
+import { eventually } from "./agentcraft.js";
 
 /** The fake's routes that take a scripted step (anything else, e.g. GET /v1/models, takes none). */
 const MODEL_ROUTES = new Set(["/v1/chat/completions", "/v1/responses", "/v1/messages"]);
@@ -155,6 +156,8 @@ export interface TypedHarness {
   crashServer(): Promise<void>;
   /** What the server has logged on stderr so far. */
   serverLog(): string;
+  /** The WebSocket URL the server logged once it listened (started with `--listen ws://…`). */
+  websocketUrl(): Promise<string>;
   /** Closes the client, which stops the server gracefully (SIGTERM), and the fake if it is the harness's own. */
   close(): Promise<void>;
 }
@@ -245,6 +248,7 @@ export async function startTypedHarness(opts: TypedHarnessOptions = {}): Promise
       await closed; // the client (reconnect: false) closes once the process has exited
     },
     serverLog: () => log,
+    websocketUrl: () => eventually(async () => /"url":"(ws:[^"]+)","msg":"listening"/.exec(log)?.[1], "the server's WebSocket URL"),
     async close() {
       await client.close();
       if (!opts.model) await fake.close();
