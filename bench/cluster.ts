@@ -242,6 +242,46 @@ async function committedHeads(url: string, threads: string[]): Promise<Map<strin
 
 const KILLS = 10;
 
+interface TakeoverMode {
+  /** The row's name: failover (killed) or handover (stopped). */
+  label: string;
+  signal: NodeJS.Signals;
+  failover: "fail" | "continue";
+  names: { takeover: string; gaps: string };
+  /** Whether this watcher message shows another node has the turn (`deltas`: the deltas seen so far). */
+  takenOver(method: string | undefined, params: { error?: { code?: string } }, deltas: number): boolean;
+  /** How the turn must end. */
+  endsWith: "turn/failed" | "turn/completed";
+  /** What the model answers the node that continues the turn, if one does. */
+  continuation?: string;
+}
+
+const TAKEOVER_MODES: Record<"kill" | "stop", TakeoverMode> = {
+  kill: {
+    label: "failover",
+    signal: "SIGKILL",
+    failover: "fail",
+    names: {
+      takeover: `Cluster failover: owner killed mid-stream ${KILLS} times, takeover p99 (kill → the watcher hears turn/failed ownerLost)`,
+      gaps: "Cluster failover: the watcher's events after each kill equal the events table (no gap, no duplicate)",
+    },
+    takenOver: (method, params) => method === "turn/failed" && params.error?.code === "ownerLost",
+    endsWith: "turn/failed",
+  },
+  stop: {
+    label: "handover",
+    signal: "SIGTERM",
+    failover: "continue",
+    names: {
+      takeover: `Cluster handover: owner stopped (SIGTERM) mid-stream ${KILLS} times, takeover p99 (stop → the watcher hears the cut message closed by another node)`,
+      gaps: "Cluster handover: the turn completes elsewhere, and the watcher's events equal the events table (no gap, no duplicate)",
+    },
+    takenOver: (method, _, deltas) => method === "item/completed" && deltas >= 50,
+    endsWith: "turn/completed",
+    continuation: "carried on",
+  },
+};
+
 /**
  * Failover: a node runs a streaming turn watched from another; it is killed (SIGKILL) mid-stream,
  * 10 times. Takeover: from the kill until the watcher hears the turn failed (ownerLost) from a
@@ -251,22 +291,14 @@ const KILLS = 10;
  * and the turn must then complete there.
  */
 export async function clusterFailover(kit: BenchKit, how: "kill" | "stop" = "kill"): Promise<BenchRow[]> {
-  const names =
-    how === "kill"
-      ? {
-          takeover: `Cluster failover: owner killed mid-stream ${KILLS} times, takeover p99 (kill → the watcher hears turn/failed ownerLost)`,
-          gaps: "Cluster failover: the watcher's events after each kill equal the events table (no gap, no duplicate)",
-        }
-      : {
-          takeover: `Cluster handover: owner stopped (SIGTERM) mid-stream ${KILLS} times, takeover p99 (stop → the watcher hears the cut message closed by another node)`,
-          gaps: "Cluster handover: the turn completes elsewhere, and the watcher's events equal the events table (no gap, no duplicate)",
-        };
+  const mode = TAKEOVER_MODES[how];
+  const { names } = mode;
   const missing = postgresMissing();
   if (missing) return Object.values(names).map((name) => ({ name, measured: `not run: ${missing}`, target: "", pass: false }));
   const postgres = await TestPostgres.start();
   const fake = await FakeModelServer.start();
   const url = postgres.createDatabase("failover");
-  const opts = { env: modelEnv(fake), args: ["--store", url, "--failover", how === "kill" ? "fail" : "continue"] };
+  const opts = { env: modelEnv(fake), args: ["--store", url, "--failover", mode.failover] };
   const { postgresPool } = await import("../src/store/postgres-schema.js");
   const db = await postgresPool(url);
   try {
@@ -298,22 +330,18 @@ export async function clusterFailover(kit: BenchKit, how: "kill" | "stop" = "kil
               // Any end counts (a cancelled turn too: the stopped node did not hand it over); the
               // row fails unless it is the one meant.
               const ends = m.method === "turn/completed" || m.method === "turn/failed" || m.method === "turn/cancelled";
-              const taken =
-                how === "kill"
-                  ? m.method === "turn/failed" && params.error?.code === "ownerLost"
-                  : m.method === "item/completed" && deltas >= 50;
-              if ((taken || ends) && takenAt === 0) {
+              if ((mode.takenOver(m.method, params, deltas) || ends) && takenAt === 0) {
                 takenAt = performance.now();
                 takenOver();
               }
-              if (ends) completed(m.method === (how === "kill" ? "turn/failed" : "turn/completed"));
+              if (ends) completed(m.method === mode.endsWith);
             };
             fake.enqueue({ kind: "response", text: Array.from({ length: 2_000 }, (_, i) => `k${i} `), chunkDelayMs: 1 });
-            if (how === "stop") fake.enqueue({ kind: "response", text: "carried on" });
+            if (mode.continuation) fake.enqueue({ kind: "response", text: mode.continuation });
             await owner.client.call("turn/start", { threadId, input: text("Stream.") });
             await streaming;
             const killedAt = performance.now();
-            process.kill(owner.server.child.pid!, how === "kill" ? "SIGKILL" : "SIGTERM");
+            process.kill(owner.server.child.pid!, mode.signal);
             await tookOver;
             takeovers.push(takenAt - killedAt);
             const endedAsMeant = await ended;
@@ -329,9 +357,7 @@ export async function clusterFailover(kit: BenchKit, how: "kill" | "stop" = "kil
         }
         takeovers.sort((a, b) => a - b);
         const p99 = kit.percentile(takeovers, 99);
-        kit.notes.push(
-          `Cluster ${how === "kill" ? "failover" : "handover"} takeovers (ms): ${takeovers.map((t) => kit.fmt(t, 0)).join(", ")}.`,
-        );
+        kit.notes.push(`Cluster ${mode.label} takeovers (ms): ${takeovers.map((t) => kit.fmt(t, 0)).join(", ")}.`);
         return [
           { name: names.takeover, measured: `${kit.fmt(p99, 0)} ms`, target: "≤ 3,000 ms", pass: p99 <= 3_000 },
           { name: names.gaps, measured: `${mismatches} of ${takeovers.length} differ`, target: "0", pass: mismatches === 0 },
