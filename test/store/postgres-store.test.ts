@@ -511,19 +511,21 @@ describe("PostgreSQL store", { skip: postgresMissing() }, () => {
     const limits = { messages: 100, bytes: 1_000 };
     try {
       for (const { faceState: state } of stores) {
-        const add = (body: string, keep = false) => state.enqueue("q", body, { keep, limits });
+        const add = (queue: string, body: string, keep = false) => state.enqueue(queue, body, { keep, limits });
         const small = Array.from({ length: 90 }, (_, i) => `m${String(i).padStart(9, "0")}`); // 10 bytes each
-        await add("k-00000001", true);
-        for (const body of small) await add(body);
-        // 1,810 bytes: 81 droppable messages go (more than one read's worth), the kept one stays.
-        assert.deepEqual(await add("b".repeat(900), true), { queued: 11, dropped: 81 });
-        // Then nothing droppable is left before kept ones go, oldest first.
-        assert.deepEqual(await add("c".repeat(950), true), { queued: 1, dropped: 11 });
-        assert.deepEqual(await state.takeQueued("q"), ["c".repeat(950)]);
-        await add("k-00000001", true);
-        for (const body of small) await add(body);
-        assert.deepEqual(await add("b".repeat(900), true), { queued: 11, dropped: 81 });
-        assert.deepEqual(await state.takeQueued("q"), ["k-00000001", ...small.slice(81), "b".repeat(900)]);
+        /** A kept message, 90 droppable ones, then a large kept one: 1,810 bytes. */
+        const fill = async (queue: string) => {
+          await add(queue, "k-00000001", true);
+          for (const body of small) await add(queue, body);
+          return add(queue, "b".repeat(900), true);
+        };
+        // 81 droppable messages go (more than one read's worth), the kept one stays.
+        assert.deepEqual(await fill("q1"), { queued: 11, dropped: 81 });
+        assert.deepEqual(await state.takeQueued("q1"), ["k-00000001", ...small.slice(81), "b".repeat(900)]);
+        // Once nothing droppable is left, kept ones go, oldest first.
+        assert.deepEqual(await fill("q2"), { queued: 11, dropped: 81 });
+        assert.deepEqual(await add("q2", "c".repeat(950), true), { queued: 1, dropped: 11 });
+        assert.deepEqual(await state.takeQueued("q2"), ["c".repeat(950)]);
       }
     } finally {
       for (const store of stores) await store.close();
