@@ -28,9 +28,9 @@ const DELTAS = 2_000;
 const KILLS = 10;
 
 /** The seq of every notification a client received for the thread, in arrival order. */
-function recordSeqs(node: TypedHarness, threadId: string): number[] {
+function recordSeqs(client: Pick<SwitchyardClient, "onEvent">, threadId: string): number[] {
   const seqs: number[] = [];
-  node.client.onEvent((event) => {
+  client.onEvent((event) => {
     const params = (event as { params?: { threadId?: unknown; seq?: unknown } }).params;
     if (params?.threadId === threadId && typeof params.seq === "number") seqs.push(params.seq);
   });
@@ -119,8 +119,8 @@ describe("a cluster: several app-servers on one PostgreSQL", { skip: postgresMis
       db,
     } = await cluster(3);
     const threadId = await owner!.startThread();
-    const ownerSeqs = recordSeqs(owner!, threadId);
-    const watcherSeqs = recordSeqs(watcher!, threadId);
+    const ownerSeqs = recordSeqs(owner!.client, threadId);
+    const watcherSeqs = recordSeqs(watcher!.client, threadId);
     await watcher!.client.request("thread/subscribe", { threadId });
 
     const text = Array.from({ length: DELTAS }, (_, i) => `d${i} `);
@@ -147,7 +147,7 @@ describe("a cluster: several app-servers on one PostgreSQL", { skip: postgresMis
     assert.equal(message?.payload.text, text.join(""));
 
     // A client that comes late, on a third node, catches up from the database: what the owner's client saw.
-    const replayed = recordSeqs(late!, threadId);
+    const replayed = recordSeqs(late!.client, threadId);
     await late!.client.request("thread/subscribe", { threadId, afterSeq: 0 });
     await eventually(async () => (replayed.at(-1) === ownerSeqs.at(-1) ? true : undefined), "the replay");
     // (the thread's start, seq 1, the owner's client had as its thread/start answer)
@@ -309,8 +309,8 @@ describe("a cluster: several app-servers on one PostgreSQL", { skip: postgresMis
     let owner = nodes[0]!;
     for (let round = 1; round <= KILLS; round++) {
       const threadId = await owner.startThread();
-      const ownerSeqs = recordSeqs(owner, threadId);
-      const watcherSeqs = recordSeqs(watcher!, threadId);
+      const ownerSeqs = recordSeqs(owner.client, threadId);
+      const watcherSeqs = recordSeqs(watcher!.client, threadId);
       await watcher!.client.request("thread/subscribe", { threadId, afterSeq: 0 });
       const text = Array.from({ length: DELTAS }, (_, i) => `r${round}d${i} `);
       model.enqueue({ kind: "response", text, chunkDelayMs: 1 });
@@ -338,7 +338,7 @@ describe("a cluster: several app-servers on one PostgreSQL", { skip: postgresMis
       assertInOrder(ownerSeqs, logged, `round ${round}: the killed owner's client`);
       assertInOrder(watcherSeqs, logged, `round ${round}: the watcher`);
       // What the table holds, replayed to a client of the third node, is what the watcher got.
-      const replayed = recordSeqs(third!, threadId);
+      const replayed = recordSeqs(third!.client, threadId);
       await third!.client.request("thread/subscribe", { threadId, afterSeq: 0 });
       await eventually(async () => (replayed.at(-1) === watcherSeqs.at(-1) ? true : undefined), "the replay");
       // (seq 1, the thread's start, the third node's client may have had already: it is broadcast)
@@ -396,11 +396,7 @@ describe("a cluster: several app-servers on one PostgreSQL", { skip: postgresMis
       try {
         const workspace = nodes[0]!.workspace;
         const { thread } = await client.startThread({ identity: { workspacePath: workspace }, historyMode: "server" });
-        const seqs: number[] = [];
-        client.onEvent((event) => {
-          const params = (event as { params?: { threadId?: unknown; seq?: unknown } }).params;
-          if (params?.threadId === thread.id && typeof params.seq === "number") seqs.push(params.seq);
-        });
+        const seqs = recordSeqs(client, thread.id);
         const text = Array.from({ length: 100 }, (_, i) => `c${i} `);
         model.enqueue({ kind: "response", text, holdOpen: true });
         model.enqueue({ kind: "response", text: "carried on" });
@@ -446,7 +442,7 @@ describe("a cluster: several app-servers on one PostgreSQL", { skip: postgresMis
     } = await cluster(2, ["--failover", "fail"]);
     const threadId = await owner!.startThread();
     await watcher!.client.request("thread/subscribe", { threadId });
-    const watcherSeqs = recordSeqs(watcher!, threadId);
+    const watcherSeqs = recordSeqs(watcher!.client, threadId);
     const text = Array.from({ length: 200 }, (_, i) => `w${i} `);
     model.enqueue({ kind: "response", text, holdOpen: true });
     const turnId = await owner!.startTurn(threadId, "stream, then hang");
