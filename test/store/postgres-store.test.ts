@@ -91,6 +91,18 @@ describe("PostgreSQL store", { skip: postgresMissing() }, () => {
   before(async () => (server = await TestPostgres.start()));
   after(() => server?.stop());
 
+  /** Runs `work` on a SQLite store and on a PostgreSQL one, each fresh, and closes both. */
+  async function onBothStores(work: (store: Store) => Promise<void>): Promise<void> {
+    const dir = mkdtempSync(path.join(os.tmpdir(), "switchyard-store-"));
+    const stores: Store[] = [openStore(dir), await PostgresStore.open(freshUrl())];
+    try {
+      for (const store of stores) await work(store);
+    } finally {
+      for (const store of stores) await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }
+
   it("answers every read as the SQLite store does for the same events", async () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), "switchyard-store-"));
     const sqlite = openStore(dir);
@@ -443,94 +455,73 @@ describe("PostgreSQL store", { skip: postgresMissing() }, () => {
   });
 
   it("keeps face logs as SQLite does: appended in order, read after a seq, a fork refused", async () => {
-    const dir = mkdtempSync(path.join(os.tmpdir(), "switchyard-store-"));
-    const stores: Store[] = [openStore(dir), await PostgresStore.open(freshUrl())];
-    try {
-      for (const store of stores) {
-        const record = (seq: number, prevHash: string | null) => ({ seq, prevHash, hash: `h${seq}`, body: `{"n":${seq}}` });
-        await store.appendToLog("run/a", [record(1, null), record(2, "h1")]);
-        await store.appendToLog("run/a", [record(3, "h2")]);
-        await store.appendToLog("run/b", [record(1, null)]);
-        assert.deepEqual(await store.readLog("run/a", 1), [record(2, "h1"), record(3, "h2")]);
-        assert.deepEqual(await store.readLog("run/b"), [record(1, null)]);
-        // A second writer that read the same head: its event after h3 comes second (the same
-        // seq), or after an event the log already follows (the same prev_hash).
-        await assert.rejects(store.appendToLog("run/a", [{ ...record(3, "h2"), hash: "other" }]), LogConflictError);
-        await assert.rejects(store.appendToLog("run/a", [{ ...record(9, "h2"), hash: "other" }]), LogConflictError);
-        assert.equal((await store.readLog("run/a")).length, 3, "nothing of a refused batch is kept");
-        await store.rebuild();
-        assert.equal((await store.readLog("run/a")).length, 3, "not a projection: a rebuild keeps it");
-      }
-    } finally {
-      for (const store of stores) await store.close();
-      rmSync(dir, { recursive: true, force: true });
-    }
+    await onBothStores(async (store) => {
+      const record = (seq: number, prevHash: string | null) => ({ seq, prevHash, hash: `h${seq}`, body: `{"n":${seq}}` });
+      await store.appendToLog("run/a", [record(1, null), record(2, "h1")]);
+      await store.appendToLog("run/a", [record(3, "h2")]);
+      await store.appendToLog("run/b", [record(1, null)]);
+      assert.deepEqual(await store.readLog("run/a", 1), [record(2, "h1"), record(3, "h2")]);
+      assert.deepEqual(await store.readLog("run/b"), [record(1, null)]);
+      // A second writer that read the same head: its event after h3 comes second (the same
+      // seq), or after an event the log already follows (the same prev_hash).
+      await assert.rejects(store.appendToLog("run/a", [{ ...record(3, "h2"), hash: "other" }]), LogConflictError);
+      await assert.rejects(store.appendToLog("run/a", [{ ...record(9, "h2"), hash: "other" }]), LogConflictError);
+      assert.equal((await store.readLog("run/a")).length, 3, "nothing of a refused batch is kept");
+      await store.rebuild();
+      assert.equal((await store.readLog("run/a")).length, 3, "not a projection: a rebuild keeps it");
+    });
   });
 
   it("keeps face state as SQLite does: records with conditions, bounded queues taken in order", async () => {
-    const dir = mkdtempSync(path.join(os.tmpdir(), "switchyard-store-"));
-    const stores: Store[] = [openStore(dir), await PostgresStore.open(freshUrl())];
-    try {
-      for (const { faceState: state } of stores) {
-        assert.equal(await state.putRecord("ns", "a", "1", { ifAbsent: true }), true);
-        assert.equal(await state.putRecord("ns", "a", "2", { ifAbsent: true }), false, "taken");
-        assert.equal(await state.putRecord("ns", "b", "3", { held: true }), true);
-        assert.equal(await state.putRecord("ns", "a", "4", { ifHeldHere: true }), false, "a is held by nobody");
-        assert.equal(await state.putRecord("ns", "b", "5"), true);
-        assert.deepEqual(await state.listRecords("ns"), [
-          { key: "a", value: "1", held: false },
-          { key: "b", value: "5", held: true }, // a write without `held` keeps the hold
-        ]);
-        assert.equal(await state.putRecord("ns", "b", "6", { held: false, ifHeldHere: true }), true);
-        assert.deepEqual(await state.getRecord("ns", "b"), { key: "b", value: "6", held: false });
-        assert.equal(await state.putRecord("ns", "a", undefined), true);
-        assert.equal(await state.getRecord("ns", "a"), undefined);
+    await onBothStores(async ({ faceState: state }) => {
+      assert.equal(await state.putRecord("ns", "a", "1", { ifAbsent: true }), true);
+      assert.equal(await state.putRecord("ns", "a", "2", { ifAbsent: true }), false, "taken");
+      assert.equal(await state.putRecord("ns", "b", "3", { held: true }), true);
+      assert.equal(await state.putRecord("ns", "a", "4", { ifHeldHere: true }), false, "a is held by nobody");
+      assert.equal(await state.putRecord("ns", "b", "5"), true);
+      assert.deepEqual(await state.listRecords("ns"), [
+        { key: "a", value: "1", held: false },
+        { key: "b", value: "5", held: true }, // a write without `held` keeps the hold
+      ]);
+      assert.equal(await state.putRecord("ns", "b", "6", { held: false, ifHeldHere: true }), true);
+      assert.deepEqual(await state.getRecord("ns", "b"), { key: "b", value: "6", held: false });
+      assert.equal(await state.putRecord("ns", "a", undefined), true);
+      assert.equal(await state.getRecord("ns", "a"), undefined);
 
-        // Past 3 messages the oldest droppable goes first; a kept one only when nothing else is left.
-        const limits = { messages: 3, bytes: 1_000 };
-        const add = (body: string, keep = false) => state.enqueue("q", body, { keep, limits });
-        assert.deepEqual(await add("keep-1", true), { queued: 1, dropped: 0 });
-        await add("m1");
-        await add("m2");
-        assert.deepEqual(await add("m3"), { queued: 3, dropped: 1 });
-        assert.deepEqual(await state.takeQueued("q"), ["keep-1", "m2", "m3"]);
-        assert.deepEqual(await state.takeQueued("q"), []);
-        assert.deepEqual(await state.enqueue("q", "x".repeat(600), { keep: true, limits }), { queued: 1, dropped: 0 });
-        assert.deepEqual(await state.enqueue("q", "y".repeat(600), { keep: true, limits }), { queued: 1, dropped: 1 });
-        assert.deepEqual(await state.takeQueued("q"), ["y".repeat(600)]);
-      }
-    } finally {
-      for (const store of stores) await store.close();
-      rmSync(dir, { recursive: true, force: true });
-    }
+      // Past 3 messages the oldest droppable goes first; a kept one only when nothing else is left.
+      const limits = { messages: 3, bytes: 1_000 };
+      const add = (body: string, keep = false) => state.enqueue("q", body, { keep, limits });
+      assert.deepEqual(await add("keep-1", true), { queued: 1, dropped: 0 });
+      await add("m1");
+      await add("m2");
+      assert.deepEqual(await add("m3"), { queued: 3, dropped: 1 });
+      assert.deepEqual(await state.takeQueued("q"), ["keep-1", "m2", "m3"]);
+      assert.deepEqual(await state.takeQueued("q"), []);
+      assert.deepEqual(await state.enqueue("q", "x".repeat(600), { keep: true, limits }), { queued: 1, dropped: 0 });
+      assert.deepEqual(await state.enqueue("q", "y".repeat(600), { keep: true, limits }), { queued: 1, dropped: 1 });
+      assert.deepEqual(await state.takeQueued("q"), ["y".repeat(600)]);
+    });
   });
 
   it("drops as many of a full queue's oldest messages as a large one needs, droppable ones first", async () => {
-    const dir = mkdtempSync(path.join(os.tmpdir(), "switchyard-store-"));
-    const stores: Store[] = [openStore(dir), await PostgresStore.open(freshUrl())];
     const limits = { messages: 100, bytes: 1_000 };
-    try {
-      for (const { faceState: state } of stores) {
-        const add = (queue: string, body: string, keep = false) => state.enqueue(queue, body, { keep, limits });
-        const small = Array.from({ length: 90 }, (_, i) => `m${String(i).padStart(9, "0")}`); // 10 bytes each
-        /** A kept message, 90 droppable ones, then a large kept one: 1,810 bytes. */
-        const fill = async (queue: string) => {
-          await add(queue, "k-00000001", true);
-          for (const body of small) await add(queue, body);
-          return add(queue, "b".repeat(900), true);
-        };
-        // 81 droppable messages go (more than one read's worth), the kept one stays.
-        assert.deepEqual(await fill("q1"), { queued: 11, dropped: 81 });
-        assert.deepEqual(await state.takeQueued("q1"), ["k-00000001", ...small.slice(81), "b".repeat(900)]);
-        // Once nothing droppable is left, kept ones go, oldest first.
-        assert.deepEqual(await fill("q2"), { queued: 11, dropped: 81 });
-        assert.deepEqual(await add("q2", "c".repeat(950), true), { queued: 1, dropped: 11 });
-        assert.deepEqual(await state.takeQueued("q2"), ["c".repeat(950)]);
-      }
-    } finally {
-      for (const store of stores) await store.close();
-      rmSync(dir, { recursive: true, force: true });
-    }
+    await onBothStores(async ({ faceState: state }) => {
+      const add = (queue: string, body: string, keep = false) => state.enqueue(queue, body, { keep, limits });
+      const small = Array.from({ length: 90 }, (_, i) => `m${String(i).padStart(9, "0")}`); // 10 bytes each
+      /** A kept message, 90 droppable ones, then a large kept one: 1,810 bytes. */
+      const fill = async (queue: string) => {
+        await add(queue, "k-00000001", true);
+        for (const body of small) await add(queue, body);
+        return add(queue, "b".repeat(900), true);
+      };
+      // 81 droppable messages go (more than one read's worth), the kept one stays.
+      assert.deepEqual(await fill("q1"), { queued: 11, dropped: 81 });
+      assert.deepEqual(await state.takeQueued("q1"), ["k-00000001", ...small.slice(81), "b".repeat(900)]);
+      // Once nothing droppable is left, kept ones go, oldest first.
+      assert.deepEqual(await fill("q2"), { queued: 11, dropped: 81 });
+      assert.deepEqual(await add("q2", "c".repeat(950), true), { queued: 1, dropped: 11 });
+      assert.deepEqual(await state.takeQueued("q2"), ["c".repeat(950)]);
+    });
   });
 
   it("counts what a queue holds from the database when a store opens again", async () => {
