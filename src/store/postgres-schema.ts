@@ -329,8 +329,16 @@ export function checkout(pool: Pool, onError: (error: Error) => void): Promise<P
   });
 }
 
-/** A pool whose BIGINT columns read as numbers (seq, gid stay far below 2^53). */
-export async function postgresPool(url: string): Promise<Pool> {
+/**
+ * A pool whose BIGINT columns read as numbers (seq, gid stay far below 2^53).
+ *
+ * With `idleInTransactionMs`, the database ends a connection of the pool that sits in an open
+ * transaction that long without a statement: the process hung (stopped, frozen, a long pause)
+ * between two statements of a transaction. Such a transaction holds back every node's feed (it
+ * reads only below the oldest transaction still open) and the locks it took, until it ends.
+ * Set per connection with SET, not a startup option: PgBouncer in session mode refuses those.
+ */
+export async function postgresPool(url: string, opts: { idleInTransactionMs?: number } = {}): Promise<Pool> {
   const pg = (await import("pg")).default;
   const pool = new pg.Pool({
     connectionString: url,
@@ -340,6 +348,13 @@ export async function postgresPool(url: string): Promise<Pool> {
       getTypeParser: ((oid: number, format?: "text" | "binary") => (oid === 20 ? Number : pg.types.getTypeParser(oid, format))) as never,
     },
   });
+  const { idleInTransactionMs } = opts;
+  if (idleInTransactionMs !== undefined) {
+    // Queued before any query of whoever gets the connection; a failure is that query's to report.
+    pool.on("connect", (client) => {
+      client.query(`SET idle_in_transaction_session_timeout = ${Math.round(idleInTransactionMs)}`).catch(() => undefined);
+    });
+  }
   // An idle connection that broke (the database restarted): the pool drops it, and the next
   // query reports the database if it stays gone. Without a listener, the pool's 'error' event
   // ended the process (a command migrating, a store before it listens).

@@ -190,14 +190,15 @@ export class PostgresStore implements Store {
 
   /** Connects, migrates, and joins the cluster as a node owning no thread yet. */
   static async open(url: string, opts: PostgresStoreOptions = {}): Promise<PostgresStore> {
-    const pool = await postgresPool(url);
+    const leaseTtlMs = opts.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS;
+    // A node that hangs that long inside a transaction has lost its lease: it is ended too.
+    const pool = await postgresPool(url, { idleInTransactionMs: leaseTtlMs });
     try {
       await migratePostgres(pool);
       // The feed starts after every transaction that has ended: what they wrote is history.
       const { rows } = await pool.query<{ xmin: string }>("SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS xmin");
       const onError = opts.onError ?? ((err) => process.stderr.write(`switchyard store: ${String(err)}\n`));
       pool.on("error", (err) => onError(err)); // an idle client lost its connection: the pool replaces it
-      const leaseTtlMs = opts.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS;
       const store = new PostgresStore(pool, rows[0]!.xmin, onError, leaseTtlMs);
       store.node = await PostgresNode.join(pool, url, leaseTtlMs, {
         onFeed: () => {

@@ -594,6 +594,31 @@ describe("PostgreSQL store", { skip: postgresMissing() }, () => {
     }
   });
 
+  it("ends a transaction a hung node left open once its lease has run out, so the other nodes' feed goes on", async () => {
+    const url = freshUrl();
+    const node = (): Promise<PostgresStore> => PostgresStore.open(url, { leaseTtlMs: 1_000 });
+    const [writer, reader, hung] = [await node(), await node(), await node()];
+    // The hung node's own connection, stopped inside a transaction that has an xid (a claim
+    // between its statements): every node's feed reads only below it.
+    const client = await (hung as unknown as { pool: Pool }).pool.connect();
+    try {
+      const ended = new Promise<unknown>((resolve) => client.once("error", resolve));
+      await client.query("BEGIN");
+      await client.query("SELECT pg_current_xact_id()");
+      const told = new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error("the feed stayed behind the open transaction")), 10_000);
+        reader.onCommit((events) => events.some((e) => e.threadId === "after") && (clearTimeout(timer), resolve()));
+      });
+      writer.append({ type: "thread.created", threadId: "after", data: { thread: makeThread("after") } });
+      await writer.flush();
+      await told;
+      assert.match(String(await ended), /idle-in-transaction timeout/);
+    } finally {
+      client.release(true);
+      for (const store of [writer, reader, hung]) await store.close();
+    }
+  });
+
   it("checks out a connection the database ends in the same read that completed it, without an uncaught error", async () => {
     const proxy = await endingProxy(server.port);
     const pool = await postgresPool(`postgres://postgres@127.0.0.1:${proxy.port}/postgres`);
