@@ -104,6 +104,7 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
         await import("./store/postgres-store.js")
       ).PostgresStore.open(config.storeUrl, {
         onError: (err) => log.warn({ err }, "database"),
+        onNotice: (message) => log.warn(message),
         ...(config.leaseTtlMs ? { leaseTtlMs: config.leaseTtlMs } : {}),
       })
     : undefined;

@@ -4,6 +4,7 @@ import type { Pool } from "pg";
 import { migratePostgres, postgresPool } from "../store/postgres-schema.js";
 import { describeDatabase, isPostgresUrl } from "../store/postgres-url.js";
 import { DEFAULT_LEASE_TTL_MS, nodeAlive } from "../store/postgres-node.js";
+import { describeFeedHolder, HELD_BACK, lastingFeedHolder } from "../store/feed-holder.js";
 
 /**
  * Runs a command against the database `url` names: a clear message and exit code 1 when there is
@@ -70,7 +71,8 @@ export function runClusterStatus(url: string | undefined, opts: { json?: boolean
           OR EXISTS (SELECT 1 FROM turn_queue q WHERE q.node = n.num)
        ORDER BY n.num`,
     );
-    if (opts.json) return print(JSON.stringify({ nodes: rows }, null, 2));
+    const feedHeldBy = rows.length > 0 ? await lastingFeedHolder(pool) : undefined;
+    if (opts.json) return print(JSON.stringify({ nodes: rows, ...(feedHeldBy ? { feedHeldBy } : {}) }, null, 2));
     if (rows.length === 0) {
       const { rows: past } = await pool.query<{ stopped: number }>("SELECT count(*)::int AS stopped FROM nodes");
       const stopped = past[0]?.stopped ?? 0;
@@ -104,5 +106,9 @@ export function runClusterStatus(url: string | undefined, opts: { json?: boolean
           .join("  ")
           .trimEnd(),
       );
+    if (feedHeldBy) {
+      print(`\nThe event feed is held back by ${describeFeedHolder(feedHeldBy)}:`);
+      print(HELD_BACK);
+    }
   });
 }

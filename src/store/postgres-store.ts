@@ -15,6 +15,7 @@ import { describeDatabase } from "./postgres-url.js";
 import { arrayInput, script, type Statement } from "./postgres-script.js";
 import { COMMAND_CHANNEL, DEFAULT_LEASE_TTL_MS, nodeAlive, PostgresNode, TURN_CHANNEL } from "./postgres-node.js";
 import { PostgresFaceState } from "./postgres-face-state.js";
+import { FeedHoldWatch } from "./feed-holder.js";
 import { Coalesced } from "../coalesced.js";
 import { BatchedLookup } from "./batched-lookup.js";
 import { newId } from "../ids.js";
@@ -64,6 +65,8 @@ export interface PostgresStoreOptions {
   onError?: (err: unknown) => void;
   /** How long a node that stopped beating (hung) keeps its threads (default 10 s). */
   leaseTtlMs?: number;
+  /** What an operator should hear of that is no failure here: a transaction holding the feed back, and its end. */
+  onNotice?: (message: string) => void;
 }
 
 /** Events read from the feed per query. */
@@ -200,6 +203,7 @@ export class PostgresStore implements Store {
       const onError = opts.onError ?? ((err) => process.stderr.write(`switchyard store: ${String(err)}\n`));
       pool.on("error", (err) => onError(err)); // an idle client lost its connection: the pool replaces it
       const store = new PostgresStore(pool, rows[0]!.xmin, onError, leaseTtlMs);
+      const feedHold = new FeedHoldWatch(pool, opts.onNotice ?? ((message) => process.stderr.write(`switchyard store: ${message}\n`)));
       store.node = await PostgresNode.join(pool, url, leaseTtlMs, {
         onFeed: () => {
           void store.feed.run().catch(onError);
@@ -211,6 +215,7 @@ export class PostgresStore implements Store {
         // asking /readyz) learn within a beat that the database is gone, and that it is back.
         onBeat: () => {
           if (!store.storage.available) void store.flush().catch(() => undefined);
+          void feedHold.check().catch(() => undefined); // a database gone is the beat's to report
         },
         onBeatFailed: (error) => {
           if (databaseLost(error) && !store.closed) store.unavailable(error);

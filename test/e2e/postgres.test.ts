@@ -174,6 +174,34 @@ describe("app-server --store postgres://", { skip: postgresMissing() }, () => {
     );
   });
 
+  it("says what holds the feed back: a node's log and cluster status name the open transaction, and the log its end", async () => {
+    const url = server.createDatabase(`e2e${++databases}`);
+    const h = await startTypedHarness({ model, args: ["--store", url] });
+    const pool = await postgresPool(url);
+    const holder = await pool.connect();
+    try {
+      await holder.query("SET application_name = 'nightly-report'");
+      await holder.query("BEGIN");
+      const { rows } = await holder.query<{ xid: string }>("SELECT pg_current_xact_id()::text AS xid");
+      await h.startThread(); // committed after the transaction began: it waits behind it
+      const named = new RegExp(
+        `transaction ${rows[0]!.xid} \\(pid \\d+, user postgres, database e2e\\d+, application nightly-report, idle in transaction, open \\d+\\.\\d s\\)`,
+      );
+      await eventually(async () => (/The event feed is held back/.test(h.serverLog()) ? true : undefined), "the node's warning");
+      assert.match(h.serverLog(), named);
+      const status = cli("cluster", "status", "--store", url);
+      assert.match(status.stdout, /^The event feed is held back by transaction/m);
+      assert.match(status.stdout, named);
+      await holder.query("COMMIT");
+      await eventually(async () => (/The event feed moves again/.test(h.serverLog()) ? true : undefined), "the node saying it moves again");
+      assert.doesNotMatch(cli("cluster", "status", "--store", url).stdout, /held back/);
+    } finally {
+      holder.release();
+      await pool.end();
+      await h.close();
+    }
+  });
+
   it("doctor checks the PostgreSQL store: no schema yet, this version's, a newer one, none reachable", async () => {
     const url = server.createDatabase(`e2e${++databases}`);
     const databaseLine = (store: string): string => {

@@ -10,6 +10,7 @@ import path from "node:path";
 import type { Pool, PoolClient } from "pg";
 import { PostgresStore } from "../../src/store/postgres-store.js";
 import { checkout, FENCE_LOCK_CLASS, POSTGRES_SCHEMA_VERSION, postgresPool } from "../../src/store/postgres-schema.js";
+import { describeFeedHolder, feedHolder, FeedHoldWatch, lastingFeedHolder } from "../../src/store/feed-holder.js";
 import { openStore } from "../../src/store/sqlite-store.js";
 import { LogConflictError, type Store } from "../../src/store/store.js";
 import { eventually } from "../support/agentcraft.js";
@@ -616,6 +617,62 @@ describe("PostgreSQL store", { skip: postgresMissing() }, () => {
     } finally {
       client.release(true);
       for (const store of [writer, reader, hung]) await store.close();
+    }
+  });
+
+  it("reports another role's transaction that holds the feed back, whose age its session hides, once it has for 2 s, and its end", async () => {
+    const url = freshUrl();
+    const store = await PostgresStore.open(url);
+    const admin = await postgresPool(url);
+    // The holder and the watcher are two roles without privileges: neither sees the other's session whole.
+    const [role, watcher] = [`report_${databases}`, `watcher_${databases}`];
+    await admin.query(
+      `CREATE ROLE ${role} LOGIN; CREATE ROLE ${watcher} LOGIN; GRANT USAGE ON SCHEMA public TO ${role}, ${watcher};
+       GRANT INSERT ON face_records TO ${role}; GRANT SELECT ON events TO ${watcher}`,
+    );
+    await admin.end();
+    const as = (user: string): Promise<Pool> => {
+      const other = new URL(url);
+      other.username = user;
+      return postgresPool(other.toString());
+    };
+    const [theirs, watching] = [await as(role), await as(watcher)];
+    const client = await theirs.connect();
+    try {
+      await client.query("BEGIN");
+      await client.query("INSERT INTO face_records (ns, key, value) VALUES ('x', 'y', 'z')");
+      const reports: string[] = [];
+      const watch = new FeedHoldWatch(watching, (message) => reports.push(message));
+      await watch.check(0);
+      store.append({ type: "thread.created", threadId: "behind", data: { thread: makeThread("behind") } });
+      await store.flush();
+      assert.equal(
+        await feedHolder(watching).then((holder) => holder?.openMs),
+        undefined,
+        "the age of another role's transaction is hidden",
+      );
+      await watch.check(1_000); // first seen holding it: nothing yet
+      await watch.check(2_999);
+      assert.deepEqual(reports, []);
+      await watch.check(3_000);
+      await watch.check(4_000);
+      assert.equal(reports.length, 1, "reported once");
+      assert.match(
+        reports[0]!,
+        new RegExp(
+          `^The event feed is held back by transaction \\d+ \\(pid \\d+, user ${role}, database store\\d+\\), seen holding it for 2\\.0 s: `,
+        ),
+      );
+      assert.match(describeFeedHolder((await lastingFeedHolder(watching))!), new RegExp(`user ${role}`), "still the holder a second later");
+      await client.query("COMMIT");
+      await watch.check(4_500);
+      assert.match(reports[1]!, /^The event feed moves again: transaction \d+ has ended \(it held the feed back for about 3\.5 s\)\.$/);
+      assert.equal(await lastingFeedHolder(watching), undefined);
+    } finally {
+      client.release();
+      await theirs.end();
+      await watching.end();
+      await store.close();
     }
   });
 
