@@ -1,6 +1,6 @@
 // The PostgreSQL store's schema: versioned migrations, and the pool every connection comes from.
 import type { Pool, PoolClient, QueryResult } from "pg";
-import { DEFAULT_LEASE_TTL_MS, FEED_CHANNEL, nodeAlive } from "./postgres-node.js";
+import { APPLICATION_NAME, DEFAULT_LEASE_TTL_MS, FEED_CHANNEL, nodeAlive } from "./postgres-node.js";
 import { script, type Statement } from "./postgres-script.js";
 
 // Schema. `switchyard_schema.version` is the number of migrations applied; a later version
@@ -344,6 +344,7 @@ export async function postgresPool(url: string, opts: { idleInTransactionMs?: nu
     connectionString: url,
     max: 4,
     keepAlive: true,
+    application_name: APPLICATION_NAME,
     types: {
       getTypeParser: ((oid: number, format?: "text" | "binary") => (oid === 20 ? Number : pg.types.getTypeParser(oid, format))) as never,
     },

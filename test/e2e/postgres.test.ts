@@ -3,6 +3,7 @@
 // turn cut by kill -9 is failed at the next start; a database that cannot be opened is a clear
 // error and exit 1.
 import assert from "node:assert/strict";
+import os from "node:os";
 import { after, afterEach, before, describe, it } from "node:test";
 import { spawnSync } from "node:child_process";
 import { CLI_PATH, tempDir } from "../support/server-process.js";
@@ -195,6 +196,15 @@ describe("app-server --store postgres://", { skip: postgresMissing() }, () => {
       await holder.query("COMMIT");
       await eventually(async () => (/The event feed moves again/.test(h.serverLog()) ? true : undefined), "the node saying it moves again");
       assert.doesNotMatch(cli("cluster", "status", "--store", url).stdout, /held back/);
+      // The node's own connections say whose they are, for the day one of them is the holder.
+      const serverPid = /"pid":(\d+)/.exec(h.serverLog())![1];
+      const { rows: names } = await pool.query<{ name: string }>(
+        "SELECT DISTINCT application_name AS name FROM pg_stat_activity WHERE datname = current_database()",
+      );
+      assert.ok(
+        names.some((row) => row.name === `switchyard ${os.hostname()}:${serverPid}`),
+        JSON.stringify(names),
+      );
     } finally {
       holder.release();
       await pool.end();
