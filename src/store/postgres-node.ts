@@ -146,14 +146,33 @@ export class PostgresNode {
       this.events.onFeed();
       this.events.onCommands();
       this.events.onTurnOffered();
-      await this.pool.query(
-        `UPDATE nodes SET stopped_at = now() WHERE stopped_at IS NULL AND num <> $1 AND NOT ${nodeAlive("nodes.num", this.leaseTtlMs)}`,
+      const gone = await this.pool.query<{ num: number }>(
+        `UPDATE nodes SET stopped_at = now() WHERE stopped_at IS NULL AND num <> $1 AND NOT ${nodeAlive("nodes.num", this.leaseTtlMs)}
+         RETURNING num`,
         [this.num],
       );
+      if (gone.rows.length > 0) await this.endLockSessions(gone.rows.map((row) => row.num));
       await this.lookForOrphans();
     } catch (error) {
       this.events.onBeatFailed(error);
     }
+  }
+
+  /**
+   * Ends the lock connections of peers found gone that still hold their lock: they hang (their
+   * lease lapsed). Until then such a connection keeps its lock and, as a listener that reads
+   * nothing, every notification since in PostgreSQL's queue. A peer that resumes finds the
+   * connection broken and takes its lock again at its next beat, as after a database restart.
+   */
+  private async endLockSessions(nums: number[]): Promise<void> {
+    await this.pool
+      .query(
+        `SELECT pg_terminate_backend(l.pid) FROM pg_locks l
+         WHERE l.locktype = 'advisory' AND l.classid = ${NODE_LOCK_CLASS} AND l.objid = ANY ($1::oid[]) AND l.objsubid = 2 AND l.granted
+           AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
+        [nums],
+      )
+      .catch((error: unknown) => this.events.onError(error)); // not allowed (another role's): the lease still fences it
   }
 
   /**

@@ -498,6 +498,13 @@ describe("a cluster: several app-servers on one PostgreSQL", { skip: postgresMis
     let failed;
     try {
       failed = await watcher!.notification("turn/failed", (p) => p.turn.id === turnId, 15_000);
+      // The hung owner's lock connection was ended (it held its lock, and the notification queue).
+      const held = await db.query(
+        `SELECT l.pid FROM pg_locks l JOIN nodes n ON l.locktype = 'advisory' AND l.objid = n.num::oid AND l.objsubid = 2 AND l.granted
+         WHERE n.pid = $1`,
+        [pid],
+      );
+      assert.deepEqual(held.rows, []);
     } finally {
       process.kill(pid, "SIGCONT");
     }
