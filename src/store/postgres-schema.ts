@@ -1,5 +1,5 @@
 // The PostgreSQL store's schema: versioned migrations, and the pool every connection comes from.
-import type { Pool, PoolClient, QueryResult } from "pg";
+import type { ClientBase, Pool, PoolClient, QueryResult } from "pg";
 import { APPLICATION_NAME, DEFAULT_LEASE_TTL_MS, FEED_CHANNEL, nodeAlive } from "./postgres-node.js";
 import { script, type Statement } from "./postgres-script.js";
 
@@ -348,14 +348,15 @@ export async function postgresPool(url: string, opts: { idleInTransactionMs?: nu
     types: {
       getTypeParser: ((oid: number, format?: "text" | "binary") => (oid === 20 ? Number : pg.types.getTypeParser(oid, format))) as never,
     },
+    // Before the connection is handed out; a failure fails the checkout.
+    ...(opts.idleInTransactionMs === undefined
+      ? {}
+      : {
+          onConnect: async (client: ClientBase) => {
+            await client.query(`SET idle_in_transaction_session_timeout = ${Math.round(opts.idleInTransactionMs!)}`);
+          },
+        }),
   });
-  const { idleInTransactionMs } = opts;
-  if (idleInTransactionMs !== undefined) {
-    // Queued before any query of whoever gets the connection; a failure is that query's to report.
-    pool.on("connect", (client) => {
-      client.query(`SET idle_in_transaction_session_timeout = ${Math.round(idleInTransactionMs)}`).catch(() => undefined);
-    });
-  }
   // An idle connection that broke (the database restarted): the pool drops it, and the next
   // query reports the database if it stays gone. Without a listener, the pool's 'error' event
   // ended the process (a command migrating, a store before it listens).

@@ -498,13 +498,14 @@ describe("a cluster: several app-servers on one PostgreSQL", { skip: postgresMis
     let failed;
     try {
       failed = await watcher!.notification("turn/failed", (p) => p.turn.id === turnId, 15_000);
-      // The hung owner's lock connection was ended (it held its lock, and the notification queue).
-      const held = await db.query(
-        `SELECT l.pid FROM pg_locks l JOIN nodes n ON l.locktype = 'advisory' AND l.objid = n.num::oid AND l.objsubid = 2 AND l.granted
-         WHERE n.pid = $1`,
-        [pid],
-      );
-      assert.deepEqual(held.rows, []);
+      // The hung owner's lock connection is ended (it held its lock, and the notification queue).
+      const holders = () =>
+        db.query(
+          `SELECT l.pid FROM pg_locks l JOIN nodes n ON l.locktype = 'advisory' AND l.objid = n.num::oid AND l.objsubid = 2 AND l.granted
+           WHERE n.pid = $1 AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
+          [pid],
+        );
+      await eventually(async () => ((await holders()).rows.length === 0 ? true : undefined), "the hung owner's lock connection to end");
     } finally {
       process.kill(pid, "SIGCONT");
     }

@@ -660,7 +660,7 @@ describe("PostgreSQL store", { skip: postgresMissing() }, () => {
       assert.match(
         reports[0]!,
         new RegExp(
-          `^The event feed is held back by transaction \\d+ \\(pid \\d+, user ${role}, database store\\d+\\), seen holding it for 2\\.0 s: `,
+          `^The event feed is held back by transaction \\d+ \\(pid \\d+, user ${role}, database store\\d+, application switchyard [^)]+\\), seen holding it for 2\\.0 s: `,
         ),
       );
       assert.match(describeFeedHolder((await lastingFeedHolder(watching))!), new RegExp(`user ${role}`), "still the holder a second later");
