@@ -245,6 +245,9 @@ async function checkPostgres(url: string, report: Report): Promise<void> {
         "ok",
         `${where} opens, schema version ${version} (${plural(threads, "thread")}; ${plural(alive, "node")} running)`,
       );
+      const { describeFeedHolder, HELD_BACK, lastingFeedHolder } = await import("../store/feed-holder.js");
+      const holder = await lastingFeedHolder(pool);
+      if (holder) report("event feed", "problem", `held back by ${describeFeedHolder(holder)}: ${HELD_BACK}`);
     }
   } catch (error) {
     report("database", "problem", `${where} cannot be used: ${(error as Error).message}`);

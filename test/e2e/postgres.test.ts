@@ -193,6 +193,9 @@ describe("app-server --store postgres://", { skip: postgresMissing() }, () => {
       const status = cli("cluster", "status", "--store", url);
       assert.match(status.stdout, /^The event feed is held back by transaction/m);
       assert.match(status.stdout, named);
+      const doctor = cli("doctor", "--data-dir", tempDir("data"), "--store", url);
+      assert.match(doctor.stdout, /event feed +held back by transaction/);
+      assert.match(doctor.stdout, named);
       await holder.query("COMMIT");
       await eventually(async () => (/The event feed moves again/.test(h.serverLog()) ? true : undefined), "the node saying it moves again");
       assert.doesNotMatch(cli("cluster", "status", "--store", url).stdout, /held back/);
