@@ -340,6 +340,7 @@ export function checkout(pool: Pool, onError: (error: Error) => void): Promise<P
  */
 export async function postgresPool(url: string, opts: { idleInTransactionMs?: number } = {}): Promise<Pool> {
   const pg = (await import("pg")).default;
+  const { idleInTransactionMs } = opts;
   const pool = new pg.Pool({
     connectionString: url,
     max: 4,
@@ -349,11 +350,11 @@ export async function postgresPool(url: string, opts: { idleInTransactionMs?: nu
       getTypeParser: ((oid: number, format?: "text" | "binary") => (oid === 20 ? Number : pg.types.getTypeParser(oid, format))) as never,
     },
     // Before the connection is handed out; a failure fails the checkout.
-    ...(opts.idleInTransactionMs === undefined
+    ...(idleInTransactionMs === undefined
       ? {}
       : {
           onConnect: async (client: ClientBase) => {
-            await client.query(`SET idle_in_transaction_session_timeout = ${Math.round(opts.idleInTransactionMs!)}`);
+            await client.query(`SET idle_in_transaction_session_timeout = ${Math.round(idleInTransactionMs)}`);
           },
         }),
   });
