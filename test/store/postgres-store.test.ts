@@ -676,6 +676,32 @@ describe("PostgreSQL store", { skip: postgresMissing() }, () => {
     }
   });
 
+  it("names a prepared transaction left behind, which has no session, as what holds the feed back", async () => {
+    const url = freshUrl();
+    const store = await PostgresStore.open(url);
+    const pool = await postgresPool(url);
+    const name = `left_behind_${databases}`;
+    try {
+      const client = await pool.connect();
+      await client.query("BEGIN");
+      await client.query("INSERT INTO face_records (ns, key, value) VALUES ('x', 'y', 'z')");
+      await client.query(`PREPARE TRANSACTION '${name}'`);
+      client.release();
+      store.append({ type: "thread.created", threadId: "behind", data: { thread: makeThread("behind") } });
+      await store.flush();
+      assert.equal(
+        describeFeedHolder((await feedHolder(pool))!).replace(/\d+/, "N"),
+        "transaction N (no session: a prepared transaction (pg_prepared_xacts))",
+      );
+      await pool.query(`COMMIT PREPARED '${name}'`);
+      assert.equal(await feedHolder(pool), undefined);
+    } finally {
+      await pool.query(`ROLLBACK PREPARED '${name}'`).catch(() => undefined);
+      await pool.end();
+      await store.close();
+    }
+  });
+
   it("checks out a connection the database ends in the same read that completed it, without an uncaught error", async () => {
     const proxy = await endingProxy(server.port);
     const pool = await postgresPool(`postgres://postgres@127.0.0.1:${proxy.port}/postgres`);

@@ -97,7 +97,8 @@ export class TestPostgres {
   }
 
   private options(): string {
-    return `-p ${this.port} -k ${this.dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off`;
+    // Prepared transactions: a test leaves one behind, as a crashed two-phase client does.
+    return `-p ${this.port} -k ${this.dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_prepared_transactions=4`;
   }
 
   stop(): void {
