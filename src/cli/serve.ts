@@ -28,9 +28,18 @@ export const serveAgentCompany = (flags: AppServerFlags): Promise<void> =>
   }));
 
 /** Starts a server and runs until it stops (stdio closed, or a signal). */
-export async function serve(flags: { logLevel?: string }, resolve: () => ServerConfig | Promise<ServerConfig>): Promise<void> {
+export async function serve(
+  flags: { logLevel?: string; store?: string },
+  resolve: () => ServerConfig | Promise<ServerConfig>,
+): Promise<void> {
   const level = (flags.logLevel ?? process.env.SWITCHYARD_LOG_LEVEL ?? "info") as LogLevel;
   const log = createLogger(LOG_LEVELS.includes(level) ? level : "info");
+  if (flags.store && hasPassword(flags.store)) {
+    log.warn(
+      "The database password is on the command line (--store), where any user of this machine can read it (ps). " +
+        "Give the URL in SWITCHYARD_DATABASE_URL instead, or the password in ~/.pgpass or PGPASSWORD.",
+    );
+  }
   const server = await startServer(await resolve(), log);
   const stop = (signal: string): void => {
     log.info({ signal }, "shutting down");
@@ -41,4 +50,12 @@ export async function serve(flags: { logLevel?: string }, resolve: () => ServerC
   await server.closed;
   log.info("stopped");
   process.exit(0);
+}
+
+function hasPassword(url: string): boolean {
+  try {
+    return new URL(url).password !== "";
+  } catch {
+    return false; // not a URL: the configuration says so
+  }
 }

@@ -215,6 +215,18 @@ describe("app-server --store postgres://", { skip: postgresMissing() }, () => {
     }
   });
 
+  it("warns when the database password is on the command line, without saying it", async () => {
+    const url = new URL(server.createDatabase(`e2e${++databases}`));
+    url.password = "seen-in-ps"; // the test database trusts local connections: it is never asked for
+    const h = await startTypedHarness({ model, args: ["--store", url.href] });
+    try {
+      assert.match(h.serverLog(), /The database password is on the command line \(--store\).*SWITCHYARD_DATABASE_URL/);
+      assert.doesNotMatch(h.serverLog(), /seen-in-ps/);
+    } finally {
+      await h.close();
+    }
+  });
+
   it("doctor checks the PostgreSQL store: no schema yet, this version's, a newer one, none reachable", async () => {
     const url = server.createDatabase(`e2e${++databases}`);
     const databaseLine = (store: string): string => {
