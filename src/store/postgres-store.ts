@@ -140,6 +140,11 @@ export class PostgresStore implements Store {
   private pending: PendingEvent[] = [];
   /** The events of the commit in flight. */
   private committingBatch: PendingEvent[] = [];
+  /**
+   * A batch whose commit lost its connection before the answer: the database may have applied
+   * it (the answer, not the commit, was lost). The next commit looks before writing it again.
+   */
+  private unanswered: PendingEvent[] = [];
   private pendingBytes = 0;
   /** Cancels the commit scheduled for what is pending, if one is. */
   private scheduled: (() => void) | undefined;
@@ -303,8 +308,10 @@ export class PostgresStore implements Store {
     this.lastCommitAt = performance.now();
     let batch: PendingEvent[] = [];
     let client: PoolClient | undefined;
+    let appliedEarlier: RuntimeEvent[] = [];
     try {
       client = await this.checkout();
+      if (this.unanswered.length > 0) appliedEarlier = await this.settleUnanswered(client);
       for (;;) {
         batch = batch.concat(this.pending);
         this.pending = [];
@@ -326,8 +333,10 @@ export class PostgresStore implements Store {
       await client?.query("ROLLBACK").catch(() => undefined);
       client?.release(true); // its connection may be what failed: not reused
       client = undefined;
-      // Nothing was committed: the batch goes back in front, so seq order is kept.
+      // Not known to be committed: the batch goes back in front, so seq order is kept.
       this.pending = batch.concat(this.pending);
+      if (batch.length > 0 && databaseLost(error)) this.unanswered = batch;
+      if (appliedEarlier.length > 0) for (const listener of this.commitListeners) listener(appliedEarlier);
       throw this.unavailable(error);
     } finally {
       this.committingBatch = [];
@@ -335,9 +344,30 @@ export class PostgresStore implements Store {
     }
     this.pendingBytes = this.pending.reduce((n, p) => n + p.data.length, 0);
     if (!this.storage.available) this.setStorage({ available: true });
-    if (batch.length === 0) return;
-    const events = batch.map((p) => p.event);
+    const events = [...appliedEarlier, ...batch.map((p) => p.event)];
+    if (events.length === 0) return;
     for (const listener of this.commitListeners) listener(events);
+  }
+
+  /**
+   * Whether the batch whose commit went unanswered was applied, by its first event: that row,
+   * written by this node at that time, is there. (A batch is one transaction: all of it or none.)
+   * If it was, it leaves the pending events and is returned, to be told as committed.
+   */
+  private async settleUnanswered(client: PoolClient): Promise<RuntimeEvent[]> {
+    const batch = this.unanswered;
+    const { event } = batch[0]!;
+    const { rowCount } = await client.query("SELECT 1 FROM events WHERE thread_id = $1 AND seq = $2 AND writer = $3 AND ts = $4", [
+      event.threadId,
+      event.seq,
+      this.node.num,
+      event.ts,
+    ]);
+    this.unanswered = [];
+    if (rowCount === 0) return [];
+    const applied = new Set(batch);
+    this.pending = this.pending.filter((p) => !applied.has(p));
+    return batch.map((p) => p.event);
   }
 
   /**

@@ -85,6 +85,40 @@ async function endingProxy(port: number): Promise<{ port: number; close: () => v
   return { port: (proxy.address() as net.AddressInfo).port, close: () => proxy.close() };
 }
 
+/**
+ * A proxy to PostgreSQL that, once armed, passes the next commit of events on to the database
+ * and then drops the connection instead of passing the answer back: the commit is applied, and
+ * the node cannot know it.
+ */
+async function answerLosingProxy(port: number): Promise<{ port: number; loseNextCommitAnswer: () => void; close: () => void }> {
+  let armed = false;
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((client) => {
+    const upstream = net.connect(port, "127.0.0.1");
+    for (const socket of [client, upstream]) {
+      sockets.add(socket);
+      socket.on("error", () => undefined);
+      socket.on("close", () => (client.destroy(), upstream.destroy()));
+    }
+    let trapped = false;
+    client.on("data", (chunk: Buffer) => {
+      // The append as a prepared call (its name in Bind) or in a script.
+      if (armed && (chunk.includes("switchyard_append") || chunk.includes("\0append\0"))) [armed, trapped] = [false, true];
+      upstream.write(chunk);
+    });
+    upstream.on("data", (chunk: Buffer) => (trapped ? client.destroy() : client.write(chunk)));
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    port: (server.address() as net.AddressInfo).port,
+    loseNextCommitAnswer: () => (armed = true),
+    close: () => {
+      server.close();
+      for (const socket of sockets) socket.destroy();
+    },
+  };
+}
+
 describe("PostgreSQL store", { skip: postgresMissing() }, () => {
   let server: TestPostgres;
   let databases = 0;
@@ -699,6 +733,35 @@ describe("PostgreSQL store", { skip: postgresMissing() }, () => {
       await pool.query(`ROLLBACK PREPARED '${name}'`).catch(() => undefined);
       await pool.end();
       await store.close();
+    }
+  });
+
+  it("finds a commit whose answer was lost already applied: told once, not written again, and the thread goes on", async () => {
+    const url = new URL(freshUrl());
+    const proxy = await answerLosingProxy(server.port);
+    url.port = String(proxy.port);
+    const store = await PostgresStore.open(url.href);
+    const told: number[] = [];
+    store.onCommit((events) => told.push(...events.filter((e) => e.threadId === "lost").map((e) => e.seq)));
+    const delta = (text: string) =>
+      store.append({ type: "item.delta", threadId: "lost", data: { turnId: "u", itemId: "i", kind: "agentMessage", delta: text } });
+    try {
+      store.append({ type: "thread.created", threadId: "lost", data: { thread: makeThread("lost") } });
+      await store.flush();
+      proxy.loseNextCommitAnswer();
+      delta("applied, its answer lost");
+      await assert.rejects(store.flush(), /cannot be written/);
+      await eventually(async () => (told.includes(2) ? true : undefined), "the commit whose answer was lost to be told");
+      delta("after");
+      await store.flush();
+      assert.deepEqual(told, [1, 2, 3]);
+      assert.deepEqual(
+        (await store.eventsAfter("lost", 0)).map((e) => (e.type === "item.delta" ? e.data.delta : e.type)),
+        ["thread.created", "applied, its answer lost", "after"],
+      );
+    } finally {
+      await store.close();
+      proxy.close();
     }
   });
 
