@@ -130,6 +130,14 @@ export class PostgresNode {
 
   /** Renews the lease, reads the feed, and looks for peers that are gone. */
   private async beat(): Promise<void> {
+    // A database that stops answering without refusing (a network that drops packets) fails no
+    // query for many minutes (TCP retransmits): a beat unanswered for half the lease says so.
+    const silentMs = this.leaseTtlMs / 2;
+    const silence = setTimeout(
+      () => this.events.onBeatFailed(new Error(`The database has not answered for ${(silentMs / 1000).toFixed(0)} s.`)),
+      silentMs,
+    );
+    silence.unref();
     try {
       if (this.broken) {
         this.control = await PostgresNode.lock(this.url, this.num);
@@ -155,6 +163,8 @@ export class PostgresNode {
       await this.lookForOrphans();
     } catch (error) {
       this.events.onBeatFailed(error);
+    } finally {
+      clearTimeout(silence);
     }
   }
 

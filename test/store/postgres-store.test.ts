@@ -12,7 +12,7 @@ import { PostgresStore } from "../../src/store/postgres-store.js";
 import { checkout, FENCE_LOCK_CLASS, POSTGRES_SCHEMA_VERSION, postgresPool } from "../../src/store/postgres-schema.js";
 import { describeFeedHolder, feedHolder, FeedHoldWatch, lastingFeedHolder } from "../../src/store/feed-holder.js";
 import { openStore } from "../../src/store/sqlite-store.js";
-import { LogConflictError, type Store } from "../../src/store/store.js";
+import { LogConflictError, type StorageStatus, type Store } from "../../src/store/store.js";
 import { eventually } from "../support/agentcraft.js";
 import { postgresMissing, TestPostgres } from "../support/postgres.js";
 import { agentItem, makeThread, makeTurn, populate } from "../support/store-events.js";
@@ -86,12 +86,20 @@ async function endingProxy(port: number): Promise<{ port: number; close: () => v
 }
 
 /**
- * A proxy to PostgreSQL that, once armed, passes the next commit of events on to the database
- * and then drops the connection instead of passing the answer back: the commit is applied, and
- * the node cannot know it.
+ * A proxy to PostgreSQL with faults on call. `loseNextCommitAnswer`: the next commit of events
+ * goes on to the database, and the connection is dropped instead of its answer (the commit is
+ * applied, and the node cannot know it). `stall`: nothing goes either way, and nothing fails (a
+ * network that drops packets), until `resume`.
  */
-async function answerLosingProxy(port: number): Promise<{ port: number; loseNextCommitAnswer: () => void; close: () => void }> {
+async function faultyProxy(port: number): Promise<{
+  port: number;
+  loseNextCommitAnswer: () => void;
+  stall: () => void;
+  resume: () => void;
+  close: () => void;
+}> {
   let armed = false;
+  let stalled: Array<() => void> | undefined;
   const sockets = new Set<net.Socket>();
   const server = net.createServer((client) => {
     const upstream = net.connect(port, "127.0.0.1");
@@ -100,18 +108,25 @@ async function answerLosingProxy(port: number): Promise<{ port: number; loseNext
       socket.on("error", () => undefined);
       socket.on("close", () => (client.destroy(), upstream.destroy()));
     }
+    const pass = (send: () => void): void => void (stalled ? stalled.push(send) : send());
     let trapped = false;
     client.on("data", (chunk: Buffer) => {
       // The append as a prepared call (its name in Bind) or in a script.
       if (armed && (chunk.includes("switchyard_append") || chunk.includes("\0append\0"))) [armed, trapped] = [false, true];
-      upstream.write(chunk);
+      pass(() => upstream.write(chunk));
     });
-    upstream.on("data", (chunk: Buffer) => (trapped ? client.destroy() : client.write(chunk)));
+    upstream.on("data", (chunk: Buffer) => pass(() => (trapped ? client.destroy() : client.write(chunk))));
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   return {
     port: (server.address() as net.AddressInfo).port,
     loseNextCommitAnswer: () => (armed = true),
+    stall: () => (stalled ??= []),
+    resume: () => {
+      const held = stalled ?? [];
+      stalled = undefined;
+      for (const send of held) send();
+    },
     close: () => {
       server.close();
       for (const socket of sockets) socket.destroy();
@@ -738,7 +753,7 @@ describe("PostgreSQL store", { skip: postgresMissing() }, () => {
 
   it("finds a commit whose answer was lost already applied: told once, not written again, and the thread goes on", async () => {
     const url = new URL(freshUrl());
-    const proxy = await answerLosingProxy(server.port);
+    const proxy = await faultyProxy(server.port);
     url.port = String(proxy.port);
     const store = await PostgresStore.open(url.href);
     const told: number[] = [];
@@ -760,6 +775,27 @@ describe("PostgreSQL store", { skip: postgresMissing() }, () => {
         ["thread.created", "applied, its answer lost", "after"],
       );
     } finally {
+      await store.close();
+      proxy.close();
+    }
+  });
+
+  it("says the database is unavailable when it stops answering without failing, and available when it answers again", async () => {
+    const url = new URL(freshUrl());
+    const proxy = await faultyProxy(server.port);
+    url.port = String(proxy.port);
+    const store = await PostgresStore.open(url.href, { leaseTtlMs: 2_000 });
+    const statuses: StorageStatus[] = [];
+    store.onStorageStatus((status) => statuses.push(status));
+    try {
+      proxy.stall();
+      await eventually(async () => (statuses.length > 0 ? true : undefined), "the node to say the database is unavailable");
+      assert.equal(statuses[0]!.available, false);
+      assert.match(statuses[0]!.available ? "" : statuses[0]!.message, /has not answered for 1 s/);
+      proxy.resume();
+      await eventually(async () => (statuses.at(-1)?.available ? true : undefined), "the node to say it is available again");
+    } finally {
+      proxy.resume();
       await store.close();
       proxy.close();
     }
