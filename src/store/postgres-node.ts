@@ -18,8 +18,15 @@ export const TURN_CHANNEL = "switchyard_turns";
 /** A node left the cluster (it stopped): its running turns wait for another. */
 const NODE_CHANNEL = "switchyard_nodes";
 export const DEFAULT_LEASE_TTL_MS = 10_000;
-/** How this process's connections show in pg_stat_activity (and in a report of what holds the feed back). */
-export const APPLICATION_NAME = `switchyard ${os.hostname()}:${process.pid}`;
+/** What every connection of this process is opened with, the pool's and the lock's. */
+export const CONNECTION_OPTIONS = {
+  /** How they show in pg_stat_activity (and in a report of what holds the feed back). */
+  application_name: `switchyard ${os.hostname()}:${process.pid}`,
+  // A probe after 10 s idle, not the system's 2 hours: a NAT or load balancer between node and
+  // database that forgets idle connections (AWS's after 350 s) never sees one idle that long.
+  keepAlive: true,
+  keepAliveInitialDelayMillis: 10_000,
+};
 /** How often the feed is polled without a notification, and peers are checked. */
 const TICK_MS = 1_000;
 
@@ -81,7 +88,7 @@ export class PostgresNode {
 
   private static async lock(url: string, num: number): Promise<Client> {
     const pg = (await import("pg")).default;
-    const control = new pg.Client({ connectionString: url, keepAlive: true, application_name: APPLICATION_NAME });
+    const control = new pg.Client({ connectionString: url, ...CONNECTION_OPTIONS });
     // Until watch() takes over: a connection that breaks while it is set up fails the calls below.
     const early = (): void => undefined;
     control.on("error", early);

@@ -1,6 +1,6 @@
 // The PostgreSQL store's schema: versioned migrations, and the pool every connection comes from.
 import type { ClientBase, Pool, PoolClient, QueryResult } from "pg";
-import { APPLICATION_NAME, DEFAULT_LEASE_TTL_MS, FEED_CHANNEL, nodeAlive } from "./postgres-node.js";
+import { CONNECTION_OPTIONS, DEFAULT_LEASE_TTL_MS, FEED_CHANNEL, nodeAlive } from "./postgres-node.js";
 import { script, type Statement } from "./postgres-script.js";
 
 // Schema. `switchyard_schema.version` is the number of migrations applied; a later version
@@ -344,8 +344,7 @@ export async function postgresPool(url: string, opts: { idleInTransactionMs?: nu
   const pool = new pg.Pool({
     connectionString: url,
     max: 4,
-    keepAlive: true,
-    application_name: APPLICATION_NAME,
+    ...CONNECTION_OPTIONS,
     types: {
       getTypeParser: ((oid: number, format?: "text" | "binary") => (oid === 20 ? Number : pg.types.getTypeParser(oid, format))) as never,
     },
