@@ -2,6 +2,7 @@
 // shutdown request): shared by every command that serves.
 import { createLogger, LOG_LEVELS, type LogLevel } from "../log.js";
 import { startServer, type ServerConfig } from "../server.js";
+import { hasPassword } from "../store/postgres-url.js";
 import { resolveAcpConfig, resolveDataDir, resolveServerConfig, type AcpFlags, type AppServerFlags } from "./config.js";
 
 /** `switchyard app-server` (with --hub: a bridge to the workspace's server, which the Hub runs). */
@@ -50,12 +51,4 @@ export async function serve(
   await server.closed;
   log.info("stopped");
   process.exit(0);
-}
-
-function hasPassword(url: string): boolean {
-  try {
-    return new URL(url).password !== "";
-  } catch {
-    return false; // not a URL: the configuration says so
-  }
 }

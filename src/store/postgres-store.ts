@@ -205,10 +205,11 @@ export class PostgresStore implements Store {
       await migratePostgres(pool);
       // The feed starts after every transaction that has ended: what they wrote is history.
       const { rows } = await pool.query<{ xmin: string }>("SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS xmin");
-      const onError = opts.onError ?? ((err) => process.stderr.write(`switchyard store: ${String(err)}\n`));
+      const toStderr = (text: string): void => void process.stderr.write(`switchyard store: ${text}\n`);
+      const onError = opts.onError ?? ((err) => toStderr(String(err)));
       pool.on("error", (err) => onError(err)); // an idle client lost its connection: the pool replaces it
       const store = new PostgresStore(pool, rows[0]!.xmin, onError, leaseTtlMs);
-      const feedHold = new FeedHoldWatch(pool, opts.onNotice ?? ((message) => process.stderr.write(`switchyard store: ${message}\n`)));
+      const feedHold = new FeedHoldWatch(pool, opts.onNotice ?? toStderr);
       store.node = await PostgresNode.join(pool, url, leaseTtlMs, {
         onFeed: () => {
           void store.feed.run().catch(onError);

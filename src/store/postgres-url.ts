@@ -15,3 +15,12 @@ export function describeDatabase(url: string): string {
     return "(a URL that does not parse)";
   }
 }
+
+/** Whether a URL carries a password (which a command line shows to every user of the machine). */
+export function hasPassword(url: string): boolean {
+  try {
+    return new URL(url).password !== "";
+  } catch {
+    return false; // not a URL: the configuration says so
+  }
+}
