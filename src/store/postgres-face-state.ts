@@ -16,6 +16,7 @@ import {
 import { FEED_CHANNEL, nodeAlive } from "./postgres-node.js";
 import { inTransaction } from "./postgres-schema.js";
 import { script, type Statement } from "./postgres-script.js";
+import { newId } from "../ids.js";
 
 /** The advisory lock class of queue locks: pg_advisory_xact_lock(QUEUE_LOCK_CLASS, hashtext(queue)). */
 const QUEUE_LOCK_CLASS = 0x5377_7965;
@@ -25,6 +26,13 @@ const DROP_PAGE = 64;
 /** Broadcasts are deleted after this long: a node away longer misses them (they are not a log). */
 const BROADCAST_RETENTION = "1 minute";
 const PRUNE_EVERY_MS = 30_000;
+/** A take's copy of what it took is deleted after this long: a node must settle a lost take sooner. */
+const TAKEN_RETENTION = "10 minutes";
+
+/** A queue's writers and takers take turns on this lock, held to the end of the transaction. */
+function queueLock(queue: string): Statement {
+  return { text: "SELECT pg_advisory_xact_lock($1, hashtext($2))", values: [QUEUE_LOCK_CLASS, queue] };
+}
 
 type RecordRow = { key: string; value: string; held: boolean };
 
@@ -35,6 +43,9 @@ export class PostgresFaceState implements FaceState {
   private cursor: { xid: string; id: number };
   private readonly listeners = new Map<string, Array<(bodies: string[]) => void>>();
   private prunedAt = Date.now();
+  private takesPrunedAt = 0;
+  /** By queue, the tokens of this node's takes that failed: one of them may have been committed. */
+  private readonly unsettledTakes = new Map<string, string[]>();
 
   constructor(
     private readonly pool: Pool,
@@ -136,14 +147,40 @@ export class PostgresFaceState implements FaceState {
     });
   }
 
-  takeQueued(queue: string): Promise<string[]> {
-    const take = [
-      { text: "DELETE FROM face_queue WHERE queue = $1 RETURNING id, body", values: [queue] },
+  /**
+   * Takes what the queue holds, oldest first, in one round trip (a script is one transaction).
+   * The take keeps a copy of what it took under a token of its own: a take whose answer was lost
+   * (its connection broke as it committed) may have been committed all the same, and this
+   * node's next take of the queue then finds those messages by that token and sends them first.
+   * Of the tokens a node has not settled for a queue, at most one has a copy: each take that
+   * commits replaces them with its own.
+   */
+  async takeQueued(queue: string): Promise<string[]> {
+    const token = newId("take");
+    const unsettled = this.unsettledTakes.get(queue) ?? [];
+    const prune = Date.now() - this.takesPrunedAt > PRUNE_EVERY_MS;
+    const take: Statement[] = [
+      queueLock(queue),
+      {
+        text: `WITH settled AS (DELETE FROM face_queue_taken WHERE token = ANY($3::text[]) RETURNING bodies),
+                    taken AS (DELETE FROM face_queue WHERE queue = $1 RETURNING id, body)
+               INSERT INTO face_queue_taken (token, bodies)
+               SELECT $2, coalesce((SELECT bodies FROM settled), '{}') || coalesce((SELECT array_agg(body ORDER BY id) FROM taken), '{}')
+               RETURNING bodies`,
+        values: [queue, token, unsettled],
+      },
       { text: "DELETE FROM face_queue_sizes WHERE queue = $1", values: [queue] },
+      ...(prune ? [{ text: `DELETE FROM face_queue_taken WHERE taken_at < now() - interval '${TAKEN_RETENTION}'`, values: [] }] : []),
     ];
-    return this.inQueueTurn(queue, take, async (_, [taken]) =>
-      (taken!.rows as Array<{ id: number; body: string }>).sort((a, b) => a.id - b.id).map((r) => r.body),
-    );
+    try {
+      const [, taken] = (await this.pool.query(script(take))) as unknown as QueryResult<{ bodies: string[] }>[];
+      this.unsettledTakes.delete(queue);
+      if (prune) this.takesPrunedAt = Date.now();
+      return taken!.rows[0]!.bodies;
+    } catch (error) {
+      this.unsettledTakes.set(queue, [...unsettled, token]);
+      throw this.unreachable(error);
+    }
   }
 
   /**
@@ -152,10 +189,11 @@ export class PostgresFaceState implements FaceState {
    * message for an agent that is away: thousands in a row), and `work` gets their results.
    */
   private inQueueTurn<T>(queue: string, first: Statement[], work: (client: PoolClient, results: QueryResult[]) => Promise<T>): Promise<T> {
-    const lock = { text: "SELECT pg_advisory_xact_lock($1, hashtext($2))", values: [QUEUE_LOCK_CLASS, queue] };
-    return inTransaction(this.connect, (client, [, ...results]) => work(client, results), [lock, ...first]).catch((error: unknown) => {
-      throw this.unreachable(error);
-    });
+    return inTransaction(this.connect, (client, [, ...results]) => work(client, results), [queueLock(queue), ...first]).catch(
+      (error: unknown) => {
+        throw this.unreachable(error);
+      },
+    );
   }
 
   async broadcast(channel: string, bodies: string[]): Promise<void> {

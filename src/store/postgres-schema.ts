@@ -258,6 +258,15 @@ CREATE TABLE face_queue_sizes (
 );
 INSERT INTO face_queue_sizes (queue, count, bytes) SELECT queue, count(*), sum(bytes) FROM face_queue GROUP BY queue;
 `,
+  // 12: what each take of a face queue took, kept a while (PostgresFaceState.takeQueued): a take
+  // whose answer was lost may have been committed, and its messages are then found only here.
+  `
+CREATE TABLE face_queue_taken (
+  token    TEXT        PRIMARY KEY,
+  bodies   TEXT[]      NOT NULL,
+  taken_at TIMESTAMPTZ NOT NULL DEFAULT now()
+);
+`,
 ];
 
 /** The schema version this binary writes. */

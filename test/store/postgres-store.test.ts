@@ -86,19 +86,20 @@ async function endingProxy(port: number): Promise<{ port: number; close: () => v
 }
 
 /**
- * A proxy to PostgreSQL with faults on call. `loseNextCommitAnswer`: the next commit of events
- * goes on to the database, and the connection is dropped instead of its answer (the commit is
- * applied, and the node cannot know it). `stall`: nothing goes either way, and nothing fails (a
+ * A proxy to PostgreSQL with faults on call. `loseNextAnswer`: the next query whose message
+ * holds `marker` (by default a commit of events) goes on to the database, and the connection is
+ * dropped instead of its answer (the query is applied, and the node cannot know it). `stall`: nothing goes either way, and nothing fails (a
  * network that drops packets), until `resume`.
  */
 async function faultyProxy(port: number): Promise<{
   port: number;
-  loseNextCommitAnswer: () => void;
+  loseNextAnswer: (marker?: string) => void;
   stall: () => void;
   resume: () => void;
   close: () => void;
 }> {
-  let armed = false;
+  /** The marker of the query whose answer is to be lost. */
+  let armed: string[] | undefined;
   let stalled: Array<() => void> | undefined;
   const sockets = new Set<net.Socket>();
   const server = net.createServer((client) => {
@@ -111,8 +112,7 @@ async function faultyProxy(port: number): Promise<{
     const pass = (send: () => void): void => void (stalled ? stalled.push(send) : send());
     let trapped = false;
     client.on("data", (chunk: Buffer) => {
-      // The append as a prepared call (its name in Bind) or in a script.
-      if (armed && (chunk.includes("switchyard_append") || chunk.includes("\0append\0"))) [armed, trapped] = [false, true];
+      if (armed?.some((marker) => chunk.includes(marker))) [armed, trapped] = [undefined, true];
       pass(() => upstream.write(chunk));
     });
     upstream.on("data", (chunk: Buffer) => pass(() => (trapped ? client.destroy() : client.write(chunk))));
@@ -120,7 +120,8 @@ async function faultyProxy(port: number): Promise<{
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   return {
     port: (server.address() as net.AddressInfo).port,
-    loseNextCommitAnswer: () => (armed = true),
+    // By default the append, as a prepared call (its name in Bind) or in a script.
+    loseNextAnswer: (marker) => (armed = marker ? [marker] : ["switchyard_append", "\0append\0"]),
     stall: () => (stalled ??= []),
     resume: () => {
       const held = stalled ?? [];
@@ -586,7 +587,7 @@ describe("PostgreSQL store", { skip: postgresMissing() }, () => {
         () => PostgresStore.open(olderUrl),
         async () => {
           const pool = await postgresPool(olderUrl);
-          await pool.query("DROP TABLE face_queue_sizes; UPDATE switchyard_schema SET version = 10");
+          await pool.query("DROP TABLE face_queue_sizes, face_queue_taken; UPDATE switchyard_schema SET version = 10");
           await pool.end();
         },
       ],
@@ -763,7 +764,7 @@ describe("PostgreSQL store", { skip: postgresMissing() }, () => {
     try {
       store.append({ type: "thread.created", threadId: "lost", data: { thread: makeThread("lost") } });
       await store.flush();
-      proxy.loseNextCommitAnswer();
+      proxy.loseNextAnswer();
       delta("applied, its answer lost");
       await assert.rejects(store.flush(), /cannot be written/);
       await eventually(async () => (told.includes(2) ? true : undefined), "the commit whose answer was lost to be told");
@@ -775,6 +776,30 @@ describe("PostgreSQL store", { skip: postgresMissing() }, () => {
         ["thread.created", "applied, its answer lost", "after"],
       );
     } finally {
+      await store.close();
+      proxy.close();
+    }
+  });
+
+  it("finds a queue take whose answer was lost already applied: its messages come with the next take, once", async () => {
+    const direct = freshUrl();
+    const url = new URL(direct);
+    const proxy = await faultyProxy(server.port);
+    url.port = String(proxy.port);
+    const store = await PostgresStore.open(url.href);
+    const pool = await postgresPool(direct);
+    const add = (body: string) => store.faceState.enqueue("q", body, { keep: false, limits: { messages: 10, bytes: 1_000 } });
+    try {
+      await add("a");
+      await add("b");
+      proxy.loseNextAnswer("face_queue_taken");
+      await assert.rejects(store.faceState.takeQueued("q"), /cannot be reached/);
+      assert.equal((await pool.query("SELECT 1 FROM face_queue")).rowCount, 0, "the take was committed");
+      await add("c");
+      assert.deepEqual(await store.faceState.takeQueued("q"), ["a", "b", "c"]);
+      assert.deepEqual(await store.faceState.takeQueued("q"), []);
+    } finally {
+      await pool.end();
       await store.close();
       proxy.close();
     }
@@ -847,7 +872,7 @@ describe("PostgreSQL store", { skip: postgresMissing() }, () => {
     const running = await PostgresStore.open(url);
     // As if it were a node of version 10, and this binary the next one.
     const pool = await postgresPool(url);
-    await pool.query("DROP TABLE face_queue_sizes; UPDATE switchyard_schema SET version = 10");
+    await pool.query("DROP TABLE face_queue_sizes, face_queue_taken; UPDATE switchyard_schema SET version = 10");
     try {
       await assert.rejects(
         PostgresStore.open(url),
