@@ -258,14 +258,16 @@ CREATE TABLE face_queue_sizes (
 );
 INSERT INTO face_queue_sizes (queue, count, bytes) SELECT queue, count(*), sum(bytes) FROM face_queue GROUP BY queue;
 `,
-  // 12: what each take of a face queue took, kept a while (PostgresFaceState.takeQueued): a take
-  // whose answer was lost may have been committed, and its messages are then found only here.
+  // 12: takes whose answer was lost (the connection broke as they committed) are found again.
+  // What each take of a face queue took, kept a while (PostgresFaceState.takeQueued): its
+  // messages are then found only here. The claim that took a command (PostgresStore.serveCommands).
   `
 CREATE TABLE face_queue_taken (
   token    TEXT        PRIMARY KEY,
   bodies   TEXT[]      NOT NULL,
   taken_at TIMESTAMPTZ NOT NULL DEFAULT now()
 );
+ALTER TABLE thread_commands ADD COLUMN claim TEXT;
 `,
 ];
 

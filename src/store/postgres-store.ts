@@ -124,6 +124,15 @@ function unreachable(error: unknown): unknown {
   );
 }
 
+/** A node's claim of a thread (see PostgresStore.owned). */
+type Claim = { epoch: number; fromSeq: number; head: number };
+type OfferRow = { turn_id: string; thread_id: string; workspace_path: string; params: string };
+/** An offered turn taken, with the claim of its thread. */
+interface TakenOffer {
+  row: OfferRow;
+  claim: Claim;
+}
+
 interface WaitingCommand {
   resolve: (answer: { result: unknown }) => void;
   reject: (error: Error) => void;
@@ -163,7 +172,7 @@ export class PostgresStore implements Store {
    * The threads this node writes: the epoch of its claim, the thread's seq when it claimed, and
    * the seq of the latest event it appended.
    */
-  private readonly owned = new Map<string, { epoch: number; fromSeq: number; head: number }>();
+  private readonly owned = new Map<string, Claim>();
   private readonly lostListeners: Array<(threadId: string) => void> = [];
   private readonly orphanListeners: Array<() => void> = [];
   private readonly turnOfferListeners: Array<() => void> = [];
@@ -175,6 +184,12 @@ export class PostgresStore implements Store {
   private readonly commands = new Coalesced(() => this.serveCommands());
   private commandHandler: ((threadId: string, command: ThreadCommand) => Promise<unknown>) | undefined;
   private commandsPrunedAt = 0;
+  /** The claims of this node's takes of commands that failed: what they took was not applied. */
+  private unsettledClaims: string[] = [];
+  /** A take of an offered turn that failed, maybe with its answer lost (takeOfferedTurn). */
+  private unsettledOffer: TakenOffer | undefined;
+  /** Answers to commands this node applied, by command id, not written yet. */
+  private readonly unwrittenAnswers = new Map<string, string>();
   /** Threads clients of this node follow, with how many follows each. */
   private readonly followed = new Map<string, number>();
   /** Turn rows asked for together (turn-end notifications of turns that ended at once) read in one query. */
@@ -455,15 +470,26 @@ export class PostgresStore implements Store {
   async forward(threadId: string, command: ThreadCommand): Promise<{ result: unknown } | undefined> {
     if (this.owned.has(threadId)) return undefined;
     const id = newId("cmd");
-    const { rowCount } = await this.pool.query(
-      `INSERT INTO thread_commands (id, thread_id, command)
-       SELECT $1, $2, $3 WHERE EXISTS (
-         SELECT 1 FROM thread_owners o WHERE o.thread_id = $2 AND o.node <> $4
-            AND EXISTS (SELECT 1 FROM turns t WHERE t.thread_id = $2 AND t.status IN ('running', 'waitingApproval')))`,
-      [id, threadId, JSON.stringify(command), this.node.num],
-    );
-    if (rowCount === 0) return undefined; // no turn runs elsewhere
-    await this.pool.query("SELECT pg_notify($1, $2)", [COMMAND_CHANNEL, threadId]);
+    let forwarded: boolean;
+    try {
+      const { rowCount } = await this.pool.query(
+        `WITH sent AS (
+           INSERT INTO thread_commands (id, thread_id, command)
+           SELECT $1, $2, $3 WHERE EXISTS (
+             SELECT 1 FROM thread_owners o WHERE o.thread_id = $2 AND o.node <> $4
+                AND EXISTS (SELECT 1 FROM turns t WHERE t.thread_id = $2 AND t.status IN ('running', 'waitingApproval')))
+           RETURNING thread_id)
+         SELECT pg_notify('${COMMAND_CHANNEL}', thread_id) FROM sent`,
+        [id, threadId, JSON.stringify(command), this.node.num],
+      );
+      forwarded = rowCount === 1;
+    } catch (error) {
+      if (!databaseLost(error)) throw error;
+      // Its answer lost, the command may be there all the same: then it is waited for, not
+      // reported failed (the client would send it again, and it would apply twice).
+      forwarded = (await this.read("SELECT 1 FROM thread_commands WHERE id = $1", [id])).length === 1;
+    }
+    if (!forwarded) return undefined; // no turn runs elsewhere
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         this.waiting.delete(id);
@@ -490,15 +516,27 @@ export class PostgresStore implements Store {
     this.commandHandler = handler;
   }
 
-  /** Applies the commands forwarded to threads this node owns (each once), and collects the answers to its own. */
+  /**
+   * Applies the commands forwarded to threads this node owns (each once), and collects the
+   * answers to its own. Each take of commands is marked with a claim of its own. When the take
+   * fails (its answer may be lost: the connection broke as it committed), or an answer cannot be
+   * written, the next take also takes what that claim holds unanswered, which nobody applied:
+   * the answers this node could not write are written first.
+   */
   private async serveCommands(): Promise<void> {
     if (this.commandHandler) {
+      for (const [id, answer] of this.unwrittenAnswers) await this.writeAnswer(id, answer);
+      const claim = newId("claim");
+      const unsettled = this.unsettledClaims;
+      this.unsettledClaims = [...unsettled, claim]; // until all it takes is answered
+      // Usually nothing is unsettled: then the pending commands' index finds what to take.
+      const unanswered = unsettled.length > 0 ? " OR (c.claim = ANY($3) AND c.result IS NULL)" : "";
       const { rows } = await this.pool.query<{ id: string; thread_id: string; command: string; created_at: Date }>(
-        `UPDATE thread_commands SET applied_at = now() WHERE id IN (
+        `UPDATE thread_commands SET applied_at = now(), claim = $2 WHERE id IN (
            SELECT c.id FROM thread_commands c JOIN thread_owners o ON o.thread_id = c.thread_id AND o.node = $1
-           WHERE c.applied_at IS NULL FOR UPDATE OF c SKIP LOCKED)
+           WHERE c.applied_at IS NULL${unanswered} FOR UPDATE OF c SKIP LOCKED)
          RETURNING id, thread_id, command, created_at`,
-        [this.node.num],
+        [this.node.num, claim, ...(unanswered ? [unsettled] : [])],
       );
       for (const row of rows.sort((a, b) => a.created_at.getTime() - b.created_at.getTime())) {
         let answer: { result: unknown } | { error: { code: string; message: string; data?: unknown } };
@@ -510,9 +548,11 @@ export class PostgresStore implements Store {
               ? { error: { code: error.code, message: error.message, data: error.data } }
               : { error: { code: "internal", message: String(error) } };
         }
-        await this.pool.query("UPDATE thread_commands SET result = $2 WHERE id = $1", [row.id, JSON.stringify(answer)]);
-        await this.pool.query("SELECT pg_notify($1, '')", [COMMAND_CHANNEL]);
+        const text = JSON.stringify(answer);
+        this.unwrittenAnswers.set(row.id, text);
+        await this.writeAnswer(row.id, text);
       }
+      this.unsettledClaims = [];
     }
     if (this.waiting.size > 0) {
       const { rows } = await this.pool.query<{ id: string; result: string }>(
@@ -534,6 +574,16 @@ export class PostgresStore implements Store {
       this.commandsPrunedAt = Date.now();
       await this.pool.query(`DELETE FROM thread_commands WHERE applied_at < now() - interval '${COMMAND_RETENTION}'`);
     }
+  }
+
+  /** Writes the answer to an applied command and wakes its forwarder. */
+  private async writeAnswer(id: string, answer: string): Promise<void> {
+    await this.pool.query(
+      `WITH answered AS (UPDATE thread_commands SET result = $2 WHERE id = $1 RETURNING 1)
+       SELECT pg_notify('${COMMAND_CHANNEL}', '') FROM answered`,
+      [id, answer],
+    );
+    this.unwrittenAnswers.delete(id);
   }
 
   async acquire(threadId: string): Promise<boolean> {
@@ -584,7 +634,7 @@ export class PostgresStore implements Store {
    * always moves the epoch on, also over this node's own earlier claim: writes it made before
    * it lost the thread can never land after.
    */
-  private async claim(client: PoolClient, threadId: string): Promise<{ epoch: number; fromSeq: number; head: number }> {
+  private async claim(client: PoolClient, threadId: string): Promise<Claim> {
     // The owner's fence lock, exclusively: the claim waits for the owner's commits in flight (so
     // the head below includes them), and the owner's later commits wait for it and are fenced.
     const { rows } = await client.query<{ node: number }>("SELECT node FROM thread_owners WHERE thread_id = $1 FOR UPDATE", [threadId]);
@@ -603,11 +653,20 @@ export class PostgresStore implements Store {
   // The turn queue
 
   async offerTurn(turn: OfferedTurn): Promise<void> {
-    await this.pool.query(
-      "INSERT INTO turn_queue (turn_id, thread_id, node, workspace_path, params) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
-      [turn.turnId, turn.threadId, this.node.num, turn.workspacePath, JSON.stringify(turn.params)],
-    );
-    await this.pool.query("SELECT pg_notify($1, '')", [TURN_CHANNEL]);
+    try {
+      await this.pool.query(
+        `WITH offered AS (
+           INSERT INTO turn_queue (turn_id, thread_id, node, workspace_path, params) VALUES ($1, $2, $3, $4, $5)
+           ON CONFLICT DO NOTHING RETURNING 1)
+         SELECT pg_notify('${TURN_CHANNEL}', '') FROM offered`,
+        [turn.turnId, turn.threadId, this.node.num, turn.workspacePath, JSON.stringify(turn.params)],
+      );
+    } catch (error) {
+      // Its answer lost, the offer may be there all the same: then it was made (another node may
+      // take it, and this one must withdraw it before running the turn itself).
+      if (!databaseLost(error) || (await this.read("SELECT 1 FROM turn_queue WHERE turn_id = $1", [turn.turnId])).length === 0)
+        throw unreachable(error);
+    }
   }
 
   async withdrawTurn(turnId: string): Promise<boolean> {
@@ -616,7 +675,24 @@ export class PostgresStore implements Store {
     return rowCount === 1;
   }
 
+  /**
+   * Takes the oldest turn another node offered that this one can run, and claims its thread.
+   * A take whose answer was lost (the connection broke as it committed) may have taken the
+   * offer all the same: no node would run that turn, and its node would let it go. The next
+   * take looks first whether the thread is this node's at that claim, and then runs the turn.
+   */
   async takeOfferedTurn(reaches: (workspacePath: string) => boolean): Promise<OfferedTurn | undefined> {
+    const earlier = this.unsettledOffer;
+    if (earlier) {
+      const mine = await this.read("SELECT 1 FROM thread_owners WHERE thread_id = $1 AND node = $2 AND epoch = $3", [
+        earlier.row.thread_id,
+        this.node.num,
+        earlier.claim.epoch,
+      ]);
+      this.unsettledOffer = undefined;
+      if (mine.length > 0) return this.tookOffer(earlier);
+    }
+    let taking: TakenOffer | undefined;
     const taken = await this.transaction(async (client) => {
       // Offers whose node no longer owns the thread or whose turn ended are stale (the node died
       // and its turn was taken over): dropped. The rest whose turn is recorded running, oldest
@@ -626,7 +702,7 @@ export class PostgresStore implements Store {
          WHERE NOT EXISTS (SELECT 1 FROM thread_owners o WHERE o.thread_id = q.thread_id AND o.node = q.node)
             OR EXISTS (SELECT 1 FROM turns t WHERE t.id = q.turn_id AND t.status <> 'running')`,
       );
-      const { rows } = await client.query<{ turn_id: string; thread_id: string; workspace_path: string; params: string }>(
+      const { rows } = await client.query<OfferRow>(
         `SELECT q.turn_id, q.thread_id, q.workspace_path, q.params FROM turn_queue q
          JOIN turns t ON t.id = q.turn_id AND t.status = 'running'
          WHERE q.node <> $1 ORDER BY q.queued_at FOR UPDATE OF q SKIP LOCKED LIMIT 20`,
@@ -635,12 +711,16 @@ export class PostgresStore implements Store {
       const row = rows.find((r) => reaches(r.workspace_path));
       if (!row) return undefined;
       await client.query("DELETE FROM turn_queue WHERE turn_id = $1", [row.turn_id]);
-      return { row, claim: await this.claim(client, row.thread_id) };
+      taking = { row, claim: await this.claim(client, row.thread_id) };
+      return taking;
     }).catch((error: unknown) => {
+      if (taking) this.unsettledOffer = taking;
       throw unreachable(error);
     });
-    if (!taken) return undefined;
-    const { row, claim } = taken;
+    return taken && this.tookOffer(taken);
+  }
+
+  private tookOffer({ row, claim }: TakenOffer): OfferedTurn {
     this.owned.set(row.thread_id, claim);
     return {
       turnId: row.turn_id,

@@ -8,7 +8,7 @@ import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import type { Pool, PoolClient } from "pg";
-import { PostgresStore } from "../../src/store/postgres-store.js";
+import { PostgresStore, type PostgresStoreOptions } from "../../src/store/postgres-store.js";
 import { checkout, FENCE_LOCK_CLASS, POSTGRES_SCHEMA_VERSION, postgresPool } from "../../src/store/postgres-schema.js";
 import { describeFeedHolder, feedHolder, FeedHoldWatch, lastingFeedHolder } from "../../src/store/feed-holder.js";
 import { openStore } from "../../src/store/sqlite-store.js";
@@ -85,21 +85,28 @@ async function endingProxy(port: number): Promise<{ port: number; close: () => v
   return { port: (proxy.address() as net.AddressInfo).port, close: () => proxy.close() };
 }
 
-/**
- * A proxy to PostgreSQL with faults on call. `loseNextAnswer`: the next query whose message
- * holds `marker` (by default a commit of events) goes on to the database, and the connection is
- * dropped instead of its answer (the query is applied, and the node cannot know it). `stall`: nothing goes either way, and nothing fails (a
- * network that drops packets), until `resume`.
- */
-async function faultyProxy(port: number): Promise<{
+/** Takes a database back to schema version 10: what migrations 11 and 12 added goes. */
+const BACK_TO_VERSION_10 =
+  "DROP TABLE face_queue_sizes, face_queue_taken; ALTER TABLE thread_commands DROP COLUMN claim; UPDATE switchyard_schema SET version = 10";
+
+interface FaultyProxy {
   port: number;
-  loseNextAnswer: (marker?: string) => void;
+  loseNextAnswer: (marker?: string, where?: "query" | "answer") => void;
   stall: () => void;
   resume: () => void;
   close: () => void;
-}> {
-  /** The marker of the query whose answer is to be lost. */
-  let armed: string[] | undefined;
+}
+
+/**
+ * A proxy to PostgreSQL with faults on call. `loseNextAnswer`: the next query whose message
+ * holds `marker` (by default a commit of events), or the next answer that holds it, goes on to
+ * the database, and the connection is dropped instead of its answer (the query is applied, and
+ * the node cannot know it). `stall`: nothing goes either way, and nothing fails (a
+ * network that drops packets), until `resume`.
+ */
+async function faultyProxy(port: number): Promise<FaultyProxy> {
+  /** The markers of the query, or the answer, that is to be lost. */
+  let armed: { markers: string[]; where: "query" | "answer" } | undefined;
   let stalled: Array<() => void> | undefined;
   const sockets = new Set<net.Socket>();
   const server = net.createServer((client) => {
@@ -112,16 +119,19 @@ async function faultyProxy(port: number): Promise<{
     const pass = (send: () => void): void => void (stalled ? stalled.push(send) : send());
     let trapped = false;
     client.on("data", (chunk: Buffer) => {
-      if (armed?.some((marker) => chunk.includes(marker))) [armed, trapped] = [undefined, true];
+      if (armed?.where === "query" && armed.markers.some((marker) => chunk.includes(marker))) [armed, trapped] = [undefined, true];
       pass(() => upstream.write(chunk));
     });
-    upstream.on("data", (chunk: Buffer) => pass(() => (trapped ? client.destroy() : client.write(chunk))));
+    upstream.on("data", (chunk: Buffer) => {
+      if (armed?.where === "answer" && armed.markers.some((marker) => chunk.includes(marker))) [armed, trapped] = [undefined, true];
+      pass(() => (trapped ? client.destroy() : client.write(chunk)));
+    });
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   return {
     port: (server.address() as net.AddressInfo).port,
     // By default the append, as a prepared call (its name in Bind) or in a script.
-    loseNextAnswer: (marker) => (armed = marker ? [marker] : ["switchyard_append", "\0append\0"]),
+    loseNextAnswer: (marker, where = "query") => (armed = { markers: marker ? [marker] : ["switchyard_append", "\0append\0"], where }),
     stall: () => (stalled ??= []),
     resume: () => {
       const held = stalled ?? [];
@@ -141,6 +151,14 @@ describe("PostgreSQL store", { skip: postgresMissing() }, () => {
   const freshUrl = (): string => server.createDatabase(`store${++databases}`);
   before(async () => (server = await TestPostgres.start()));
   after(() => server?.stop());
+
+  /** A store on the database at `url` through a faulty proxy of its own. */
+  async function storeThroughProxy(url: string, opts?: PostgresStoreOptions): Promise<{ store: PostgresStore; proxy: FaultyProxy }> {
+    const proxy = await faultyProxy(server.port);
+    const through = new URL(url);
+    through.port = String(proxy.port);
+    return { store: await PostgresStore.open(through.href, opts), proxy };
+  }
 
   /** Runs `work` on a SQLite store and on a PostgreSQL one, each fresh, and closes both. */
   async function onBothStores(work: (store: Store) => Promise<void>): Promise<void> {
@@ -587,7 +605,7 @@ describe("PostgreSQL store", { skip: postgresMissing() }, () => {
         () => PostgresStore.open(olderUrl),
         async () => {
           const pool = await postgresPool(olderUrl);
-          await pool.query("DROP TABLE face_queue_sizes, face_queue_taken; UPDATE switchyard_schema SET version = 10");
+          await pool.query(BACK_TO_VERSION_10);
           await pool.end();
         },
       ],
@@ -753,10 +771,7 @@ describe("PostgreSQL store", { skip: postgresMissing() }, () => {
   });
 
   it("finds a commit whose answer was lost already applied: told once, not written again, and the thread goes on", async () => {
-    const url = new URL(freshUrl());
-    const proxy = await faultyProxy(server.port);
-    url.port = String(proxy.port);
-    const store = await PostgresStore.open(url.href);
+    const { store, proxy } = await storeThroughProxy(freshUrl());
     const told: number[] = [];
     store.onCommit((events) => told.push(...events.filter((e) => e.threadId === "lost").map((e) => e.seq)));
     const delta = (text: string) =>
@@ -782,12 +797,9 @@ describe("PostgreSQL store", { skip: postgresMissing() }, () => {
   });
 
   it("finds a queue take whose answer was lost already applied: its messages come with the next take, once", async () => {
-    const direct = freshUrl();
-    const url = new URL(direct);
-    const proxy = await faultyProxy(server.port);
-    url.port = String(proxy.port);
-    const store = await PostgresStore.open(url.href);
-    const pool = await postgresPool(direct);
+    const url = freshUrl();
+    const { store, proxy } = await storeThroughProxy(url);
+    const pool = await postgresPool(url);
     const add = (body: string) => store.faceState.enqueue("q", body, { keep: false, limits: { messages: 10, bytes: 1_000 } });
     try {
       await add("a");
@@ -805,11 +817,59 @@ describe("PostgreSQL store", { skip: postgresMissing() }, () => {
     }
   });
 
+  it("applies a forwarded command once when the answer to its forwarding, or to its owner's take of it, was lost", async () => {
+    const url = freshUrl();
+    const [owner, forwarder] = [await storeThroughProxy(url), await storeThroughProxy(url)];
+    const applied: unknown[] = [];
+    owner.store.onCommand(async (_threadId, command) => ({ applied: applied.push(command) }));
+    try {
+      owner.store.append({ type: "thread.created", threadId: "t1", data: { thread: makeThread("t1") } });
+      owner.store.append({ type: "turn.started", threadId: "t1", data: { turn: makeTurn("u1", "t1") } });
+      await owner.store.flush();
+      forwarder.proxy.loseNextAnswer("INSERT INTO thread_commands");
+      assert.deepEqual(await forwarder.store.forward("t1", { kind: "interrupt" }), { result: { applied: 1 } });
+      owner.proxy.loseNextAnswer('"kind":"interrupt","turnId":"u1"', "answer"); // the owner's take of it
+      assert.deepEqual(await forwarder.store.forward("t1", { kind: "interrupt", turnId: "u1" }), { result: { applied: 2 } });
+      assert.deepEqual(applied, [{ kind: "interrupt" }, { kind: "interrupt", turnId: "u1" }]);
+    } finally {
+      for (const { store, proxy } of [owner, forwarder]) await store.close().finally(() => proxy.close());
+    }
+  });
+
+  it("runs a turn offered by another node when the answer to offering it, or to taking it, was lost", async () => {
+    const url = freshUrl();
+    const [owner, taker] = [await storeThroughProxy(url), await storeThroughProxy(url)];
+    const pool = await postgresPool(url);
+    const offered = { threadId: "t1", turnId: "u1", workspacePath: "/w", params: { input: [{ type: "text" as const, text: "hi" }] } };
+    try {
+      owner.store.append({ type: "thread.created", threadId: "t1", data: { thread: makeThread("t1") } });
+      owner.store.append({ type: "turn.started", threadId: "t1", data: { turn: makeTurn("u1", "t1") } });
+      await owner.store.flush();
+      owner.proxy.loseNextAnswer("INSERT INTO turn_queue");
+      await owner.store.offerTurn(offered); // found made: not reported failed (its node would run the turn too)
+      taker.proxy.loseNextAnswer("COMMIT\0", "answer");
+      await assert.rejects(
+        taker.store.takeOfferedTurn(() => true),
+        /cannot be reached/,
+      );
+      assert.equal((await pool.query("SELECT 1 FROM turn_queue")).rowCount, 0, "the take was committed");
+      assert.equal(await owner.store.withdrawTurn("u1"), false, "its node lets it go");
+      assert.deepEqual(await taker.store.takeOfferedTurn(() => true), offered);
+      taker.store.append({
+        type: "item.delta",
+        threadId: "t1",
+        data: { turnId: "u1", itemId: "i", kind: "agentMessage", delta: "run here" },
+      });
+      await taker.store.flush();
+      assert.equal(await taker.store.lastSeq("t1"), 3);
+    } finally {
+      await pool.end();
+      for (const { store, proxy } of [owner, taker]) await store.close().finally(() => proxy.close());
+    }
+  });
+
   it("says the database is unavailable when it stops answering without failing, and available when it answers again", async () => {
-    const url = new URL(freshUrl());
-    const proxy = await faultyProxy(server.port);
-    url.port = String(proxy.port);
-    const store = await PostgresStore.open(url.href, { leaseTtlMs: 2_000 });
+    const { store, proxy } = await storeThroughProxy(freshUrl(), { leaseTtlMs: 2_000 });
     const statuses: StorageStatus[] = [];
     store.onStorageStatus((status) => statuses.push(status));
     try {
@@ -872,7 +932,7 @@ describe("PostgreSQL store", { skip: postgresMissing() }, () => {
     const running = await PostgresStore.open(url);
     // As if it were a node of version 10, and this binary the next one.
     const pool = await postgresPool(url);
-    await pool.query("DROP TABLE face_queue_sizes, face_queue_taken; UPDATE switchyard_schema SET version = 10");
+    await pool.query(BACK_TO_VERSION_10);
     try {
       await assert.rejects(
         PostgresStore.open(url),
