@@ -185,7 +185,9 @@ export class PostgresStore implements Store {
   private commandHandler: ((threadId: string, command: ThreadCommand) => Promise<unknown>) | undefined;
   private commandsPrunedAt = 0;
   /** The claims of this node's takes of commands that failed: what they took was not applied. */
-  private unsettledClaims: string[] = [];
+  private unsettledCommandTakes: string[] = [];
+  /** By thread, claims of threads whose answer was lost (acquire). */
+  private readonly unsettledClaims = new Map<string, Claim>();
   /** A take of an offered turn that failed, maybe with its answer lost (takeOfferedTurn). */
   private unsettledOffer: TakenOffer | undefined;
   /** Answers to commands this node applied, by command id, not written yet. */
@@ -236,7 +238,9 @@ export class PostgresStore implements Store {
         // asking /readyz) learn within a beat that the database is gone, and that it is back.
         onBeat: () => {
           if (!store.storage.available) void store.flush().catch(() => undefined);
-          void feedHold.check().catch(() => undefined); // a database gone is the beat's to report
+          // A database gone is the beat's to report.
+          if (store.unsettledClaims.size > 0) void store.settleClaims().catch(() => undefined);
+          void feedHold.check().catch(() => undefined);
         },
         onBeatFailed: (error) => {
           if (databaseLost(error) && !store.closed) store.unavailable(error);
@@ -527,8 +531,8 @@ export class PostgresStore implements Store {
     if (this.commandHandler) {
       for (const [id, answer] of this.unwrittenAnswers) await this.writeAnswer(id, answer);
       const claim = newId("claim");
-      const unsettled = this.unsettledClaims;
-      this.unsettledClaims = [...unsettled, claim]; // until all it takes is answered
+      const unsettled = this.unsettledCommandTakes;
+      this.unsettledCommandTakes = [...unsettled, claim]; // until all it takes is answered
       // Usually nothing is unsettled: then the pending commands' index finds what to take.
       const unanswered = unsettled.length > 0 ? " OR (c.claim = ANY($3) AND c.result IS NULL)" : "";
       const { rows } = await this.pool.query<{ id: string; thread_id: string; command: string; created_at: Date }>(
@@ -552,7 +556,7 @@ export class PostgresStore implements Store {
         this.unwrittenAnswers.set(row.id, text);
         await this.writeAnswer(row.id, text);
       }
-      this.unsettledClaims = [];
+      this.unsettledCommandTakes = [];
     }
     if (this.waiting.size > 0) {
       const { rows } = await this.pool.query<{ id: string; result: string }>(
@@ -588,6 +592,7 @@ export class PostgresStore implements Store {
 
   async acquire(threadId: string): Promise<boolean> {
     if (this.owned.has(threadId)) return true;
+    let claiming: Claim | undefined;
     const claim = await this.transaction(async (client) => {
       const { rows } = await client.query<{ node: number; epoch: number; alive: boolean; busy: boolean }>(
         `SELECT o.node, o.epoch, ${nodeAlive("o.node", this.node.leaseTtlMs)} AS alive,
@@ -597,14 +602,44 @@ export class PostgresStore implements Store {
       );
       const owner = rows[0];
       if (owner && owner.node !== this.node.num && owner.alive && owner.busy) return undefined;
-      return this.claim(client, threadId);
+      claiming = await this.claim(client, threadId);
+      return claiming;
     }).catch((error: unknown) => {
+      // Its answer lost, the claim may have been committed: the thread is then this node's, and
+      // no other node takes over a turn left running on it (settleClaims).
+      if (claiming && databaseLost(error)) this.unsettledClaims.set(threadId, claiming);
       // A connection that could not be had is unreachable already; what failed in the
       // transaction marks the store unavailable, as a commit does.
       throw error instanceof RuntimeError ? error : this.unavailable(error);
     });
     if (claim) this.owned.set(threadId, claim);
     return claim !== undefined;
+  }
+
+  /**
+   * Claims of threads whose answer was lost, looked at each beat: a thread found claimed is this
+   * node's, and the runtime is told to take over what it may have left running (onOrphans).
+   */
+  private async settleClaims(): Promise<void> {
+    let found = false;
+    for (const [threadId, claim] of this.unsettledClaims) {
+      const held = await this.holds(threadId, claim.epoch);
+      this.unsettledClaims.delete(threadId);
+      if (!held || this.owned.has(threadId)) continue;
+      this.owned.set(threadId, claim);
+      found = true;
+    }
+    if (found) for (const listener of this.orphanListeners) listener();
+  }
+
+  /** Whether the thread is this node's at that claim's epoch (no node claimed it since). */
+  private async holds(threadId: string, epoch: number): Promise<boolean> {
+    const rows = await this.read("SELECT 1 FROM thread_owners WHERE thread_id = $1 AND node = $2 AND epoch = $3", [
+      threadId,
+      this.node.num,
+      epoch,
+    ]);
+    return rows.length > 0;
   }
 
   async release(threadId: string): Promise<void> {
@@ -684,13 +719,9 @@ export class PostgresStore implements Store {
   async takeOfferedTurn(reaches: (workspacePath: string) => boolean): Promise<OfferedTurn | undefined> {
     const earlier = this.unsettledOffer;
     if (earlier) {
-      const mine = await this.read("SELECT 1 FROM thread_owners WHERE thread_id = $1 AND node = $2 AND epoch = $3", [
-        earlier.row.thread_id,
-        this.node.num,
-        earlier.claim.epoch,
-      ]);
+      const held = await this.holds(earlier.row.thread_id, earlier.claim.epoch);
       this.unsettledOffer = undefined;
-      if (mine.length > 0) return this.tookOffer(earlier);
+      if (held) return this.tookOffer(earlier);
     }
     let taking: TakenOffer | undefined;
     const taken = await this.transaction(async (client) => {

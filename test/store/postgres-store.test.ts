@@ -868,6 +868,33 @@ describe("PostgreSQL store", { skip: postgresMissing() }, () => {
     }
   });
 
+  it("finds a thread claimed when the answer to its claim was lost, and has what may run on it taken over", async () => {
+    const url = freshUrl();
+    const owner = await PostgresStore.open(url);
+    const claimer = await storeThroughProxy(url);
+    const pool = await postgresPool(url);
+    let orphans = 0;
+    claimer.store.onOrphans(() => orphans++);
+    const epoch = async () => (await pool.query("SELECT epoch FROM thread_owners WHERE thread_id = 't1'")).rows[0]?.epoch as number;
+    try {
+      owner.append({ type: "thread.created", threadId: "t1", data: { thread: makeThread("t1") } });
+      await owner.flush();
+      claimer.proxy.loseNextAnswer("COMMIT\0", "answer");
+      await assert.rejects(claimer.store.acquire("t1"), /cannot be written/);
+      assert.equal(await epoch(), 2, "the claim was committed");
+      await eventually(async () => (orphans > 0 ? true : undefined), "a beat to find the thread claimed");
+      assert.equal(await claimer.store.acquire("t1"), true);
+      assert.equal(await epoch(), 2, "held already: not claimed again");
+      claimer.store.append({ type: "thread.renamed", threadId: "t1", data: { displayName: "here" } });
+      await claimer.store.flush();
+      assert.equal((await claimer.store.getThread("t1"))?.displayName, "here");
+    } finally {
+      await pool.end();
+      await owner.close();
+      await claimer.store.close().finally(() => claimer.proxy.close());
+    }
+  });
+
   it("says the database is unavailable when it stops answering without failing, and available when it answers again", async () => {
     const { store, proxy } = await storeThroughProxy(freshUrl(), { leaseTtlMs: 2_000 });
     const statuses: StorageStatus[] = [];
