@@ -998,7 +998,11 @@ export class Runtime implements RuntimeApi {
           this.takeOfferedTurns();
         }
       })
-      .catch((error: unknown): TurnOutcome => ({ status: "failed", error: { code: "internal", message: String(error) } }))
+      // A known error keeps its code: a client retries a storageUnavailable turn, not an internal one.
+      .catch((error: unknown): TurnOutcome => ({
+        status: "failed",
+        error: error instanceof RuntimeError ? { code: error.code, message: error.message } : { code: "internal", message: String(error) },
+      }))
       .then((outcome) => this.finish(thread.id, active, outcome))
       .catch((error: unknown) => {
         this.log.error({ err: error, threadId: thread.id, turnId: turn.id }, "could not record the end of a turn");

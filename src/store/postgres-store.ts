@@ -705,9 +705,13 @@ export class PostgresStore implements Store {
   }
 
   async withdrawTurn(turnId: string): Promise<boolean> {
-    // Waits for a node that is taking it (its row lock) to commit: then the row is gone.
-    const { rowCount } = await this.pool.query("DELETE FROM turn_queue WHERE turn_id = $1", [turnId]);
-    return rowCount === 1;
+    try {
+      // Waits for a node that is taking it (its row lock) to commit: then the row is gone.
+      const { rowCount } = await this.pool.query("DELETE FROM turn_queue WHERE turn_id = $1", [turnId]);
+      return rowCount === 1;
+    } catch (error) {
+      throw unreachable(error); // the turn fails, retryable: whether the offer was taken is not known
+    }
   }
 
   /**
