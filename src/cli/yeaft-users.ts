@@ -32,15 +32,7 @@ export async function addUser(name: string, dataDir: string, storeUrl: string | 
       const pool = await postgresPool(storeUrl);
       close = () => pool.end();
       await migratePostgres(pool);
-      users = UserStore.inState(
-        new PostgresFaceState(
-          pool,
-          () => checkout(pool, () => undefined),
-          "0",
-          0,
-          (error) => error,
-        ),
-      );
+      users = UserStore.inState(new PostgresFaceState(pool, () => checkout(pool, () => undefined), "0", 0));
     } else users = UserStore.inFile(path.join(dataDir, "users.json"));
     const user = await users.add(name, await readPassword());
     process.stdout.write(`user ${user.username} added. Its agents connect with this secret:\n${user.agentSecret}\n`);

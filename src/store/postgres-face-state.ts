@@ -16,6 +16,7 @@ import {
 import { FEED_CHANNEL, nodeAlive } from "./postgres-node.js";
 import { inTransaction } from "./postgres-schema.js";
 import { script, type Statement } from "./postgres-script.js";
+import { databaseLost, unreachable } from "./postgres-errors.js";
 import { newId } from "../ids.js";
 
 /** The advisory lock class of queue locks: pg_advisory_xact_lock(QUEUE_LOCK_CLASS, hashtext(queue)). */
@@ -53,8 +54,6 @@ export class PostgresFaceState implements FaceState {
     private readonly connect: () => Promise<PoolClient>,
     xmin: string,
     private readonly leaseTtlMs: number,
-    /** Maps a lost connection to the retryable storageUnavailable. */
-    private readonly unreachable: (error: unknown) => unknown,
   ) {
     this.cursor = { xid: xmin, id: 0 };
   }
@@ -108,11 +107,20 @@ export class PostgresFaceState implements FaceState {
             FROM face_records r WHERE ns = $1`;
   }
 
+  /**
+   * Adds a message to the queue, dropping its oldest as the limits say, in a transaction that
+   * holds the queue's lock (one writer or taker at a time): BEGIN, the lock and the insert go in
+   * one round trip (a relay queues each message for an agent that is away: thousands in a row).
+   * An enqueue whose answer was lost is looked for by its token before it is reported failed:
+   * its sender, told it failed, would send the message again.
+   */
   async enqueue(queue: string, body: string, opts: { keep: boolean; limits: QueueLimits }): Promise<{ queued: number; dropped: number }> {
+    const token = newId("msg");
     const add = [
+      queueLock(queue),
       {
-        text: "INSERT INTO face_queue (queue, body, keep, bytes) VALUES ($1, $2, $3, $4)",
-        values: [queue, body, opts.keep, Buffer.byteLength(body)],
+        text: "INSERT INTO face_queue (queue, body, keep, bytes, token) VALUES ($1, $2, $3, $4, $5)",
+        values: [queue, body, opts.keep, Buffer.byteLength(body), token],
       },
       {
         text: `INSERT INTO face_queue_sizes (queue, count, bytes) VALUES ($1, 1, $2)
@@ -121,30 +129,51 @@ export class PostgresFaceState implements FaceState {
         values: [queue, Buffer.byteLength(body)],
       },
     ];
-    return this.inQueueTurn(queue, add, async (client, [, sized]) => {
-      const size = sized!.rows[0] as QueueSize;
-      const drops: number[] = [];
-      for (const keep of [false, true]) {
-        for (let after = 0; !fits(size, opts.limits);) {
-          const { rows } = await client.query<{ id: number; bytes: number }>(
-            "SELECT id, bytes FROM face_queue WHERE queue = $1 AND keep = $2 AND id > $3 ORDER BY id LIMIT $4",
-            [queue, keep, after, Math.max(DROP_PAGE, size.count - opts.limits.messages)],
-          );
-          drops.push(...dropsToFit(size, opts.limits, rows));
-          if (rows.length === 0) break;
-          after = rows.at(-1)!.id;
-        }
-      }
-      if (drops.length > 0) {
-        await client.query(
-          script([
-            { text: "DELETE FROM face_queue WHERE id = ANY($1::bigint[])", values: [drops] },
-            { text: "UPDATE face_queue_sizes SET count = $2, bytes = $3 WHERE queue = $1", values: [queue, size.count, size.bytes] },
-          ]),
+    try {
+      return await inTransaction(
+        this.connect,
+        (client, [, , sized]) => this.dropToFit(client, queue, sized!.rows[0] as QueueSize, opts.limits),
+        add,
+      );
+    } catch (error) {
+      if (!databaseLost(error)) throw error;
+      const { rows } = await this.query<QueueSize>(
+        "SELECT s.count, s.bytes FROM face_queue q JOIN face_queue_sizes s USING (queue) WHERE q.queue = $1 AND q.token = $2",
+        [queue, token],
+      );
+      if (rows[0]) return { queued: rows[0].count, dropped: 0 };
+      throw unreachable(error);
+    }
+  }
+
+  /** Drops the queue's oldest messages, droppable ones first, until it fits its limits. */
+  private async dropToFit(
+    client: PoolClient,
+    queue: string,
+    size: QueueSize,
+    limits: QueueLimits,
+  ): Promise<{ queued: number; dropped: number }> {
+    const drops: number[] = [];
+    for (const keep of [false, true]) {
+      for (let after = 0; !fits(size, limits);) {
+        const { rows } = await client.query<{ id: number; bytes: number }>(
+          "SELECT id, bytes FROM face_queue WHERE queue = $1 AND keep = $2 AND id > $3 ORDER BY id LIMIT $4",
+          [queue, keep, after, Math.max(DROP_PAGE, size.count - limits.messages)],
         );
+        drops.push(...dropsToFit(size, limits, rows));
+        if (rows.length === 0) break;
+        after = rows.at(-1)!.id;
       }
-      return { queued: size.count, dropped: drops.length };
-    });
+    }
+    if (drops.length > 0) {
+      await client.query(
+        script([
+          { text: "DELETE FROM face_queue WHERE id = ANY($1::bigint[])", values: [drops] },
+          { text: "UPDATE face_queue_sizes SET count = $2, bytes = $3 WHERE queue = $1", values: [queue, size.count, size.bytes] },
+        ]),
+      );
+    }
+    return { queued: size.count, dropped: drops.length };
   }
 
   /**
@@ -179,21 +208,8 @@ export class PostgresFaceState implements FaceState {
       return taken!.rows[0]!.bodies;
     } catch (error) {
       this.unsettledTakes.set(queue, [...unsettled, token]);
-      throw this.unreachable(error);
+      throw unreachable(error);
     }
-  }
-
-  /**
-   * Runs `first` and then `work` in a transaction that holds the queue's lock: one writer or
-   * taker at a time. BEGIN, the lock and `first` go in one round trip (a relay queues each
-   * message for an agent that is away: thousands in a row), and `work` gets their results.
-   */
-  private inQueueTurn<T>(queue: string, first: Statement[], work: (client: PoolClient, results: QueryResult[]) => Promise<T>): Promise<T> {
-    return inTransaction(this.connect, (client, [, ...results]) => work(client, results), [queueLock(queue), ...first]).catch(
-      (error: unknown) => {
-        throw this.unreachable(error);
-      },
-    );
   }
 
   async broadcast(channel: string, bodies: string[]): Promise<void> {
@@ -241,7 +257,7 @@ export class PostgresFaceState implements FaceState {
     try {
       return await this.pool.query<R>(sql, params);
     } catch (error) {
-      throw this.unreachable(error);
+      throw unreachable(error);
     }
   }
 }

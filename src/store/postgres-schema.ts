@@ -258,9 +258,10 @@ CREATE TABLE face_queue_sizes (
 );
 INSERT INTO face_queue_sizes (queue, count, bytes) SELECT queue, count(*), sum(bytes) FROM face_queue GROUP BY queue;
 `,
-  // 12: takes whose answer was lost (the connection broke as they committed) are found again.
+  // 12: writes whose answer was lost (the connection broke as they committed) are found again.
   // What each take of a face queue took, kept a while (PostgresFaceState.takeQueued): its
   // messages are then found only here. The claim that took a command (PostgresStore.serveCommands).
+  // A queued message's token (PostgresFaceState.enqueue).
   `
 CREATE TABLE face_queue_taken (
   token    TEXT        PRIMARY KEY,
@@ -268,6 +269,7 @@ CREATE TABLE face_queue_taken (
   taken_at TIMESTAMPTZ NOT NULL DEFAULT now()
 );
 ALTER TABLE thread_commands ADD COLUMN claim TEXT;
+ALTER TABLE face_queue ADD COLUMN token TEXT;
 `,
 ];
 

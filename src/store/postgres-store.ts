@@ -12,6 +12,7 @@
 import type { Pool, PoolClient } from "pg";
 import { checkout, FENCE_LOCK_CLASS, FENCED, inTransaction, migratePostgres, postgresPool } from "./postgres-schema.js";
 import { describeDatabase } from "./postgres-url.js";
+import { databaseLost, unreachable } from "./postgres-errors.js";
 import { arrayInput, script, type Statement } from "./postgres-script.js";
 import { COMMAND_CHANNEL, DEFAULT_LEASE_TTL_MS, nodeAlive, PostgresNode, TURN_CHANNEL } from "./postgres-node.js";
 import { PostgresFaceState } from "./postgres-face-state.js";
@@ -95,33 +96,6 @@ function eventColumns(batch: PendingEvent[]): string[] {
     batch.map((p) => p.event.ts),
     batch.map((p) => p.data),
   ].map(arrayInput);
-}
-
-function sqlStateOf(error: unknown): string | undefined {
-  const code = (error as { code?: unknown }).code;
-  return typeof code === "string" && /^[0-9A-Z]{5}$/.test(code) ? code : undefined;
-}
-
-/** Whether an error says the database could not be reached (rather than refusing a statement, or a bug). */
-function databaseLost(error: unknown): boolean {
-  const sqlState = sqlStateOf(error);
-  // SQLSTATE classes 08 (connection), 53 (resources), 57P (shut down, cannot connect now).
-  return sqlState ? /^(08|53|57P)/.test(sqlState) : error instanceof Error && !(error instanceof RuntimeError);
-}
-
-/**
- * A read or claim that failed because the database could not be reached (down, restarting,
- * out of connections) becomes the retryable storageUnavailable; any other error (a bug) stays
- * what it is.
- */
-function unreachable(error: unknown): unknown {
-  if (!databaseLost(error)) return error;
-  const code = (error as { code?: unknown }).code; // a SQLSTATE, or a socket error's (ECONNREFUSED)
-  return new RuntimeError(
-    "storageUnavailable",
-    `The database cannot be reached (${error instanceof Error ? error.message : String(error)}); try again.`,
-    { cause: typeof code === "string" ? code : "unreachable" },
-  );
 }
 
 /** A node's claim of a thread (see PostgresStore.owned). */
@@ -209,7 +183,7 @@ export class PostgresStore implements Store {
     leaseTtlMs: number,
   ) {
     this.cursor = { xid: xmin, gid: 0 };
-    this.faceState = new PostgresFaceState(pool, () => this.checkout(), xmin, leaseTtlMs, unreachable);
+    this.faceState = new PostgresFaceState(pool, () => this.checkout(), xmin, leaseTtlMs);
     this.broadcasts = new Coalesced(() => this.faceState.read());
   }
 

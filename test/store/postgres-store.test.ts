@@ -87,7 +87,7 @@ async function endingProxy(port: number): Promise<{ port: number; close: () => v
 
 /** Takes a database back to schema version 10: what migrations 11 and 12 added goes. */
 const BACK_TO_VERSION_10 =
-  "DROP TABLE face_queue_sizes, face_queue_taken; ALTER TABLE thread_commands DROP COLUMN claim; UPDATE switchyard_schema SET version = 10";
+  "DROP TABLE face_queue_sizes, face_queue_taken; ALTER TABLE thread_commands DROP COLUMN claim; ALTER TABLE face_queue DROP COLUMN token; UPDATE switchyard_schema SET version = 10";
 
 interface FaultyProxy {
   port: number;
@@ -796,7 +796,7 @@ describe("PostgreSQL store", { skip: postgresMissing() }, () => {
     }
   });
 
-  it("finds a queue take whose answer was lost already applied: its messages come with the next take, once", async () => {
+  it("finds a queue's enqueue or take whose answer was lost already applied: each message sent once", async () => {
     const url = freshUrl();
     const { store, proxy } = await storeThroughProxy(url);
     const pool = await postgresPool(url);
@@ -810,6 +810,12 @@ describe("PostgreSQL store", { skip: postgresMissing() }, () => {
       await add("c");
       assert.deepEqual(await store.faceState.takeQueued("q"), ["a", "b", "c"]);
       assert.deepEqual(await store.faceState.takeQueued("q"), []);
+      // An enqueue whose answer was lost: found queued when it was, reported failed when not.
+      proxy.loseNextAnswer("COMMIT\0", "answer");
+      assert.deepEqual(await add("d"), { queued: 1, dropped: 0 });
+      proxy.loseNextAnswer("INSERT INTO face_queue (");
+      await assert.rejects(add("e"), /cannot be reached/);
+      assert.deepEqual(await store.faceState.takeQueued("q"), ["d"]);
     } finally {
       await pool.end();
       await store.close();
