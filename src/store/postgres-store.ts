@@ -679,12 +679,22 @@ export class PostgresStore implements Store {
   }
 
   async withdrawTurn(turnId: string): Promise<boolean> {
-    try {
-      // Waits for a node that is taking it (its row lock) to commit: then the row is gone.
-      const { rowCount } = await this.pool.query("DELETE FROM turn_queue WHERE turn_id = $1", [turnId]);
-      return rowCount === 1;
-    } catch (error) {
-      throw unreachable(error); // the turn fails, retryable: whether the offer was taken is not known
+    for (;;) {
+      try {
+        // Waits for a node that is taking it (its row lock) to commit: then the row is gone.
+        const { rowCount } = await this.pool.query("DELETE FROM turn_queue WHERE turn_id = $1", [turnId]);
+        return rowCount === 1;
+      } catch (error) {
+        if (!databaseLost(error)) throw error;
+        // Its answer lost: an offer still there is withdrawn again; one gone was withdrawn here if
+        // the thread is still this node's (a node that takes an offer claims the thread).
+        const [look] = await this.read<{ offered: boolean; held: boolean }>(
+          `SELECT EXISTS (SELECT 1 FROM turn_queue WHERE turn_id = $1) AS offered,
+                  EXISTS (SELECT 1 FROM turns t JOIN thread_owners o USING (thread_id) WHERE t.id = $1 AND o.node = $2) AS held`,
+          [turnId, this.node.num],
+        );
+        if (!look!.offered) return look!.held;
+      }
     }
   }
 

@@ -842,7 +842,7 @@ describe("PostgreSQL store", { skip: postgresMissing() }, () => {
     }
   });
 
-  it("runs a turn offered by another node when the answer to offering it, or to taking it, was lost", async () => {
+  it("runs an offered turn once when the answer to offering it, taking it or withdrawing it was lost", async () => {
     const url = freshUrl();
     const [owner, taker] = [await storeThroughProxy(url), await storeThroughProxy(url)];
     const pool = await postgresPool(url);
@@ -868,6 +868,14 @@ describe("PostgreSQL store", { skip: postgresMissing() }, () => {
       });
       await taker.store.flush();
       assert.equal(await taker.store.lastSeq("t1"), 3);
+      // Its node withdraws an offer, the answer lost: found withdrawn, the turn runs there.
+      owner.store.append({ type: "thread.created", threadId: "t2", data: { thread: makeThread("t2") } });
+      owner.store.append({ type: "turn.started", threadId: "t2", data: { turn: makeTurn("u2", "t2") } });
+      await owner.store.flush();
+      await owner.store.offerTurn({ ...offered, threadId: "t2", turnId: "u2" });
+      owner.proxy.loseNextAnswer("DELETE FROM turn_queue");
+      assert.equal(await owner.store.withdrawTurn("u2"), true);
+      assert.equal((await pool.query("SELECT 1 FROM turn_queue")).rowCount, 0);
     } finally {
       await pool.end();
       for (const { store, proxy } of [owner, taker]) await store.close().finally(() => proxy.close());
