@@ -465,7 +465,8 @@ export class PostgresStore implements Store {
       if (!databaseLost(error)) throw error;
       // Its answer lost, the command may be there all the same: then it is waited for, not
       // reported failed (the client would send it again, and it would apply twice).
-      forwarded = (await this.read("SELECT 1 FROM thread_commands WHERE id = $1", [id])).length === 1;
+      if ((await this.read("SELECT 1 FROM thread_commands WHERE id = $1", [id])).length === 0) throw unreachable(error);
+      forwarded = true;
     }
     if (!forwarded) return undefined; // no turn runs elsewhere
     return new Promise((resolve, reject) => {

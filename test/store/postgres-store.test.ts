@@ -92,6 +92,7 @@ const BACK_TO_VERSION_10 =
 interface FaultyProxy {
   port: number;
   loseNextAnswer: (marker?: string, where?: "query" | "answer") => void;
+  cutBefore: (marker: string) => void;
   stall: () => void;
   resume: () => void;
   close: () => void;
@@ -101,12 +102,13 @@ interface FaultyProxy {
  * A proxy to PostgreSQL with faults on call. `loseNextAnswer`: the next query whose message
  * holds `marker` (by default a commit of events), or the next answer that holds it, goes on to
  * the database, and the connection is dropped instead of its answer (the query is applied, and
- * the node cannot know it). `stall`: nothing goes either way, and nothing fails (a
+ * the node cannot know it). `cutBefore`: the connection is dropped as the next query holding
+ * `marker` is sent; it never reaches the database. `stall`: nothing goes either way, and nothing fails (a
  * network that drops packets), until `resume`.
  */
 async function faultyProxy(port: number): Promise<FaultyProxy> {
-  /** The markers of the query, or the answer, that is to be lost. */
-  let armed: { markers: string[]; where: "query" | "answer" } | undefined;
+  /** The markers of the query, or the answer, that is to be lost; or of the query never to reach the database. */
+  let armed: { markers: string[]; where: "query" | "answer" | "unsent" } | undefined;
   let stalled: Array<() => void> | undefined;
   const sockets = new Set<net.Socket>();
   const server = net.createServer((client) => {
@@ -119,6 +121,10 @@ async function faultyProxy(port: number): Promise<FaultyProxy> {
     const pass = (send: () => void): void => void (stalled ? stalled.push(send) : send());
     let trapped = false;
     client.on("data", (chunk: Buffer) => {
+      if (armed?.where === "unsent" && armed.markers.some((marker) => chunk.includes(marker))) {
+        armed = undefined;
+        return client.destroy();
+      }
       if (armed?.where === "query" && armed.markers.some((marker) => chunk.includes(marker))) [armed, trapped] = [undefined, true];
       pass(() => upstream.write(chunk));
     });
@@ -132,6 +138,7 @@ async function faultyProxy(port: number): Promise<FaultyProxy> {
     port: (server.address() as net.AddressInfo).port,
     // By default the append, as a prepared call (its name in Bind) or in a script.
     loseNextAnswer: (marker, where = "query") => (armed = { markers: marker ? [marker] : ["switchyard_append", "\0append\0"], where }),
+    cutBefore: (marker) => (armed = { markers: [marker], where: "unsent" }),
     stall: () => (stalled ??= []),
     resume: () => {
       const held = stalled ?? [];
@@ -834,6 +841,9 @@ describe("PostgreSQL store", { skip: postgresMissing() }, () => {
       await owner.store.flush();
       forwarder.proxy.loseNextAnswer("INSERT INTO thread_commands");
       assert.deepEqual(await forwarder.store.forward("t1", { kind: "interrupt" }), { result: { applied: 1 } });
+      // Cut before it reached the database: not there, so it failed (not "no turn runs elsewhere").
+      forwarder.proxy.cutBefore("INSERT INTO thread_commands");
+      await assert.rejects(forwarder.store.forward("t1", { kind: "interrupt" }), /cannot be reached/);
       owner.proxy.loseNextAnswer('"kind":"interrupt","turnId":"u1"', "answer"); // the owner's take of it
       assert.deepEqual(await forwarder.store.forward("t1", { kind: "interrupt", turnId: "u1" }), { result: { applied: 2 } });
       assert.deepEqual(applied, [{ kind: "interrupt" }, { kind: "interrupt", turnId: "u1" }]);
