@@ -28,3 +28,20 @@ export function unreachable(error: unknown): unknown {
     { cause: typeof code === "string" ? code : "unreachable" },
   );
 }
+
+/**
+ * Runs a write whose answer may be lost: when the connection breaks as it commits, the database
+ * may have applied it all the same. Then `look` reads what the write did, and its answer stands
+ * for the write's; when it finds nothing (undefined), the write failed: storageUnavailable. Any
+ * other error is thrown as it is.
+ */
+export async function lookIfLost<T>(write: () => Promise<T>, look: () => Promise<T | undefined>): Promise<T> {
+  try {
+    return await write();
+  } catch (error) {
+    if (!databaseLost(error)) throw error;
+    const found = await look();
+    if (found === undefined) throw unreachable(error);
+    return found;
+  }
+}

@@ -16,7 +16,7 @@ import {
 import { FEED_CHANNEL, nodeAlive } from "./postgres-node.js";
 import { inTransaction } from "./postgres-schema.js";
 import { script, type Statement } from "./postgres-script.js";
-import { databaseLost, unreachable } from "./postgres-errors.js";
+import { lookIfLost, unreachable } from "./postgres-errors.js";
 import { newId } from "../ids.js";
 
 /** The advisory lock class of queue locks: pg_advisory_xact_lock(QUEUE_LOCK_CLASS, hashtext(queue)). */
@@ -129,21 +129,17 @@ export class PostgresFaceState implements FaceState {
         values: [queue, Buffer.byteLength(body)],
       },
     ];
-    try {
-      return await inTransaction(
-        this.connect,
-        (client, [, , sized]) => this.dropToFit(client, queue, sized!.rows[0] as QueueSize, opts.limits),
-        add,
-      );
-    } catch (error) {
-      if (!databaseLost(error)) throw error;
-      const { rows } = await this.query<QueueSize>(
-        "SELECT s.count, s.bytes FROM face_queue q JOIN face_queue_sizes s USING (queue) WHERE q.queue = $1 AND q.token = $2",
-        [queue, token],
-      );
-      if (rows[0]) return { queued: rows[0].count, dropped: 0 };
-      throw unreachable(error);
-    }
+    return lookIfLost(
+      () =>
+        inTransaction(this.connect, (client, [, , sized]) => this.dropToFit(client, queue, sized!.rows[0] as QueueSize, opts.limits), add),
+      async () => {
+        const { rows } = await this.query<QueueSize>(
+          "SELECT s.count, s.bytes FROM face_queue q JOIN face_queue_sizes s USING (queue) WHERE q.queue = $1 AND q.token = $2",
+          [queue, token],
+        );
+        return rows[0] && { queued: rows[0].count, dropped: 0 };
+      },
+    );
   }
 
   /** Drops the queue's oldest messages, droppable ones first, until it fits its limits. */

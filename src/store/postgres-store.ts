@@ -12,7 +12,7 @@
 import type { Pool, PoolClient } from "pg";
 import { checkout, FENCE_LOCK_CLASS, FENCED, inTransaction, migratePostgres, postgresPool } from "./postgres-schema.js";
 import { describeDatabase } from "./postgres-url.js";
-import { databaseLost, unreachable } from "./postgres-errors.js";
+import { databaseLost, lookIfLost, unreachable } from "./postgres-errors.js";
 import { arrayInput, script, type Statement } from "./postgres-script.js";
 import { COMMAND_CHANNEL, DEFAULT_LEASE_TTL_MS, nodeAlive, PostgresNode, TURN_CHANNEL } from "./postgres-node.js";
 import { PostgresFaceState } from "./postgres-face-state.js";
@@ -448,26 +448,24 @@ export class PostgresStore implements Store {
   async forward(threadId: string, command: ThreadCommand): Promise<{ result: unknown } | undefined> {
     if (this.owned.has(threadId)) return undefined;
     const id = newId("cmd");
-    let forwarded: boolean;
-    try {
-      const { rowCount } = await this.pool.query(
-        `WITH sent AS (
-           INSERT INTO thread_commands (id, thread_id, command)
-           SELECT $1, $2, $3 WHERE EXISTS (
-             SELECT 1 FROM thread_owners o WHERE o.thread_id = $2 AND o.node <> $4
-                AND EXISTS (SELECT 1 FROM turns t WHERE t.thread_id = $2 AND t.status IN ('running', 'waitingApproval')))
-           RETURNING thread_id)
-         SELECT pg_notify('${COMMAND_CHANNEL}', thread_id) FROM sent`,
-        [id, threadId, JSON.stringify(command), this.node.num],
-      );
-      forwarded = rowCount === 1;
-    } catch (error) {
-      if (!databaseLost(error)) throw error;
-      // Its answer lost, the command may be there all the same: then it is waited for, not
-      // reported failed (the client would send it again, and it would apply twice).
-      if ((await this.read("SELECT 1 FROM thread_commands WHERE id = $1", [id])).length === 0) throw unreachable(error);
-      forwarded = true;
-    }
+    const forwarded = await lookIfLost(
+      async () =>
+        (
+          await this.pool.query(
+            `WITH sent AS (
+               INSERT INTO thread_commands (id, thread_id, command)
+               SELECT $1, $2, $3 WHERE EXISTS (
+                 SELECT 1 FROM thread_owners o WHERE o.thread_id = $2 AND o.node <> $4
+                    AND EXISTS (SELECT 1 FROM turns t WHERE t.thread_id = $2 AND t.status IN ('running', 'waitingApproval')))
+               RETURNING thread_id)
+             SELECT pg_notify('${COMMAND_CHANNEL}', thread_id) FROM sent`,
+            [id, threadId, JSON.stringify(command), this.node.num],
+          )
+        ).rowCount === 1,
+      // There all the same, it is waited for, not reported failed (the client would send it
+      // again, and it would apply twice).
+      () => this.found("SELECT 1 FROM thread_commands WHERE id = $1", [id]),
+    );
     if (!forwarded) return undefined; // no turn runs elsewhere
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
@@ -617,6 +615,11 @@ export class PostgresStore implements Store {
     return rows.length > 0;
   }
 
+  /** True when the query finds a row (a write looked for: see lookIfLost). */
+  private async found(sql: string, params: unknown[]): Promise<true | undefined> {
+    return (await this.read(sql, params)).length > 0 || undefined;
+  }
+
   async release(threadId: string): Promise<void> {
     if (!this.owned.has(threadId)) return;
     if (this.pending.some((p) => p.event.threadId === threadId)) await this.flush();
@@ -663,40 +666,38 @@ export class PostgresStore implements Store {
   // The turn queue
 
   async offerTurn(turn: OfferedTurn): Promise<void> {
-    try {
-      await this.pool.query(
-        `WITH offered AS (
-           INSERT INTO turn_queue (turn_id, thread_id, node, workspace_path, params) VALUES ($1, $2, $3, $4, $5)
-           ON CONFLICT DO NOTHING RETURNING 1)
-         SELECT pg_notify('${TURN_CHANNEL}', '') FROM offered`,
-        [turn.turnId, turn.threadId, this.node.num, turn.workspacePath, JSON.stringify(turn.params)],
-      );
-    } catch (error) {
-      // Its answer lost, the offer may be there all the same: then it was made (another node may
-      // take it, and this one must withdraw it before running the turn itself).
-      if (!databaseLost(error) || (await this.read("SELECT 1 FROM turn_queue WHERE turn_id = $1", [turn.turnId])).length === 0)
-        throw unreachable(error);
-    }
+    await lookIfLost(
+      async () => {
+        await this.pool.query(
+          `WITH offered AS (
+             INSERT INTO turn_queue (turn_id, thread_id, node, workspace_path, params) VALUES ($1, $2, $3, $4, $5)
+             ON CONFLICT DO NOTHING RETURNING 1)
+           SELECT pg_notify('${TURN_CHANNEL}', '') FROM offered`,
+          [turn.turnId, turn.threadId, this.node.num, turn.workspacePath, JSON.stringify(turn.params)],
+        );
+        return true;
+      },
+      // There all the same, it was made: another node may take it, and this one must withdraw it
+      // before running the turn itself.
+      () => this.found("SELECT 1 FROM turn_queue WHERE turn_id = $1", [turn.turnId]),
+    );
   }
 
   async withdrawTurn(turnId: string): Promise<boolean> {
-    for (;;) {
-      try {
-        // Waits for a node that is taking it (its row lock) to commit: then the row is gone.
-        const { rowCount } = await this.pool.query("DELETE FROM turn_queue WHERE turn_id = $1", [turnId]);
-        return rowCount === 1;
-      } catch (error) {
-        if (!databaseLost(error)) throw error;
-        // Its answer lost: an offer still there is withdrawn again; one gone was withdrawn here if
-        // the thread is still this node's (a node that takes an offer claims the thread).
+    return lookIfLost(
+      // Waits for a node that is taking it (its row lock) to commit: then the row is gone.
+      async () => (await this.pool.query("DELETE FROM turn_queue WHERE turn_id = $1", [turnId])).rowCount === 1,
+      // An offer still there is withdrawn again; one gone was withdrawn here if the thread is
+      // still this node's (a node that takes an offer claims the thread).
+      async () => {
         const [look] = await this.read<{ offered: boolean; held: boolean }>(
           `SELECT EXISTS (SELECT 1 FROM turn_queue WHERE turn_id = $1) AS offered,
                   EXISTS (SELECT 1 FROM turns t JOIN thread_owners o USING (thread_id) WHERE t.id = $1 AND o.node = $2) AS held`,
           [turnId, this.node.num],
         );
-        if (!look!.offered) return look!.held;
-      }
-    }
+        return look!.offered ? this.withdrawTurn(turnId) : look!.held;
+      },
+    );
   }
 
   /**
