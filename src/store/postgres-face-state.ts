@@ -111,8 +111,8 @@ export class PostgresFaceState implements FaceState {
    * Adds a message to the queue, dropping its oldest as the limits say, in a transaction that
    * holds the queue's lock (one writer or taker at a time): BEGIN, the lock and the insert go in
    * one round trip (a relay queues each message for an agent that is away: thousands in a row).
-   * An enqueue whose answer was lost is looked for by its token before it is reported failed:
-   * its sender, told it failed, would send the message again.
+   * An enqueue whose answer was lost is looked for by its token, in the queue or among what
+   * takes took, before it is reported failed: its sender, told it failed, would send it again.
    */
   async enqueue(queue: string, body: string, opts: { keep: boolean; limits: QueueLimits }): Promise<{ queued: number; dropped: number }> {
     const token = newId("msg");
@@ -132,9 +132,12 @@ export class PostgresFaceState implements FaceState {
     return lookIfLost(
       () =>
         inTransaction(this.connect, (client, [, , sized]) => this.dropToFit(client, queue, sized!.rows[0] as QueueSize, opts.limits), add),
+      // Still queued, or taken already (by this relay or another, in the moment before the look).
       async () => {
-        const { rows } = await this.query<QueueSize>(
-          "SELECT s.count, s.bytes FROM face_queue q JOIN face_queue_sizes s USING (queue) WHERE q.queue = $1 AND q.token = $2",
+        const { rows } = await this.query<{ count: number }>(
+          `SELECT coalesce((SELECT count FROM face_queue_sizes WHERE queue = $1), 0) AS count
+           WHERE EXISTS (SELECT 1 FROM face_queue WHERE queue = $1 AND token = $2)
+              OR EXISTS (SELECT 1 FROM face_queue_taken WHERE $2 = ANY(tokens))`,
           [queue, token],
         );
         return rows[0] && { queued: rows[0].count, dropped: 0 };
@@ -187,10 +190,11 @@ export class PostgresFaceState implements FaceState {
     const take: Statement[] = [
       queueLock(queue),
       {
-        text: `WITH settled AS (DELETE FROM face_queue_taken WHERE token = ANY($3::text[]) RETURNING bodies),
-                    taken AS (DELETE FROM face_queue WHERE queue = $1 RETURNING id, body)
-               INSERT INTO face_queue_taken (token, bodies)
-               SELECT $2, coalesce((SELECT bodies FROM settled), '{}') || coalesce((SELECT array_agg(body ORDER BY id) FROM taken), '{}')
+        text: `WITH settled AS (DELETE FROM face_queue_taken WHERE token = ANY($3::text[]) RETURNING bodies, tokens),
+                    taken AS (DELETE FROM face_queue WHERE queue = $1 RETURNING id, body, token)
+               INSERT INTO face_queue_taken (token, bodies, tokens)
+               SELECT $2, coalesce((SELECT bodies FROM settled), '{}') || coalesce((SELECT array_agg(body ORDER BY id) FROM taken), '{}'),
+                      coalesce((SELECT tokens FROM settled), '{}') || coalesce((SELECT array_agg(token) FROM taken), '{}')
                RETURNING bodies`,
         values: [queue, token, unsettled],
       },

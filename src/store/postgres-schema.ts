@@ -271,6 +271,11 @@ CREATE TABLE face_queue_taken (
 ALTER TABLE thread_commands ADD COLUMN claim TEXT;
 ALTER TABLE face_queue ADD COLUMN token TEXT;
 `,
+  // 13: the tokens of the messages a take took, so an enqueue whose answer was lost is found
+  // even when a relay took its message before the look (PostgresFaceState.enqueue).
+  `
+ALTER TABLE face_queue_taken ADD COLUMN tokens TEXT[] NOT NULL DEFAULT '{}';
+`,
 ];
 
 /** The schema version this binary writes. */

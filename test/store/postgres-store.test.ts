@@ -91,7 +91,7 @@ const BACK_TO_VERSION_10 =
 
 interface FaultyProxy {
   port: number;
-  loseNextAnswer: (marker?: string, where?: "query" | "answer") => void;
+  loseNextAnswer: (marker?: string, where?: "query" | "answer", meanwhile?: () => Promise<unknown>) => void;
   cutBefore: (marker: string) => void;
   stall: () => void;
   resume: () => void;
@@ -102,13 +102,13 @@ interface FaultyProxy {
  * A proxy to PostgreSQL with faults on call. `loseNextAnswer`: the next query whose message
  * holds `marker` (by default a commit of events), or the next answer that holds it, goes on to
  * the database, and the connection is dropped instead of its answer (the query is applied, and
- * the node cannot know it). `cutBefore`: the connection is dropped as the next query holding
+ * the node cannot know it); `meanwhile`, when given, runs before the connection is dropped. `cutBefore`: the connection is dropped as the next query holding
  * `marker` is sent; it never reaches the database. `stall`: nothing goes either way, and nothing fails (a
  * network that drops packets), until `resume`.
  */
 async function faultyProxy(port: number): Promise<FaultyProxy> {
   /** The markers of the query, or the answer, that is to be lost; or of the query never to reach the database. */
-  let armed: { markers: string[]; where: "query" | "answer" | "unsent" } | undefined;
+  let armed: { markers: string[]; where: "query" | "answer" | "unsent"; meanwhile?: () => Promise<unknown> } | undefined;
   let stalled: Array<() => void> | undefined;
   const sockets = new Set<net.Socket>();
   const server = net.createServer((client) => {
@@ -119,25 +119,28 @@ async function faultyProxy(port: number): Promise<FaultyProxy> {
       socket.on("close", () => (client.destroy(), upstream.destroy()));
     }
     const pass = (send: () => void): void => void (stalled ? stalled.push(send) : send());
-    let trapped = false;
+    let trapped: { meanwhile?: () => Promise<unknown> } | undefined;
+    let dropping: Promise<unknown> | undefined;
+    const drop = (): unknown => (dropping ??= (trapped?.meanwhile?.() ?? Promise.resolve()).finally(() => client.destroy()));
     client.on("data", (chunk: Buffer) => {
       if (armed?.where === "unsent" && armed.markers.some((marker) => chunk.includes(marker))) {
         armed = undefined;
         return client.destroy();
       }
-      if (armed?.where === "query" && armed.markers.some((marker) => chunk.includes(marker))) [armed, trapped] = [undefined, true];
+      if (armed?.where === "query" && armed.markers.some((marker) => chunk.includes(marker))) [armed, trapped] = [undefined, armed];
       pass(() => upstream.write(chunk));
     });
     upstream.on("data", (chunk: Buffer) => {
-      if (armed?.where === "answer" && armed.markers.some((marker) => chunk.includes(marker))) [armed, trapped] = [undefined, true];
-      pass(() => (trapped ? client.destroy() : client.write(chunk)));
+      if (armed?.where === "answer" && armed.markers.some((marker) => chunk.includes(marker))) [armed, trapped] = [undefined, armed];
+      pass(() => (trapped ? drop() : client.write(chunk)));
     });
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   return {
     port: (server.address() as net.AddressInfo).port,
     // By default the append, as a prepared call (its name in Bind) or in a script.
-    loseNextAnswer: (marker, where = "query") => (armed = { markers: marker ? [marker] : ["switchyard_append", "\0append\0"], where }),
+    loseNextAnswer: (marker, where = "query", meanwhile) =>
+      (armed = { markers: marker ? [marker] : ["switchyard_append", "\0append\0"], where, meanwhile }),
     cutBefore: (marker) => (armed = { markers: [marker], where: "unsent" }),
     stall: () => (stalled ??= []),
     resume: () => {
@@ -823,6 +826,16 @@ describe("PostgreSQL store", { skip: postgresMissing() }, () => {
       proxy.loseNextAnswer("INSERT INTO face_queue (");
       await assert.rejects(add("e"), /cannot be reached/);
       assert.deepEqual(await store.faceState.takeQueued("q"), ["d"]);
+      // ... found taken when another relay took the queue before the look.
+      const other = await PostgresStore.open(url);
+      try {
+        const took: string[] = [];
+        proxy.loseNextAnswer("COMMIT\0", "answer", async () => took.push(...(await other.faceState.takeQueued("q"))));
+        assert.deepEqual(await add("f"), { queued: 0, dropped: 0 });
+        assert.deepEqual(took, ["f"]);
+      } finally {
+        await other.close();
+      }
     } finally {
       await pool.end();
       await store.close();
