@@ -102,9 +102,10 @@ interface FaultyProxy {
  * A proxy to PostgreSQL with faults on call. `loseNextAnswer`: the next query whose message
  * holds `marker` (by default a commit of events), or the next answer that holds it, goes on to
  * the database, and the connection is dropped instead of its answer (the query is applied, and
- * the node cannot know it); `meanwhile`, when given, runs before the connection is dropped. `cutBefore`: the connection is dropped as the next query holding
- * `marker` is sent; it never reaches the database. `stall`: nothing goes either way, and nothing fails (a
- * network that drops packets), until `resume`.
+ * the node cannot know it); `meanwhile`, when given, runs before the connection is dropped.
+ * `cutBefore`: the connection is dropped as the next query holding `marker` is sent; it never
+ * reaches the database. `stall`: nothing goes either way, and nothing fails (a network that
+ * drops packets), until `resume`.
  */
 async function faultyProxy(port: number): Promise<FaultyProxy> {
   /** The markers of the query, or the answer, that is to be lost; or of the query never to reach the database. */
