@@ -85,7 +85,7 @@ async function endingProxy(port: number): Promise<{ port: number; close: () => v
   return { port: (proxy.address() as net.AddressInfo).port, close: () => proxy.close() };
 }
 
-/** Takes a database back to schema version 10: what migrations 11 and 12 added goes. */
+/** Takes a database back to schema version 10: what migrations 11 to 13 added goes (13's column with 12's table). */
 const BACK_TO_VERSION_10 =
   "DROP TABLE face_queue_sizes, face_queue_taken; ALTER TABLE thread_commands DROP COLUMN claim; ALTER TABLE face_queue DROP COLUMN token; UPDATE switchyard_schema SET version = 10";
 
