@@ -882,12 +882,22 @@ export class PostgresStore implements Store {
   }
 
   /**
-   * Commits this node's appended events first when some are not committed yet: of the thread,
-   * or of any; true if it did (when the database can be reached).
+   * This node's events not committed yet: pending, and the commit's in flight. Taken before a
+   * read, it still says what was not committed when the read began: both arrays are replaced,
+   * never emptied, as their events move on.
    */
-  private async commitOwn(threadId?: string): Promise<boolean> {
+  private uncommitted(): PendingEvent[][] {
+    return [this.pending, this.committingBatch];
+  }
+
+  /**
+   * Commits this node's appended events first when some are not committed yet (or were, when
+   * `uncommitted` was taken): of the thread, or of any; true if it did (when the database can be
+   * reached).
+   */
+  private async commitOwn(threadId?: string, uncommitted = this.uncommitted()): Promise<boolean> {
     const of = (p: PendingEvent): boolean => threadId === undefined || p.event.threadId === threadId;
-    if (!this.storage.available || !(this.pending.some(of) || this.committingBatch.some(of))) return false;
+    if (!this.storage.available || !uncommitted.some((events) => events.some(of))) return false;
     await this.flush().catch(() => undefined);
     return true;
   }
@@ -958,9 +968,11 @@ export class PostgresStore implements Store {
 
   async getTurn(turnId: string, opts: { withItems?: boolean } = {}): Promise<Turn | undefined> {
     // The turn's thread is known once its row is read: read again after a commit if this node
-    // has events of it (or, with no row yet, of any thread) not committed.
+    // had events of it (or, with no row yet, of any thread) not committed when the read began.
+    // A commit that ended while the read was on its way is not seen in the row.
+    const uncommitted = this.uncommitted();
     let row = await this.turnRows.get(turnId);
-    if (await this.commitOwn(row?.thread_id)) row = await this.turnRows.get(turnId);
+    if (await this.commitOwn(row?.thread_id, uncommitted)) row = await this.turnRows.get(turnId);
     if (!row) return undefined;
     const turn = toTurn(row);
     if (opts.withItems !== false) turn.items = await this.listItems(turnId);

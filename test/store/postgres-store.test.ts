@@ -93,6 +93,7 @@ interface FaultyProxy {
   port: number;
   loseNextAnswer: (marker?: string, where?: "query" | "answer", meanwhile?: () => Promise<unknown>) => void;
   cutBefore: (marker: string) => void;
+  holdNextAnswer: (marker: string) => () => void;
   stall: () => void;
   resume: () => void;
   close: () => void;
@@ -104,13 +105,18 @@ interface FaultyProxy {
  * the database, and the connection is dropped instead of its answer (the query is applied, and
  * the node cannot know it); `meanwhile`, when given, runs before the connection is dropped.
  * `cutBefore`: the connection is dropped as the next query holding `marker` is sent; it never
- * reaches the database. `stall`: nothing goes either way, and nothing fails (a network that
- * drops packets), until `resume`.
+ * reaches the database. `holdNextAnswer`: the next answer that holds `marker`, and what follows
+ * it on that connection, waits until the function it returns is called (a slow answer).
+ * `stall`: nothing goes either way, and nothing fails (a network that drops packets), until
+ * `resume`.
  */
 async function faultyProxy(port: number): Promise<FaultyProxy> {
   /** The markers of the query, or the answer, that is to be lost; or of the query never to reach the database. */
   let armed: { markers: string[]; where: "query" | "answer" | "unsent"; meanwhile?: () => Promise<unknown> } | undefined;
   let stalled: Array<() => void> | undefined;
+  /** The answer held back: its marker, the connection it came on, and the writes waiting. */
+  type Hold = { marker: string; on?: net.Socket; waiting: Array<() => unknown> };
+  let hold: Hold | undefined;
   const sockets = new Set<net.Socket>();
   const server = net.createServer((client) => {
     const upstream = net.connect(port, "127.0.0.1");
@@ -133,7 +139,10 @@ async function faultyProxy(port: number): Promise<FaultyProxy> {
     });
     upstream.on("data", (chunk: Buffer) => {
       if (armed?.where === "answer" && armed.markers.some((marker) => chunk.includes(marker))) [armed, trapped] = [undefined, armed];
-      pass(() => (trapped ? drop() : client.write(chunk)));
+      if (hold && !hold.on && chunk.includes(hold.marker)) hold.on = client;
+      const send = (): unknown => (trapped ? drop() : client.write(chunk));
+      if (hold?.on === client) hold.waiting.push(send);
+      else pass(send);
     });
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
@@ -143,6 +152,14 @@ async function faultyProxy(port: number): Promise<FaultyProxy> {
     loseNextAnswer: (marker, where = "query", meanwhile) =>
       (armed = { markers: marker ? [marker] : ["switchyard_append", "\0append\0"], where, meanwhile }),
     cutBefore: (marker) => (armed = { markers: [marker], where: "unsent" }),
+    holdNextAnswer: (marker) => {
+      const mine: Hold = { marker, waiting: [] };
+      hold = mine;
+      return () => {
+        if (hold === mine) hold = undefined;
+        for (const send of mine.waiting) send();
+      };
+    },
     stall: () => (stalled ??= []),
     resume: () => {
       const held = stalled ?? [];
@@ -930,6 +947,30 @@ describe("PostgreSQL store", { skip: postgresMissing() }, () => {
       await pool.end();
       await owner.close();
       await claimer.store.close().finally(() => claimer.proxy.close());
+    }
+  });
+
+  it("reads a turn after a commit of its thread that ended while the read was on its way", async () => {
+    const { store, proxy } = await storeThroughProxy(freshUrl());
+    try {
+      store.append({ type: "thread.created", threadId: "t1", data: { thread: makeThread("t1") } });
+      store.append({ type: "turn.started", threadId: "t1", data: { turn: makeTurn("u-read-race", "t1") } });
+      await store.flush();
+      // The turn ends (not committed yet) and is read at once: the read reaches the database
+      // first, and its answer comes only after the turn's end has been committed.
+      store.append({
+        type: "turn.cancelled",
+        threadId: "t1",
+        data: { turnId: "u-read-race", completedAt: new Date().toISOString(), reason: "interrupted" },
+      });
+      const release = proxy.holdNextAnswer("u-read-race");
+      const read = store.getTurn("u-read-race", { withItems: false });
+      await store.flush();
+      release();
+      assert.equal((await read)?.status, "cancelled");
+    } finally {
+      await store.close();
+      proxy.close();
     }
   });
 
