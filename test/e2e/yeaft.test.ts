@@ -238,12 +238,15 @@ describe("yeaft relay and agent", () => {
     browser.send({ type: "cancel_execution", conversationId: "c-away" });
     for (let i = 0; i < 5_000; i++) browser.send({ type: "send_message", conversationId: "c-away", text: `m${i}` });
     const drops = () => browser.received.filter((m) => m.type === "agent_status" && m.dropped === 1);
-    await browser.waitFor(() => drops().length === 2);
+    // Each message is queued in its own transaction, in order: on PostgreSQL the 5,000 took 8 s
+    // here, and past waitFor's usual 15 s with other test runs sharing the machine.
+    const FLOOD_MS = 60_000;
+    await browser.waitFor(() => drops().length === 2, FLOOD_MS);
     assert.ok(drops().every((m) => m.queued === 5_000 && /dropped/.test(String(m.message))));
     const back = await Peer.open(`${ws}?type=agent&id=twin`);
     const challenge3 = await back.waitFor((m) => m.type === "auth_required");
     back.send({ type: "auth", tempId: challenge3.tempId, secret: aliceSecret });
-    await back.waitFor((m) => m.type === "send_message" && m.text === "m4999");
+    await back.waitFor((m) => m.type === "send_message" && m.text === "m4999", FLOOD_MS);
     const flushed = back.received.filter((m) => m.type === "send_message" || m.type === "cancel_execution");
     // The terminal cancel kept its place; "are you there?" and m0 were the oldest others; order kept.
     assert.deepEqual(
