@@ -1,7 +1,8 @@
 // Runs the compiled test files with node's test runner (Node 20 takes no globs).
 // Usage: node scripts/run-tests.mjs [path-filter...]   e.g. `e2e/`, `faces/acp`, `store`
-import { readdirSync } from "node:fs";
+import { chmodSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { spawnSync } from "node:child_process";
+import os from "node:os";
 import path from "node:path";
 
 const dir = "dist/test";
@@ -31,6 +32,19 @@ if (process.env.SWITCHYARD_TEST_STORE === "postgres") {
   env.SWITCHYARD_TEST_PG_PORT = String(postgres.port);
   console.error(`SWITCHYARD_TEST_STORE=postgres: every server keeps its threads in PostgreSQL on port ${postgres.port}`);
 }
+// The tests' temp files (data dirs, workspaces, homes: about 500 dirs and 50 MB a run) go under
+// one directory of the run's, removed when the run passes and kept, named, when it fails.
+// Readable by all: a test may start its own PostgreSQL there, as the postgres user.
+env.TMPDIR = mkdtempSync(path.join(os.tmpdir(), "switchyard-test-run-"));
+chmodSync(env.TMPDIR, 0o755);
 const result = spawnSync(process.execPath, ["--test", "--test-concurrency=2", ...files], { stdio: "inherit", env });
 postgres?.stop();
+if (result.status !== 0) console.error(`the run's temp files are kept in ${env.TMPDIR}`);
+else {
+  try {
+    rmSync(env.TMPDIR, { recursive: true, force: true, maxRetries: 3 });
+  } catch (err) {
+    console.error(`the run's temp files could not all be removed from ${env.TMPDIR}: ${err.message}`);
+  }
+}
 process.exit(result.status ?? 1);
