@@ -5,6 +5,7 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { after, before, describe, it } from "node:test";
 import { startHarness, type Harness } from "../support/harness.js";
+import { fetchOrSayWhy } from "../support/fetch.js";
 import { freePort } from "../support/server-process.js";
 
 type Reply = { channel: string; chatId: string; threadId: string; turnId: string; text: string | null; error: string | null };
@@ -73,7 +74,7 @@ describe("external channels", () => {
     await listening;
 
     const send = (text: string, token = "s3cret") =>
-      fetch(`http://127.0.0.1:${port}/`, {
+      fetchOrSayWhy(`http://127.0.0.1:${port}/`, {
         method: "POST",
         headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
         body: JSON.stringify({ chatId: "chat-1", userId: "u1", text }),

@@ -9,6 +9,7 @@ import { pidAlive } from "../../src/pid.js";
 import { makeWorkspace } from "../support/harness.js";
 import { ServerProcess, tempDir } from "../support/server-process.js";
 import { TestClient } from "../support/test-client.js";
+import { fetchOrSayWhy } from "../support/fetch.js";
 
 type Lock = { pid: number; apiBaseUrl: string; token: string; startedAt: string; version: string };
 type Ensured = { workspacePath: string; pid: number; endpoint: string; token: string; started: boolean };
@@ -27,7 +28,7 @@ async function startHub(dataDir = tempDir("hub")): Promise<{ hub: ServerProcess;
 }
 
 async function ensure(lock: Lock, workspacePath: string, extra: Record<string, unknown> = {}): Promise<Ensured> {
-  const response = await fetch(`${lock.apiBaseUrl}/v1/appservers/ensure`, {
+  const response = await fetchOrSayWhy(`${lock.apiBaseUrl}/v1/appservers/ensure`, {
     method: "POST",
     headers: { authorization: `Bearer ${lock.token}`, "content-type": "application/json" },
     body: JSON.stringify({ workspacePath, ...extra }),
@@ -50,14 +51,14 @@ describe("the Hub", () => {
     try {
       assert.equal(lock.pid, hub.child.pid);
       assert.match(lock.apiBaseUrl, /^http:\/\/127\.0\.0\.1:\d+$/);
-      assert.equal((await fetch(`${lock.apiBaseUrl}/v1/status`)).status, 401);
-      assert.equal((await fetch(`${lock.apiBaseUrl}/v1/status`, { headers: { authorization: "Bearer wrong" } })).status, 401);
-      const fromPage = await fetch(`${lock.apiBaseUrl}/v1/status`, {
+      assert.equal((await fetchOrSayWhy(`${lock.apiBaseUrl}/v1/status`)).status, 401);
+      assert.equal((await fetchOrSayWhy(`${lock.apiBaseUrl}/v1/status`, { headers: { authorization: "Bearer wrong" } })).status, 401);
+      const fromPage = await fetchOrSayWhy(`${lock.apiBaseUrl}/v1/status`, {
         headers: { authorization: `Bearer ${lock.token}`, origin: "http://evil.example" },
       });
       assert.equal(fromPage.status, 403);
       const status = (await (
-        await fetch(`${lock.apiBaseUrl}/v1/status`, { headers: { authorization: `Bearer ${lock.token}` } })
+        await fetchOrSayWhy(`${lock.apiBaseUrl}/v1/status`, { headers: { authorization: `Bearer ${lock.token}` } })
       ).json()) as Lock;
       assert.equal(status.pid, lock.pid);
       assert.equal((status as { token?: string }).token, undefined, "the status does not repeat the token");
@@ -93,13 +94,13 @@ describe("the Hub", () => {
       assert.notEqual(replaced.pid, first.pid);
       (await connect(replaced)).close();
 
-      const missing = await fetch(`${lock.apiBaseUrl}/v1/appservers/ensure`, {
+      const missing = await fetchOrSayWhy(`${lock.apiBaseUrl}/v1/appservers/ensure`, {
         method: "POST",
         headers: { authorization: `Bearer ${lock.token}` },
         body: JSON.stringify({ workspacePath: makeWorkspace(), startIfMissing: false }),
       });
       assert.equal(missing.status, 404);
-      const notADir = await fetch(`${lock.apiBaseUrl}/v1/appservers/ensure`, {
+      const notADir = await fetchOrSayWhy(`${lock.apiBaseUrl}/v1/appservers/ensure`, {
         method: "POST",
         headers: { authorization: `Bearer ${lock.token}` },
         body: JSON.stringify({ workspacePath: "/no/such/dir" }),

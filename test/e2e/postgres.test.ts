@@ -12,6 +12,7 @@ import { POSTGRES_SCHEMA_VERSION, postgresPool } from "../../src/store/postgres-
 import { itemsOf, ModelScript, startTypedHarness } from "../support/typed-harness.js";
 import { eventually } from "../support/agentcraft.js";
 import type { RpcError } from "../../src/client/index.js";
+import { fetchOrSayWhy } from "../support/fetch.js";
 
 describe("app-server --store postgres://", { skip: postgresMissing() }, () => {
   let model: ModelScript;
@@ -110,7 +111,7 @@ describe("app-server --store postgres://", { skip: postgresMissing() }, () => {
         if (event.method === "server/statusChanged") statuses.push((event.params as { status: string }).status);
       });
       const readyz = new URL("/readyz", (await h.websocketUrl()).replace(/^ws/, "http"));
-      const probe = async (): Promise<number> => (await fetch(readyz)).status;
+      const probe = async (): Promise<number> => (await fetchOrSayWhy(readyz)).status;
       assert.equal(await probe(), 200);
       await server.down();
       try {

@@ -9,6 +9,7 @@ import { after, before, describe, it } from "node:test";
 import { postgresMissing, TestPostgres } from "../support/postgres.js";
 import { freePort, ServerProcess, tempDir } from "../support/server-process.js";
 import { addUser, login, type Msg, Peer } from "../support/yeaft.js";
+import { fetchOrSayWhy } from "../support/fetch.js";
 
 type Listed = { id: string; online: boolean; conversations: string[] };
 
@@ -127,7 +128,7 @@ describe("yeaft relays sharing one PostgreSQL", { skip: postgresMissing() }, () 
 
   it("logs a token out on both relays", async () => {
     const fresh = (await login(`http://127.0.0.1:${ports[1]}`, "alice", "alice-password")).token!;
-    const res = await fetch(`http://127.0.0.1:${ports[0]}/api/auth/logout`, {
+    const res = await fetchOrSayWhy(`http://127.0.0.1:${ports[0]}/api/auth/logout`, {
       method: "POST",
       headers: { authorization: `Bearer ${fresh}` },
     });

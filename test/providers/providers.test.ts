@@ -17,6 +17,7 @@ import { createProvider, isProviderConfigProblem, planProvider } from "../../src
 import { abortableSleep, withRetries, type RetryPolicy } from "../../src/providers/retry.js";
 import { OPENAI_REASONING_PREFIX, ProviderError } from "../../src/providers/provider.js";
 import type { ConversationMessage, ModelProvider, ModelRequest, ModelStreamEvent } from "../../src/providers/provider.js";
+import { fetchOrSayWhy } from "../support/fetch.js";
 
 type ProviderName = "openai" | "openai-chat" | "anthropic";
 
@@ -815,10 +816,15 @@ describe("fake model server", () => {
   test("serves model lists in both shapes and answers 'ok' when the queue is empty", async () => {
     const fake = await FakeModelServer.start();
     try {
-      const openai = (await (await fetch(`${fake.openaiBaseURL}/models`)).json()) as { object: string; data: Array<{ object: string }> };
+      const openai = (await (await fetchOrSayWhy(`${fake.openaiBaseURL}/models`)).json()) as {
+        object: string;
+        data: Array<{ object: string }>;
+      };
       assert.equal(openai.object, "list");
       assert.equal(openai.data[0]!.object, "model");
-      const anthropic = (await (await fetch(`${fake.url}/v1/models`, { headers: { "anthropic-version": "2023-06-01" } })).json()) as {
+      const anthropic = (await (
+        await fetchOrSayWhy(`${fake.url}/v1/models`, { headers: { "anthropic-version": "2023-06-01" } })
+      ).json()) as {
         data: Array<{ type: string; display_name: string }>;
         has_more: boolean;
         first_id: string;
@@ -846,7 +852,7 @@ describe("fake model server", () => {
         text: ["Hi", "!"],
         toolCalls: [{ id: "call_1", name: "read_file", arguments: { path: "a" }, chunks: 2 }],
       });
-      const response = await fetch(`${fake.openaiBaseURL}/responses`, {
+      const response = await fetchOrSayWhy(`${fake.openaiBaseURL}/responses`, {
         method: "POST",
         headers: { "content-type": "application/json" },
         body: JSON.stringify({ model: "gpt-5", input: "hi", stream: true, include: ["reasoning.encrypted_content"] }),

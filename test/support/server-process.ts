@@ -86,6 +86,9 @@ export class ServerProcess {
         stdio: ["pipe", "pipe", "pipe"],
       },
     );
+    // Under the test runner the server's log is also kept beside its data directory: a failed
+    // run keeps its temp files (scripts/run-tests.mjs), and with them what each server said.
+    if (process.env.NODE_TEST_CONTEXT) child.stderr.pipe(fs.createWriteStream(`${dataDir}.stderr.log`, { flags: "a" }));
     return new ServerProcess(child, dataDir);
   }
 

@@ -2,6 +2,7 @@
 import { spawn } from "node:child_process";
 import WebSocket from "ws";
 import { childEnv, CLI_PATH } from "./server-process.js";
+import { fetchOrSayWhy } from "./fetch.js";
 
 /** Adds a user with `switchyard yeaft user add` (password on stdin); resolves with its agent secret. */
 export function addUser(dataDir: string, name: string, password: string, env: Record<string, string> = {}): Promise<string> {
@@ -20,7 +21,7 @@ export async function login(
   username: string,
   password: string,
 ): Promise<{ status: number; token?: string; cookie?: string | null }> {
-  const res = await fetch(`${base}/api/auth/login`, {
+  const res = await fetchOrSayWhy(`${base}/api/auth/login`, {
     method: "POST",
     body: JSON.stringify({ username, password }),
     headers: { "content-type": "application/json" },
