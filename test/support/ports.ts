@@ -25,9 +25,13 @@ function bindable(port: number): Promise<boolean> {
   });
 }
 
-/** A TCP port free on 127.0.0.1 now, below the ephemeral range, picked at random. */
+/**
+ * A TCP port free on 127.0.0.1 now, below the ephemeral range, picked at random, above 10080:
+ * the last of the Fetch standard's "bad ports", which Node's fetch and browsers refuse to
+ * connect to (a relay given 10080 took WebSockets, and its login failed with "fetch failed").
+ */
 export async function freePort(): Promise<number> {
-  const low = 10_000;
+  const low = 10_081;
   const high = Math.max(ephemeralStart(), low + 1_000);
   for (;;) {
     const port = low + Math.floor(Math.random() * (high - low));
