@@ -6,7 +6,7 @@ import path from "node:path";
 import { performance } from "node:perf_hooks";
 import WebSocket from "ws";
 import { UserStore } from "../src/faces/yeaft/users.js";
-import { ServerProcess } from "../test/support/server-process.js";
+import { freePort, ServerProcess } from "../test/support/server-process.js";
 import type { BenchKit, BenchRow } from "./backends.js";
 
 const AGENTS = 5;
@@ -40,7 +40,7 @@ export async function yeaftRelay(kit: BenchKit): Promise<BenchRow[]> {
   const dataDir = kit.dir("yeaft-bench");
   const users = UserStore.inFile(path.join(dataDir, "yeaft", "users.json"));
   const accounts = await Promise.all(Array.from({ length: AGENTS }, (_, i) => users.add(`user${i}`, `password-${i}-long`)));
-  const port = 20_000 + Math.floor(Math.random() * 20_000);
+  const port = await freePort();
   const relay = ServerProcess.spawn({
     command: ["yeaft", "relay"],
     args: ["--port", String(port)],
