@@ -6,7 +6,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { DaemonClient } from "../../src/cli/agentcraft/client.js";
 import { delay } from "../../src/timers.js";
-import { childEnv, tempDir } from "./server-process.js";
+import { childEnv, keepLogBeside, tempDir } from "./server-process.js";
 
 export const AGENTCRAFT_CLI = fileURLToPath(new URL("../../agentcraft.js", import.meta.url));
 
@@ -64,6 +64,7 @@ export class AgentCraftHome {
       env: this.processEnv(),
       stdio: ["ignore", "ignore", "pipe"],
     });
+    keepLogBeside(this.home, child.stderr);
     this.daemon = new DaemonProcess(child);
     await this.daemon.waitForLog((l) => l.msg === "agentcraft daemon listening");
     return this.daemon;

@@ -3,6 +3,7 @@ import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import type { Readable } from "node:stream";
 import { fileURLToPath } from "node:url";
 import { testStoreEnv } from "./postgres.js";
 
@@ -43,6 +44,15 @@ export interface SpawnOptions {
   cwd?: string;
   /** Flags for node itself, e.g. ["--cpu-prof"] when profiling. */
   nodeArgs?: string[];
+}
+
+/**
+ * Under the test runner a server's log is also written beside its data directory
+ * (`<dir>.stderr.log`): a failed run keeps its temp files (scripts/run-tests.mjs), and with them
+ * what each server said. Not under the benchmarks, whose clients share the CPU with the servers.
+ */
+export function keepLogBeside(dataDir: string, stderr: Readable): void {
+  if (process.env.NODE_TEST_CONTEXT) stderr.pipe(fs.createWriteStream(`${dataDir}.stderr.log`, { flags: "a" }));
 }
 
 /** Servers still running; whatever a failed test left behind is killed when its file ends. */
@@ -86,9 +96,7 @@ export class ServerProcess {
         stdio: ["pipe", "pipe", "pipe"],
       },
     );
-    // Under the test runner the server's log is also kept beside its data directory: a failed
-    // run keeps its temp files (scripts/run-tests.mjs), and with them what each server said.
-    if (process.env.NODE_TEST_CONTEXT) child.stderr.pipe(fs.createWriteStream(`${dataDir}.stderr.log`, { flags: "a" }));
+    keepLogBeside(dataDir, child.stderr);
     return new ServerProcess(child, dataDir);
   }
 
