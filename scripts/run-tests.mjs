@@ -1,6 +1,6 @@
 // Runs the compiled test files with node's test runner (Node 20 takes no globs).
 // Usage: node scripts/run-tests.mjs [path-filter...]   e.g. `e2e/`, `faces/acp`, `store`
-import { chmodSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { spawnSync } from "node:child_process";
 import os from "node:os";
 import path from "node:path";
@@ -37,7 +37,15 @@ if (process.env.SWITCHYARD_TEST_STORE === "postgres") {
 // Readable by all: a test may start its own PostgreSQL there, as the postgres user.
 env.TMPDIR = mkdtempSync(path.join(os.tmpdir(), "switchyard-test-run-"));
 chmodSync(env.TMPDIR, 0o755);
-const result = spawnSync(process.execPath, ["--test", "--test-concurrency=2", ...files], { stdio: "inherit", env });
+// A file still running after five minutes has hung (the slowest takes under a minute): node's
+// runner fails it and goes on, where it would otherwise wait until CI's limit. (Node 20 applies
+// --test-timeout to each file; later versions to each test.)
+const FILE_TIMEOUT_MS = 300_000;
+const result = spawnSync(process.execPath, ["--test", "--test-concurrency=2", `--test-timeout=${FILE_TIMEOUT_MS}`, ...files], {
+  stdio: "inherit",
+  env,
+});
+stopLeftovers(env.TMPDIR);
 postgres?.stop();
 if (result.status !== 0) console.error(`the run's temp files are kept in ${env.TMPDIR}`);
 else {
@@ -48,3 +56,26 @@ else {
   }
 }
 process.exit(result.status ?? 1);
+
+/**
+ * Stops, and names, what the tests started and left running: a timed-out file's servers, which
+ * its runner's kill orphans. They are the processes with this run's TMPDIR (Linux: /proc).
+ */
+function stopLeftovers(runDir) {
+  let pids;
+  try {
+    pids = readdirSync("/proc").filter((name) => /^\d+$/.test(name) && Number(name) !== process.pid);
+  } catch {
+    return; // no /proc: not Linux
+  }
+  for (const pid of pids) {
+    try {
+      if (!readFileSync(`/proc/${pid}/environ`, "utf8").split("\0").includes(`TMPDIR=${runDir}`)) continue;
+      const command = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").join(" ").trim();
+      process.kill(Number(pid), "SIGKILL");
+      console.error(`left running by the tests, now stopped: ${pid} ${command}`);
+    } catch {
+      // gone meanwhile, or not ours to read
+    }
+  }
+}
