@@ -37,14 +37,14 @@ if (process.env.SWITCHYARD_TEST_STORE === "postgres") {
 // Readable by all: a test may start its own PostgreSQL there, as the postgres user.
 env.TMPDIR = mkdtempSync(path.join(os.tmpdir(), "switchyard-test-run-"));
 chmodSync(env.TMPDIR, 0o755);
-// A file still running after five minutes has hung (the slowest takes under a minute): node's
-// runner fails it and goes on, where it would otherwise wait until CI's limit. (Node 20 applies
-// --test-timeout to each file; later versions to each test.)
+// A file ends when its tests have: one whose failed test left a server running would otherwise
+// wait for it for ever (--test-force-exit; what is left is stopped below). A file still running
+// after five minutes has hung (the slowest takes under a minute): node's runner fails it and goes
+// on, where it would otherwise wait until CI's limit. (Node 20 applies --test-timeout to each
+// file; later versions to each test.)
 const FILE_TIMEOUT_MS = 300_000;
-const result = spawnSync(process.execPath, ["--test", "--test-concurrency=2", `--test-timeout=${FILE_TIMEOUT_MS}`, ...files], {
-  stdio: "inherit",
-  env,
-});
+const args = ["--test", "--test-concurrency=2", "--test-force-exit", `--test-timeout=${FILE_TIMEOUT_MS}`];
+const result = spawnSync(process.execPath, [...args, ...files], { stdio: "inherit", env });
 stopLeftovers(env.TMPDIR);
 postgres?.stop();
 if (result.status !== 0) console.error(`the run's temp files are kept in ${env.TMPDIR}`);
