@@ -3,6 +3,7 @@
 // answered by the client, and a cancel; and `agentcraft mcp` driven by the official MCP client.
 import assert from "node:assert/strict";
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
+import path from "node:path";
 import { Readable, Writable } from "node:stream";
 import { after, before, describe, it } from "node:test";
 import * as acp from "@agentclientprotocol/sdk";
@@ -11,9 +12,12 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { AGENTCRAFT_CLI, AgentCraftHome, template } from "../support/agentcraft.js";
 import { FakeModelServer } from "../support/fake-model-server.js";
 import { makeWorkspace, modelEnv } from "../support/harness.js";
+import { keepLogBeside } from "../support/server-process.js";
 
 /** An editor: spawns `agentcraft proxy …` and speaks ACP to it. */
 class Editor {
+  /** Editors still open: a failed test's are killed when the file ends (their proxies would keep it running). */
+  static readonly open = new Set<Editor>();
   readonly updates: acp.SessionNotification[] = [];
   readonly permissions: acp.RequestPermissionRequest[] = [];
   readonly agent: acp.ClientContext;
@@ -25,6 +29,9 @@ class Editor {
   constructor(home: AgentCraftHome, args: string[]) {
     this.child = spawn(process.execPath, [AGENTCRAFT_CLI, "proxy", ...args], { env: home.processEnv() });
     this.child.stderr.setEncoding("utf8").on("data", (c: string) => (this.stderr += c));
+    keepLogBeside(path.join(home.home, `proxy-${this.child.pid}`), this.child.stderr);
+    Editor.open.add(this);
+    this.child.once("exit", () => Editor.open.delete(this));
     const app = acp
       .client({ name: "test-editor" })
       .onNotification(acp.methods.client.session.update, ({ params }) => void this.updates.push(params))
@@ -60,6 +67,10 @@ class Editor {
       .join("");
   }
 
+  kill(): void {
+    this.child.kill("SIGKILL");
+  }
+
   /** Closes the editor's side; resolves with the proxy's exit code. */
   close(): Promise<number | null> {
     const exited = new Promise<number | null>((resolve) => this.child.once("exit", (code) => resolve(code)));
@@ -67,6 +78,8 @@ class Editor {
     return exited;
   }
 }
+
+after(() => Editor.open.forEach((editor) => editor.kill()));
 
 /** The scripted turn every mode runs: a shell command that needs permission, then an answer. */
 function enqueueToolTurn(fake: FakeModelServer, id: string): void {
