@@ -12,7 +12,7 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { AGENTCRAFT_CLI, AgentCraftHome, template } from "../support/agentcraft.js";
 import { FakeModelServer } from "../support/fake-model-server.js";
 import { makeWorkspace, modelEnv } from "../support/harness.js";
-import { keepLogBeside } from "../support/server-process.js";
+import { exitWithin, keepLogBeside } from "../support/server-process.js";
 
 /** An editor: spawns `agentcraft proxy …` and speaks ACP to it. */
 class Editor {
@@ -75,7 +75,7 @@ class Editor {
   close(): Promise<number | null> {
     const exited = new Promise<number | null>((resolve) => this.child.once("exit", (code) => resolve(code)));
     this.child.stdin.end();
-    return exited;
+    return exitWithin(this.child, exited, "agentcraft proxy", () => this.stderr);
   }
 }
 

@@ -6,7 +6,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { DaemonClient } from "../../src/cli/agentcraft/client.js";
 import { delay } from "../../src/timers.js";
-import { childEnv, keepLogBeside, tempDir } from "./server-process.js";
+import { childEnv, exitWithin, keepLogBeside, tempDir } from "./server-process.js";
 
 export const AGENTCRAFT_CLI = fileURLToPath(new URL("../../agentcraft.js", import.meta.url));
 
@@ -119,7 +119,7 @@ export class DaemonProcess {
 
   async stop(): Promise<void> {
     if (this.child.exitCode === null) this.child.kill("SIGTERM");
-    await this.exited;
+    await exitWithin(this.child, this.exited, "the AgentCraft daemon", () => this.stderr);
   }
 }
 

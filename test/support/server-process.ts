@@ -1,5 +1,5 @@
 // Spawns the built CLI as a real process, for end-to-end tests and benchmarks.
-import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
+import { spawn, type ChildProcess, type ChildProcessWithoutNullStreams } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -53,6 +53,28 @@ export interface SpawnOptions {
  */
 export function keepLogBeside(dataDir: string, stderr: Readable): void {
   if (process.env.NODE_TEST_CONTEXT) stderr.pipe(fs.createWriteStream(`${dataDir}.stderr.log`, { flags: "a" }));
+}
+
+/** How long a process gets to exit once told to (a signal, its stdin closed) before a test calls it hung. */
+export const EXIT_WAIT_MS = 30_000;
+
+/**
+ * `exited`, or, when the process takes longer than EXIT_WAIT_MS, an error that names it with the
+ * end of its log (and the process killed): a shutdown that hangs fails its test, not its file.
+ */
+export async function exitWithin<T>(child: ChildProcess, exited: Promise<T>, what: string, log: () => string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const hung = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(new Error(`${what} did not exit within ${EXIT_WAIT_MS / 1000} s; its log ends:\n${log().slice(-3000)}`));
+    }, EXIT_WAIT_MS);
+  });
+  try {
+    return await Promise.race([exited, hung]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** Servers still running; whatever a failed test left behind is killed when its file ends. */
@@ -131,6 +153,6 @@ export class ServerProcess {
 
   async kill(signal: NodeJS.Signals = "SIGTERM"): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
     if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill(signal);
-    return this.exited;
+    return exitWithin(this.child, this.exited, `the server of ${this.dataDir}`, () => this.stderr);
   }
 }
