@@ -35,6 +35,11 @@ export class Coalesced {
     return this.running;
   }
 
+  /** When the latest run started (performance.now()): the time the spacing counts from. */
+  get startedAt(): number {
+    return this.lastStart;
+  }
+
   /** Whether a run is in progress. */
   get busy(): boolean {
     return this.running !== undefined;
