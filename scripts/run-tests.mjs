@@ -58,8 +58,9 @@ else {
 process.exit(result.status ?? 1);
 
 /**
- * Stops, and names, what the tests started and left running: a timed-out file's servers, which
- * its runner's kill orphans. They are the processes with this run's TMPDIR (Linux: /proc).
+ * Stops, and names, what the tests started and left running: the servers of a file that failed
+ * or timed out, orphaned when its process ended. They are the processes with this run's TMPDIR
+ * (Linux: /proc).
  */
 function stopLeftovers(runDir) {
   let pids;
