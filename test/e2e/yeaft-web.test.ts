@@ -205,6 +205,50 @@ describe("yeaft web client", { skip: chromiumPath ? false : "no chromium on PATH
     assert.ok(replies.includes("one two three four five six"), `whole, no delta twice: ${JSON.stringify(replies.slice(-2))}`);
   });
 
+  it("in a second browser, shows the history and a live reply that came before the history's answer", async () => {
+    // The second browser's own catch-up answer is held back until a live output of a turn started
+    // in the first has reached it, after another browser's answer from just before that output
+    // (the relay sends each answer to every browser of the owner): the order a reconnect can give.
+    const context = await browser.newContext({ storageState: await page.context().storageState() });
+    let held: string[] | undefined = [];
+    let answerHeld!: () => void;
+    const holding = new Promise<void>((resolve) => (answerHeld = resolve));
+    await context.routeWebSocket(/type=web/, (ws) => {
+      const server = ws.connectToServer();
+      server.onMessage((message) => {
+        const msg = JSON.parse(String(message)) as { type: string; conversationId: string; seq: number; data: unknown };
+        if (held && msg.type === "sync_messages_result") {
+          held.push(String(message));
+          return answerHeld();
+        }
+        if (held?.length && msg.type === "claude_output") {
+          const { conversationId, seq, data } = msg;
+          ws.send(
+            JSON.stringify({ type: "sync_messages_result", conversationId, afterSeq: seq - 1, messages: [{ seq, data }], lastSeq: seq }),
+          );
+          ws.send(message);
+          for (const answer of held) ws.send(answer);
+          held = undefined;
+          return;
+        }
+        ws.send(message);
+      });
+    });
+    const second = await context.newPage();
+    await second.goto(base);
+    await second.locator(".conversation", { hasText: "How do we start?" }).click();
+    await holding;
+    fake.enqueue({ kind: "response", text: "Seen in both browsers." });
+    await composer().fill("Do both of you see this?");
+    await composer().press("Enter");
+    await second.getByText("Seen in both browsers.").waitFor();
+    assert.equal(held, undefined, "the live output came before the history");
+    await second.getByText("Still here, same conversation.").waitFor({ timeout: 5_000 });
+    assert.equal(await second.locator(".msg.user", { hasText: "How do we start?" }).count(), 1);
+    assert.equal(await second.getByText("Seen in both browsers.").count(), 1, "once");
+    await context.close();
+  });
+
   it("runs a group chat: @mention completion, and a lane per persona answering in parallel", async () => {
     await page.getByRole("button", { name: /New group chat/ }).click();
     await composer().pressSequentially("@");

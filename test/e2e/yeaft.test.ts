@@ -126,6 +126,7 @@ describe("yeaft relay and agent", () => {
     assert.equal(historyText, "Hello there");
     back.send({ type: "sync_messages", conversationId: "c1", afterSeq: middle });
     const rest = await back.waitFor((m) => m.type === "sync_messages_result" && m !== all);
+    assert.equal(rest.afterSeq, middle, "the answer says which catch-up it answers");
     const restSeqs = (rest.messages as Array<{ seq: number }>).map((m) => m.seq);
     assert.deepEqual(
       restSeqs,

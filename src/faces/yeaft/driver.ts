@@ -215,7 +215,7 @@ export class AgentDriver {
           }
         }
         const running = this.runtime.runtimeState(threadId).running;
-        return this.send({ type: "sync_messages_result", conversationId, messages, lastSeq: last, running });
+        return this.send({ type: "sync_messages_result", conversationId, afterSeq, messages, lastSeq: last, running });
       }
       case "yeaft_session_chat":
         return this.groupChat(msg);

@@ -71,6 +71,13 @@ const KNOWN = "yeaft.conversations";
 export class Store {
   private state: State = { connection: "connecting", agents: [], conversations: {}, questions: [] };
   private readonly listeners = new Set<Listener>();
+  /**
+   * Conversations whose history was asked of the agent and not answered yet, with the outputs
+   * that came meanwhile: they are applied after the history, since one applied first would make
+   * the history's older seqs look seen (after a reconnect, or in a second browser, live output
+   * can come first).
+   */
+  private readonly catchingUp = new Map<string, Array<{ data: Data; seq: number | undefined }>>();
   private readonly relay = new RelayConnection({
     onMessage: (msg) => this.receive(msg),
     onState: (connection) => this.update({ connection }),
@@ -116,7 +123,7 @@ export class Store {
     const conversation = this.state.conversations[conversationId];
     if (conversation && !conversation.synced && conversation.kind === "chat") {
       this.patch(conversationId, { synced: true });
-      this.relay.send({ type: "sync_messages", conversationId, afterSeq: conversation.lastSeq });
+      this.sync(conversation);
     }
     this.update({ selected: conversationId, selectedAgent: conversation?.agentId ?? this.state.selectedAgent });
   }
@@ -182,17 +189,28 @@ export class Store {
         return this.agentList(msg.agents);
       case "session_ready":
         return;
-      case "claude_output":
+      case "claude_output": {
         if (!conversationId) return;
-        return this.output(conversationId, msg.data as Data, typeof msg.seq === "number" ? msg.seq : undefined);
+        const output = { data: msg.data as Data, seq: typeof msg.seq === "number" ? msg.seq : undefined };
+        const held = this.catchingUp.get(conversationId);
+        if (held) return void held.push(output);
+        return this.output(conversationId, output.data, output.seq);
+      }
       case "yeaft_output":
         if (!conversationId) return;
         return this.laneOutput(conversationId, String(msg.persona), msg.data as Data);
-      case "sync_messages_result":
+      case "sync_messages_result": {
         if (!conversationId) return;
-        for (const m of (msg.messages ?? []) as Array<{ seq: number; data: Data }>) this.output(conversationId, m.data, m.seq);
+        const messages = (msg.messages ?? []) as Array<{ seq: number; data: Data }>;
+        const held = this.catchingUp.get(conversationId);
+        const lastSeq = this.state.conversations[conversationId]?.lastSeq ?? 0;
+        // Another browser's catch-up from further on (the agent's answers go to all of them):
+        // it would leave a gap here, so it waits with the live outputs for this one's.
+        if (held && typeof msg.afterSeq === "number" && msg.afterSeq > lastSeq) return void held.push(...messages);
+        for (const m of messages) this.output(conversationId, m.data, m.seq);
         if (typeof msg.running === "boolean") this.patch(conversationId, { running: msg.running });
-        return;
+        return this.caughtUp(conversationId);
+      }
       case "turn_completed":
       case "execution_cancelled":
         if (conversationId) this.patch(conversationId, { running: false });
@@ -218,9 +236,10 @@ export class Store {
       case "error": {
         const text = String(msg.message ?? msg.code ?? "error");
         const conversation = conversationId ? this.state.conversations[conversationId] : undefined;
-        if (conversation)
+        if (conversation) {
           this.patch(conversation.id, { blocks: [...conversation.blocks, { kind: "error", message: text }], running: false });
-        else this.update({ notice: text });
+          this.caughtUp(conversation.id);
+        } else this.update({ notice: text });
         return;
       }
     }
@@ -258,9 +277,20 @@ export class Store {
 
   /** After a reconnect: what each conversation missed, from the agent's history. */
   private catchUp(): void {
-    for (const c of Object.values(this.state.conversations)) {
-      if (c.synced && c.kind === "chat") this.relay.send({ type: "sync_messages", conversationId: c.id, afterSeq: c.lastSeq });
-    }
+    for (const c of Object.values(this.state.conversations)) if (c.synced && c.kind === "chat") this.sync(c);
+  }
+
+  /** Asks the agent for the conversation's history after what is shown; outputs wait for it. */
+  private sync(conversation: Conversation): void {
+    if (!this.catchingUp.has(conversation.id)) this.catchingUp.set(conversation.id, []);
+    this.relay.send({ type: "sync_messages", conversationId: conversation.id, afterSeq: conversation.lastSeq });
+  }
+
+  /** The history is in (or will not come): the outputs that waited for it, those not in it. */
+  private caughtUp(conversationId: string): void {
+    const held = this.catchingUp.get(conversationId) ?? [];
+    this.catchingUp.delete(conversationId);
+    for (const { data, seq } of held) this.output(conversationId, data, seq);
   }
 
   private output(conversationId: string, data: Data, seq: number | undefined): void {
