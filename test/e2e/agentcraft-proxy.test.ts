@@ -16,7 +16,7 @@ import { exitWithin, keepLogBeside } from "../support/server-process.js";
 
 /** An editor: spawns `agentcraft proxy …` and speaks ACP to it. */
 class Editor {
-  /** Editors still open: a failed test's are killed when the file ends (their proxies would keep it running). */
+  /** Editors still open: a failed test's are killed when the file ends (their proxies would outlive it). */
   static readonly open = new Set<Editor>();
   readonly updates: acp.SessionNotification[] = [];
   readonly permissions: acp.RequestPermissionRequest[] = [];
