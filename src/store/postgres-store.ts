@@ -178,12 +178,6 @@ export class PostgresStore implements Store {
 
   private constructor(
     private readonly pool: Pool,
-    /**
-     * The feed's own connection: its reads, which every watcher of another node's thread waits
-     * for, never queue behind the pool's (200 turns starting at once read their histories
-     * there, and a client's read of a long thread can take a while).
-     */
-    private readonly feedPool: Pool,
     xmin: string,
     private readonly onError: (err: unknown) => void,
     leaseTtlMs: number,
@@ -198,16 +192,14 @@ export class PostgresStore implements Store {
     const leaseTtlMs = opts.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS;
     // A node that hangs that long inside a transaction has lost its lease: it is ended too.
     const pool = await postgresPool(url, { idleInTransactionMs: leaseTtlMs });
-    const feedPool = await postgresPool(url, { max: 1 });
     try {
       await migratePostgres(pool);
       // The feed starts after every transaction that has ended: what they wrote is history.
       const { rows } = await pool.query<{ xmin: string }>("SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS xmin");
       const toStderr = (text: string): void => void process.stderr.write(`switchyard store: ${text}\n`);
       const onError = opts.onError ?? ((err) => toStderr(String(err)));
-      // An idle client lost its connection: the pool replaces it.
-      for (const each of [pool, feedPool]) each.on("error", (err) => onError(err));
-      const store = new PostgresStore(pool, feedPool, rows[0]!.xmin, onError, leaseTtlMs);
+      pool.on("error", (err) => onError(err)); // an idle client lost its connection: the pool replaces it
+      const store = new PostgresStore(pool, rows[0]!.xmin, onError, leaseTtlMs);
       const feedHold = new FeedHoldWatch(pool, opts.onNotice ?? toStderr);
       store.node = await PostgresNode.join(pool, url, leaseTtlMs, {
         onFeed: () => {
@@ -234,7 +226,7 @@ export class PostgresStore implements Store {
       store.faceState.node = store.node.num;
       return store;
     } catch (error) {
-      await Promise.all([pool.end(), feedPool.end()]);
+      await pool.end();
       throw new Error(
         `Cannot open the PostgreSQL store at ${describeDatabase(url)}: ${error instanceof Error ? error.message : String(error)}`,
         {
@@ -432,7 +424,7 @@ export class PostgresStore implements Store {
       // `= ANY (SELECT unnest(…))`, not `= ANY($3)`: a subquery's set is hashed once, where the
       // prepared statement's generic plan searches a parameter array row by row (3.3 ms per
       // 2,000 rows with 134 threads, against 0.7).
-      const { rows } = await this.feedPool.query<Omit<EventRow, "data"> & { data: string | null; xid: string; gid: number }>({
+      const { rows } = await this.pool.query<Omit<EventRow, "data"> & { data: string | null; xid: string; gid: number }>({
         name: "read-feed", // prepared once per connection, not planned again after every commit
         text: `SELECT xid::text AS xid, gid, seq, thread_id, type, ts,
                 CASE WHEN writer IS DISTINCT FROM $4 AND (type <> 'item.delta' OR thread_id = ANY (SELECT unnest($3::text[]))) THEN data END AS data
@@ -1070,7 +1062,7 @@ export class PostgresStore implements Store {
       this.closed = true;
       await Promise.all([this.feed.idle(), this.commands.idle(), this.broadcasts.idle()]);
       await this.node.leave();
-      await Promise.all([this.pool.end(), this.feedPool.end()]);
+      await this.pool.end();
     }
   }
 }
