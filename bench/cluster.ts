@@ -2,7 +2,8 @@
 // the load client), 200 threads streaming 500 deltas each at once. Each node starts a third of
 // the threads and watches the other two thirds, so every thread is seen by its owner's client
 // and from two other nodes. Cross-node latency: for the same (thread, seq), the time a watcher
-// received it minus the time the owner's client did (one process, one clock).
+// received it minus the time the owner's client did (one process, one clock). At a model's pace
+// the rate is counted while every stream runs, beside what the model sent meanwhile.
 import { readdirSync, readFileSync } from "node:fs";
 import { monitorEventLoopDelay, performance } from "node:perf_hooks";
 import { FakeModelServer } from "../test/support/fake-model-server.js";
@@ -216,7 +217,8 @@ export async function clusterFanOut(kit: BenchKit, watchers: 1 | 2 = 2, deltaEve
       const to = firstEndAt ?? from;
       const steadySeconds = Math.max(0, to - from) / 1000;
       const steadyReceived = [...ownerAt.values()].reduce((n, at) => n + at.filter((t) => t >= from && t <= to).length, 0);
-      const steadyRate = steadySeconds > 0 ? steadyReceived / steadySeconds : 0;
+      const perSecond = (n: number): number => (steadySeconds > 0 ? n / steadySeconds : 0);
+      const steadyRate = perSecond(steadyReceived);
       const steadyP99 = kit.percentile(
         latencies.filter((_, i) => latencyAt[i]! >= from && latencyAt[i]! <= to),
         99,
@@ -225,7 +227,7 @@ export async function clusterFanOut(kit: BenchKit, watchers: 1 | 2 = 2, deltaEve
       const offered = deltaEveryMs ? (THREADS * 1000) / deltaEveryMs : Infinity;
       if (deltaEveryMs)
         kit.notes.push(
-          `Cluster${label}: every stream ran for ${kit.fmt(steadySeconds, 2)} s (cross-node p99 then ${kit.fmt(steadyP99, 1)} ms; the model sent ${kit.fmt((sentAtFirstEnd - sentAtAllStreaming) / steadySeconds, 0)} deltas a second); over the whole run, ${kit.fmt(rate, 0)} events a second.`,
+          `Cluster${label}: every stream ran for ${kit.fmt(steadySeconds, 2)} s (cross-node p99 then ${kit.fmt(steadyP99, 1)} ms; the model sent ${kit.fmt(perSecond(sentAtFirstEnd - sentAtAllStreaming), 0)} deltas a second); over the whole run, ${kit.fmt(rate, 0)} events a second.`,
         );
       kit.notes.push(
         `Cluster${label}: the ${THREADS} turns were started (turn/start answered) ${kit.fmt(allStarted, 0)} ms after the first was sent; ` +
