@@ -37,14 +37,27 @@ if (process.env.SWITCHYARD_TEST_STORE === "postgres") {
 // Readable by all: a test may start its own PostgreSQL there, as the postgres user.
 env.TMPDIR = mkdtempSync(path.join(os.tmpdir(), "switchyard-test-run-"));
 chmodSync(env.TMPDIR, 0o755);
-// A file ends when its tests have: one whose failed test left a server running would otherwise
-// wait for it for ever (--test-force-exit; what is left is stopped below). A file still running
-// after five minutes has hung (the slowest takes under a minute): node's runner fails it and goes
-// on, where it would otherwise wait until CI's limit. (Node 20 applies --test-timeout to each
-// file; later versions to each test.)
+// A file still running after five minutes has hung (the slowest takes under a minute): node's
+// runner fails it, stops it and goes on, where it would otherwise wait until CI's limit; what its
+// failed test left running is stopped below. (Node 20 applies --test-timeout to each file; later
+// versions to each test.)
+// Not --test-force-exit: it ends a file's process as soon as its tests are done, and what of the
+// file's report was still waiting for the pipe to the runner is cut off. Node 20's runner then
+// reads the cut report for ever, at full CPU and deaf to SIGTERM (nodejs/node#62693): a test
+// whose report outgrows the pipe hangs every time, and a runner that reads late (two runs at once
+// on this machine's two cores) hung on an ordinary file's.
 const FILE_TIMEOUT_MS = 300_000;
-const args = ["--test", "--test-concurrency=2", "--test-force-exit", `--test-timeout=${FILE_TIMEOUT_MS}`];
-const result = spawnSync(process.execPath, [...args, ...files], { stdio: "inherit", env });
+// What the runner cannot recover from (such as the above) fails the run after 20 minutes instead
+// of holding CI to its limit; a run takes 3-4.
+const RUN_TIMEOUT_MS = 1_200_000;
+const args = ["--test", "--test-concurrency=2", `--test-timeout=${FILE_TIMEOUT_MS}`];
+const result = spawnSync(process.execPath, [...args, ...files], {
+  stdio: "inherit",
+  env,
+  timeout: RUN_TIMEOUT_MS,
+  killSignal: "SIGKILL",
+});
+if (result.error) console.error(`node's test runner was stopped: ${result.error.message}`);
 stopLeftovers(env.TMPDIR);
 postgres?.stop();
 if (result.status !== 0) console.error(`the run's temp files are kept in ${env.TMPDIR}`);
