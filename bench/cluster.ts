@@ -84,8 +84,9 @@ export async function clusterFanOut(kit: BenchKit, watchers: 1 | 2 = 2, deltaEve
       /** When an owner's client first saw a turn end: the end of the window where every stream runs. */
       let firstEndAt: number | undefined;
       let sentAtFirstEnd = 0;
-      /** When each thread's owner's client got its first delta: every stream runs once all have. */
-      const firstDeltaAt = new Map<string, number>();
+      /** Threads whose owner's client got a delta: every stream runs once all have. */
+      const streaming = new Set<string>();
+      let allStreamingAt: number | undefined;
       let sentAtAllStreaming = 0;
       const followed = nodes.map((_, node) => threads.filter((_, i) => follows(node, i)).length);
       let allEnded!: () => void;
@@ -110,9 +111,12 @@ export async function clusterFanOut(kit: BenchKit, watchers: 1 | 2 = 2, deltaEve
           if (owner) {
             ownerAt.get(threadId)![seq] = at;
             if (m.method !== "item/agentMessage/delta") ownerMethods.set(`${threadId}#${seq}`, m.method!);
-            else if (!firstDeltaAt.has(threadId)) {
-              firstDeltaAt.set(threadId, at);
-              if (firstDeltaAt.size === THREADS) sentAtAllStreaming = fake.stats.deltasSent;
+            else if (!streaming.has(threadId)) {
+              streaming.add(threadId);
+              if (streaming.size === THREADS) {
+                allStreamingAt = at;
+                sentAtAllStreaming = fake.stats.deltasSent;
+              }
             }
             const early = watchersFirst.get(threadId)!;
             for (const watcherAt of early[seq] ?? []) pair(watcherAt, at);
@@ -213,8 +217,7 @@ export async function clusterFanOut(kit: BenchKit, watchers: 1 | 2 = 2, deltaEve
       const p99 = kit.percentile(latencies, 99);
       // While every stream runs (the last thread's first delta to the first turn's end): what the
       // owners' clients received a second, what the model sent, and the p99 of the pairs taken then.
-      const from = Math.max(...firstDeltaAt.values());
-      const to = firstEndAt ?? from;
+      const [from, to] = allStreamingAt !== undefined && firstEndAt !== undefined ? [allStreamingAt, firstEndAt] : [0, 0];
       const steadySeconds = Math.max(0, to - from) / 1000;
       const steadyReceived = [...ownerAt.values()].reduce((n, at) => n + at.filter((t) => t >= from && t <= to).length, 0);
       const perSecond = (n: number): number => (steadySeconds > 0 ? n / steadySeconds : 0);
