@@ -15,6 +15,7 @@ import {
 } from "./face-state.js";
 import { FEED_CHANNEL, nodeAlive } from "./postgres-node.js";
 import { inTransaction } from "./postgres-schema.js";
+import { prepared } from "./postgres-prepared.js";
 import { script, type Statement } from "./postgres-script.js";
 import { lookIfLost, unreachable } from "./postgres-errors.js";
 import { newId } from "../ids.js";
@@ -156,8 +157,12 @@ export class PostgresFaceState implements FaceState {
     for (const keep of [false, true]) {
       for (let after = 0; !fits(size, limits);) {
         const { rows } = await client.query<{ id: number; bytes: number }>(
-          "SELECT id, bytes FROM face_queue WHERE queue = $1 AND keep = $2 AND id > $3 ORDER BY id LIMIT $4",
-          [queue, keep, after, Math.max(DROP_PAGE, size.count - limits.messages)],
+          prepared("SELECT id, bytes FROM face_queue WHERE queue = $1 AND keep = $2 AND id > $3 ORDER BY id LIMIT $4", [
+            queue,
+            keep,
+            after,
+            Math.max(DROP_PAGE, size.count - limits.messages),
+          ]),
         );
         drops.push(...dropsToFit(size, limits, rows));
         if (rows.length === 0) break;
@@ -231,13 +236,14 @@ export class PostgresFaceState implements FaceState {
     // reader, so this saves a query per commit. The cursor waits where it is for a first listener.
     if (this.listeners.size === 0) return;
     for (let full = true; full;) {
-      const { rows } = await this.pool.query<{ xid: string; id: number; node: number; channel: string; bodies: string[] }>({
-        name: "read-broadcasts",
-        text: `SELECT xid::text AS xid, id, node, channel, bodies FROM face_broadcasts
+      const { rows } = await this.pool.query<{ xid: string; id: number; node: number; channel: string; bodies: string[] }>(
+        prepared(
+          `SELECT xid::text AS xid, id, node, channel, bodies FROM face_broadcasts
          WHERE (xid, id) > ($1::xid8, $2) AND xid < pg_snapshot_xmin(pg_current_snapshot())
          ORDER BY face_broadcasts.xid, face_broadcasts.id LIMIT ${BROADCAST_PAGE}`,
-        values: [this.cursor.xid, this.cursor.id],
-      });
+          [this.cursor.xid, this.cursor.id],
+        ),
+      );
       full = rows.length === BROADCAST_PAGE;
       const last = rows.at(-1);
       if (!last) break;
@@ -255,7 +261,7 @@ export class PostgresFaceState implements FaceState {
 
   private async query<R extends object>(sql: string, params: unknown[]): Promise<QueryResult<R>> {
     try {
-      return await this.pool.query<R>(sql, params);
+      return await this.pool.query<R>(prepared(sql, params));
     } catch (error) {
       throw unreachable(error);
     }

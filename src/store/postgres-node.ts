@@ -7,6 +7,7 @@
 import os from "node:os";
 import type { Client, Pool } from "pg";
 import { newId } from "../ids.js";
+import { prepared } from "./postgres-prepared.js";
 
 /** The advisory lock class of node liveness locks: pg_advisory_lock(NODE_LOCK_CLASS, num). */
 const NODE_LOCK_CLASS = 0x5377_7964; // "Swyd"
@@ -151,20 +152,24 @@ export class PostgresNode {
         this.broken = false;
         this.watch();
       }
-      const renewed = await this.pool.query("UPDATE nodes SET heartbeat_at = now() WHERE num = $1 AND stopped_at IS NULL", [this.num]);
+      const renewed = await this.pool.query(
+        prepared("UPDATE nodes SET heartbeat_at = now() WHERE num = $1 AND stopped_at IS NULL", [this.num]),
+      );
       if (renewed.rowCount === 0 && !this.closed) {
         // Peers found this node gone (it hung past the TTL) and took over its running threads,
         // which fences its writes to them: it comes back as a live node.
-        await this.pool.query("UPDATE nodes SET stopped_at = NULL, heartbeat_at = now() WHERE num = $1", [this.num]);
+        await this.pool.query(prepared("UPDATE nodes SET stopped_at = NULL, heartbeat_at = now() WHERE num = $1", [this.num]));
       }
       this.events.onBeat();
       this.events.onFeed();
       this.events.onCommands();
       this.events.onTurnOffered();
       const gone = await this.pool.query<{ num: number }>(
-        `UPDATE nodes SET stopped_at = now() WHERE stopped_at IS NULL AND num <> $1 AND NOT ${nodeAlive("nodes.num", this.leaseTtlMs)}
+        prepared(
+          `UPDATE nodes SET stopped_at = now() WHERE stopped_at IS NULL AND num <> $1 AND NOT ${nodeAlive("nodes.num", this.leaseTtlMs)}
          RETURNING num`,
-        [this.num],
+          [this.num],
+        ),
       );
       if (gone.rows.length > 0) await this.endLockSessions(gone.rows.map((row) => row.num));
       await this.lookForOrphans();
@@ -199,10 +204,12 @@ export class PostgresNode {
   private async lookForOrphans(): Promise<void> {
     try {
       const { rows } = await this.pool.query<{ orphans: boolean }>(
-        `SELECT EXISTS (
+        prepared(
+          `SELECT EXISTS (
            SELECT 1 FROM turns t JOIN thread_owners o ON o.thread_id = t.thread_id
            WHERE t.status IN ('running', 'waitingApproval') AND o.node <> $1 AND NOT ${nodeAlive("o.node", this.leaseTtlMs)}) AS orphans`,
-        [this.num],
+          [this.num],
+        ),
       );
       if (rows[0]?.orphans) this.events.onPeerGone();
     } catch (error) {

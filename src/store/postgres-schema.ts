@@ -276,6 +276,83 @@ ALTER TABLE face_queue ADD COLUMN token TEXT;
   `
 ALTER TABLE face_queue_taken ADD COLUMN tokens TEXT[] NOT NULL DEFAULT '{}';
 `,
+  // 14: a commit is one call, switchyard_commit: it claims the threads the batch creates,
+  // appends the events (switchyard_append) and makes the projection's writes (projection.ts,
+  // as JSON). PL/pgSQL plans each of its statements once per connection; a commit sent as a
+  // script of statements was parsed and planned again every time (with 200 turns starting,
+  // the projection's inserts cost more to plan than to run). A CASE that finds no branch
+  // raises: a write this version does not know fails the commit.
+  `
+CREATE FUNCTION switchyard_project(p_writes JSONB) RETURNS VOID
+LANGUAGE plpgsql AS $$
+DECLARE
+  w JSONB;
+BEGIN
+  FOR w IN SELECT value FROM jsonb_array_elements(p_writes) LOOP
+    CASE w->>'op'
+    WHEN 'insertThread' THEN
+      INSERT INTO threads SELECT * FROM jsonb_populate_record(NULL::threads, w->'row')
+      ON CONFLICT (id) DO UPDATE SET
+        workspace_path = excluded.workspace_path, user_id = excluded.user_id, origin_channel = excluded.origin_channel,
+        channel_context = excluded.channel_context, display_name = excluded.display_name, status = excluded.status,
+        created_at = excluded.created_at, last_active_at = excluded.last_active_at, history_mode = excluded.history_mode,
+        mode = excluded.mode, configuration = excluded.configuration, metadata = excluded.metadata,
+        queued_inputs = excluded.queued_inputs, plan = excluded.plan, forked_from = excluded.forked_from,
+        backend_session = excluded.backend_session;
+    WHEN 'setThread' THEN
+      CASE w->>'column'
+      WHEN 'last_active_at' THEN UPDATE threads SET last_active_at = w->>'value' WHERE id = w->>'threadId';
+      WHEN 'display_name' THEN UPDATE threads SET display_name = w->>'value' WHERE id = w->>'threadId';
+      WHEN 'configuration' THEN UPDATE threads SET configuration = w->>'value' WHERE id = w->>'threadId';
+      WHEN 'mode' THEN UPDATE threads SET mode = w->>'value' WHERE id = w->>'threadId';
+      WHEN 'status' THEN UPDATE threads SET status = w->>'value' WHERE id = w->>'threadId';
+      WHEN 'backend_session' THEN UPDATE threads SET backend_session = w->>'value' WHERE id = w->>'threadId';
+      WHEN 'queued_inputs' THEN UPDATE threads SET queued_inputs = w->>'value' WHERE id = w->>'threadId';
+      WHEN 'plan' THEN UPDATE threads SET plan = w->>'value' WHERE id = w->>'threadId';
+      END CASE;
+    WHEN 'touchThread' THEN
+      UPDATE threads SET last_active_at = greatest(last_active_at, w->>'at') WHERE id = w->>'threadId';
+    WHEN 'deleteThread' THEN
+      DELETE FROM items WHERE thread_id = w->>'threadId';
+      DELETE FROM turns WHERE thread_id = w->>'threadId';
+      DELETE FROM threads WHERE id = w->>'threadId';
+    WHEN 'insertTurn' THEN
+      INSERT INTO turns (id, thread_id, seq, status, started_at, completed_at, token_usage, error, input, model)
+      SELECT r.id, r.thread_id, r.seq, r.status, r.started_at, r.completed_at, r.token_usage, r.error, r.input, r.model
+      FROM jsonb_populate_record(NULL::turns, w->'row') r WHERE EXISTS (SELECT 1 FROM threads WHERE id = r.thread_id)
+      ON CONFLICT (id) DO NOTHING;
+    WHEN 'finishTurn' THEN
+      UPDATE turns SET status = w->>'status', completed_at = w->>'completedAt', token_usage = coalesce(w->>'tokenUsage', token_usage),
+        error = w->>'error', cancel_reason = w->>'cancelReason'
+      WHERE id = w->>'turnId';
+    WHEN 'setTurn' THEN
+      CASE w->>'column'
+      WHEN 'diff' THEN UPDATE turns SET diff = w->>'value' WHERE id = w->>'turnId';
+      WHEN 'token_usage' THEN UPDATE turns SET token_usage = w->>'value' WHERE id = w->>'turnId';
+      END CASE;
+    WHEN 'putItem' THEN
+      IF (w->>'replace')::boolean THEN
+        INSERT INTO items SELECT * FROM jsonb_populate_record(NULL::items, w->'row') r WHERE EXISTS (SELECT 1 FROM threads WHERE id = r.thread_id)
+        ON CONFLICT (id) DO UPDATE SET data = excluded.data;
+      ELSE
+        INSERT INTO items SELECT * FROM jsonb_populate_record(NULL::items, w->'row') r WHERE EXISTS (SELECT 1 FROM threads WHERE id = r.thread_id)
+        ON CONFLICT (id) DO NOTHING;
+      END IF;
+    WHEN 'insertRule' THEN
+      INSERT INTO approval_rules (workspace_path, scope_key) VALUES (w->>'workspacePath', w->>'scopeKey') ON CONFLICT DO NOTHING;
+    END CASE;
+  END LOOP;
+END $$;
+
+CREATE FUNCTION switchyard_commit(p_writer INTEGER, p_created TEXT[], claimed_threads TEXT[], claimed_epochs BIGINT[],
+  p_thread_ids TEXT[], p_seqs BIGINT[], p_types TEXT[], p_ts TEXT[], p_data TEXT[], p_writes JSONB) RETURNS VOID
+LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO thread_owners (thread_id, node, epoch) SELECT unnest(p_created), p_writer, 1 ON CONFLICT DO NOTHING;
+  PERFORM switchyard_append(p_writer, claimed_threads, claimed_epochs, p_thread_ids, p_seqs, p_types, p_ts, p_data);
+  PERFORM switchyard_project(p_writes);
+END $$;
+`,
 ];
 
 /** The schema version this binary writes. */

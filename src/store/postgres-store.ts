@@ -13,7 +13,8 @@ import type { Pool, PoolClient } from "pg";
 import { checkout, FENCE_LOCK_CLASS, FENCED, inTransaction, migratePostgres, postgresPool } from "./postgres-schema.js";
 import { describeDatabase } from "./postgres-url.js";
 import { databaseLost, lookIfLost, unreachable } from "./postgres-errors.js";
-import { arrayInput, script, type Statement } from "./postgres-script.js";
+import { prepared } from "./postgres-prepared.js";
+import { arrayInput } from "./postgres-script.js";
 import { COMMAND_CHANNEL, DEFAULT_LEASE_TTL_MS, nodeAlive, PostgresNode, TURN_CHANNEL } from "./postgres-node.js";
 import { PostgresFaceState } from "./postgres-face-state.js";
 import { FeedHoldWatch } from "./feed-holder.js";
@@ -316,7 +317,7 @@ export class PostgresStore implements Store {
           if (!this.storage.available) await client.query("SELECT 1");
           break;
         }
-        const writes = batch.map((p) => projectEvent(p.event));
+        const writes = batch.flatMap((p) => projectEvent(p.event));
         const fenced = await this.writeBatch(client, batch, writes);
         if (fenced.length === 0) break;
         // Another node took these threads: their events are dropped, the rest is committed.
@@ -351,12 +352,14 @@ export class PostgresStore implements Store {
   private async settleUnanswered(client: PoolClient): Promise<RuntimeEvent[]> {
     const batch = this.unanswered;
     const { event } = batch[0]!;
-    const { rowCount } = await client.query("SELECT 1 FROM events WHERE thread_id = $1 AND seq = $2 AND writer = $3 AND ts = $4", [
-      event.threadId,
-      event.seq,
-      this.node.num,
-      event.ts,
-    ]);
+    const { rowCount } = await client.query(
+      prepared("SELECT 1 FROM events WHERE thread_id = $1 AND seq = $2 AND writer = $3 AND ts = $4", [
+        event.threadId,
+        event.seq,
+        this.node.num,
+        event.ts,
+      ]),
+    );
     this.unanswered = [];
     if (rowCount === 0) return [];
     const applied = new Set(batch);
@@ -367,41 +370,40 @@ export class PostgresStore implements Store {
   /**
    * Commits a batch with its projection writes in one transaction and one round trip:
    * switchyard_append checks the epoch of every thread in it, inserts the events and notifies
-   * the other nodes. A batch of events alone (a run of deltas, most commits) is that prepared
-   * call; any other is a script that also claims the threads it creates (first) and writes the
-   * projections. Returns the threads it was fenced from (then nothing is committed).
+   * the other nodes. A batch of events alone (a run of deltas, most commits) is that call; any
+   * other calls switchyard_commit, which also claims the threads the batch creates (first) and
+   * makes the projection's writes. Returns the threads it was fenced from (then nothing is
+   * committed).
    *
    * One round trip because the other nodes read the feed only below the oldest open transaction:
    * a transaction held open across round trips, while this node's event loop was busy elsewhere,
    * held every node's feed back as long (90 ms at p90, up to 280 ms, with 3 nodes under load).
    */
-  private async writeBatch(client: PoolClient, batch: PendingEvent[], writes: ProjectionWrite[][]): Promise<string[]> {
+  private async writeBatch(client: PoolClient, batch: PendingEvent[], writes: ProjectionWrite[]): Promise<string[]> {
     const created = batch.filter((p) => p.event.type === "thread.created").map((p) => p.event.threadId);
     const epochs = new Map(batch.map((p) => [p.event.threadId, p.epoch]));
-    const append = {
-      text: "SELECT switchyard_append($1, $2::text[], $3::bigint[], $4::text[], $5::bigint[], $6::text[], $7::text[], $8::text[])",
-      values: [this.node.num, arrayInput([...epochs.keys()]), arrayInput([...epochs.values()]), ...eventColumns(batch)],
-    };
+    const fence = [arrayInput([...epochs.keys()]), arrayInput([...epochs.values()])];
     try {
-      if (created.length === 0 && writes.every((w) => w.length === 0))
-        await client.query({ name: "append", ...append }); // prepared once per connection
-      else await client.query(script([...this.claimStatements(created), append, ...writes.flat().flatMap(writeStatements)]));
+      if (created.length === 0 && writes.length === 0)
+        await client.query(
+          prepared("SELECT switchyard_append($1, $2::text[], $3::bigint[], $4::text[], $5::bigint[], $6::text[], $7::text[], $8::text[])", [
+            this.node.num,
+            ...fence,
+            ...eventColumns(batch),
+          ]),
+        );
+      else
+        await client.query(
+          prepared(
+            "SELECT switchyard_commit($1, $2::text[], $3::text[], $4::bigint[], $5::text[], $6::bigint[], $7::text[], $8::text[], $9::text[], $10::jsonb)",
+            [this.node.num, arrayInput(created), ...fence, ...eventColumns(batch), JSON.stringify(writes)],
+          ),
+        );
       return [];
     } catch (error) {
       if ((error as { code?: string }).code === FENCED) return JSON.parse((error as { detail: string }).detail) as string[];
       throw error;
     }
-  }
-
-  /** The claims of the threads a batch creates: they are this node's once it commits. */
-  private claimStatements(created: string[]): Statement[] {
-    if (created.length === 0) return [];
-    return [
-      {
-        text: "INSERT INTO thread_owners (thread_id, node, epoch) SELECT unnest($1::text[]), $2, 1 ON CONFLICT DO NOTHING",
-        values: [created, this.node.num],
-      },
-    ];
   }
 
   /** This node no longer writes the thread: what it had not committed of it is dropped. */
@@ -424,15 +426,16 @@ export class PostgresStore implements Store {
       // `= ANY (SELECT unnest(…))`, not `= ANY($3)`: a subquery's set is hashed once, where the
       // prepared statement's generic plan searches a parameter array row by row (3.3 ms per
       // 2,000 rows with 134 threads, against 0.7).
-      const { rows } = await this.pool.query<Omit<EventRow, "data"> & { data: string | null; xid: string; gid: number }>({
-        name: "read-feed", // prepared once per connection, not planned again after every commit
-        text: `SELECT xid::text AS xid, gid, seq, thread_id, type, ts,
+      const { rows } = await this.pool.query<Omit<EventRow, "data"> & { data: string | null; xid: string; gid: number }>(
+        prepared(
+          `SELECT xid::text AS xid, gid, seq, thread_id, type, ts,
                 CASE WHEN writer IS DISTINCT FROM $4 AND (type <> 'item.delta' OR thread_id = ANY (SELECT unnest($3::text[]))) THEN data END AS data
          FROM events
          WHERE (xid, gid) > ($1::xid8, $2) AND xid < pg_snapshot_xmin(pg_current_snapshot())
          ORDER BY events.xid, events.gid LIMIT ${FEED_PAGE}`, // the columns: "xid" alone is the text alias, which sorts "1000" before "999"
-        values: [this.cursor.xid, this.cursor.gid, [...new Set([...this.followed.keys(), ...this.owned.keys()])], this.node.num],
-      });
+          [this.cursor.xid, this.cursor.gid, [...new Set([...this.followed.keys(), ...this.owned.keys()])], this.node.num],
+        ),
+      );
       full = rows.length === FEED_PAGE;
       const last = rows.at(-1);
       if (!last) break;
@@ -452,14 +455,16 @@ export class PostgresStore implements Store {
       async () =>
         (
           await this.pool.query(
-            `WITH sent AS (
+            prepared(
+              `WITH sent AS (
                INSERT INTO thread_commands (id, thread_id, command)
                SELECT $1, $2, $3 WHERE EXISTS (
                  SELECT 1 FROM thread_owners o WHERE o.thread_id = $2 AND o.node <> $4
                     AND EXISTS (SELECT 1 FROM turns t WHERE t.thread_id = $2 AND t.status IN ('running', 'waitingApproval')))
                RETURNING thread_id)
              SELECT pg_notify('${COMMAND_CHANNEL}', thread_id) FROM sent`,
-            [id, threadId, JSON.stringify(command), this.node.num],
+              [id, threadId, JSON.stringify(command), this.node.num],
+            ),
           )
         ).rowCount === 1,
       // There all the same, it is waited for, not reported failed (the client would send it
@@ -509,11 +514,13 @@ export class PostgresStore implements Store {
       // Usually nothing is unsettled: then the pending commands' index finds what to take.
       const unanswered = unsettled.length > 0 ? " OR (c.claim = ANY($3) AND c.result IS NULL)" : "";
       const { rows } = await this.pool.query<{ id: string; thread_id: string; command: string; created_at: Date }>(
-        `UPDATE thread_commands SET applied_at = now(), claim = $2 WHERE id IN (
+        prepared(
+          `UPDATE thread_commands SET applied_at = now(), claim = $2 WHERE id IN (
            SELECT c.id FROM thread_commands c JOIN thread_owners o ON o.thread_id = c.thread_id AND o.node = $1
            WHERE c.applied_at IS NULL${unanswered} FOR UPDATE OF c SKIP LOCKED)
          RETURNING id, thread_id, command, created_at`,
-        [this.node.num, claim, ...(unanswered ? [unsettled] : [])],
+          [this.node.num, claim, ...(unanswered ? [unsettled] : [])],
+        ),
       );
       for (const row of rows.sort((a, b) => a.created_at.getTime() - b.created_at.getTime())) {
         let answer: { result: unknown } | { error: { code: string; message: string; data?: unknown } };
@@ -533,8 +540,7 @@ export class PostgresStore implements Store {
     }
     if (this.waiting.size > 0) {
       const { rows } = await this.pool.query<{ id: string; result: string }>(
-        "SELECT id, result FROM thread_commands WHERE id = ANY($1) AND result IS NOT NULL",
-        [[...this.waiting.keys()]],
+        prepared("SELECT id, result FROM thread_commands WHERE id = ANY($1) AND result IS NOT NULL", [[...this.waiting.keys()]]),
       );
       for (const row of rows) {
         const answer = parse<
@@ -556,9 +562,11 @@ export class PostgresStore implements Store {
   /** Writes the answer to an applied command and wakes its forwarder. */
   private async writeAnswer(id: string, answer: string): Promise<void> {
     await this.pool.query(
-      `WITH answered AS (UPDATE thread_commands SET result = $2 WHERE id = $1 RETURNING 1)
+      prepared(
+        `WITH answered AS (UPDATE thread_commands SET result = $2 WHERE id = $1 RETURNING 1)
        SELECT pg_notify('${COMMAND_CHANNEL}', '') FROM answered`,
-      [id, answer],
+        [id, answer],
+      ),
     );
     this.unwrittenAnswers.delete(id);
   }
@@ -568,10 +576,12 @@ export class PostgresStore implements Store {
     let claiming: Claim | undefined;
     const claim = await this.transaction(async (client) => {
       const { rows } = await client.query<{ node: number; epoch: number; alive: boolean; busy: boolean }>(
-        `SELECT o.node, o.epoch, ${nodeAlive("o.node", this.node.leaseTtlMs)} AS alive,
+        prepared(
+          `SELECT o.node, o.epoch, ${nodeAlive("o.node", this.node.leaseTtlMs)} AS alive,
                 EXISTS (SELECT 1 FROM turns t WHERE t.thread_id = o.thread_id AND t.status IN ('running', 'waitingApproval')) AS busy
          FROM thread_owners o WHERE o.thread_id = $1 FOR UPDATE`,
-        [threadId],
+          [threadId],
+        ),
       );
       const owner = rows[0];
       if (owner && owner.node !== this.node.num && owner.alive && owner.busy) return undefined;
@@ -630,8 +640,9 @@ export class PostgresStore implements Store {
 
   async peersAlive(): Promise<boolean> {
     const { rows } = await this.pool.query<{ alive: boolean }>(
-      `SELECT EXISTS (SELECT 1 FROM nodes n WHERE n.num <> $1 AND ${nodeAlive("n.num", this.node.leaseTtlMs)}) AS alive`,
-      [this.node.num],
+      prepared(`SELECT EXISTS (SELECT 1 FROM nodes n WHERE n.num <> $1 AND ${nodeAlive("n.num", this.node.leaseTtlMs)}) AS alive`, [
+        this.node.num,
+      ]),
     );
     return rows[0]?.alive === true;
   }
@@ -650,15 +661,21 @@ export class PostgresStore implements Store {
   private async claim(client: PoolClient, threadId: string): Promise<Claim> {
     // The owner's fence lock, exclusively: the claim waits for the owner's commits in flight (so
     // the head below includes them), and the owner's later commits wait for it and are fenced.
-    const { rows } = await client.query<{ node: number }>("SELECT node FROM thread_owners WHERE thread_id = $1 FOR UPDATE", [threadId]);
-    if (rows[0]) await client.query("SELECT pg_advisory_xact_lock($1, $2)", [FENCE_LOCK_CLASS, rows[0].node]);
+    const { rows } = await client.query<{ node: number }>(
+      prepared("SELECT node FROM thread_owners WHERE thread_id = $1 FOR UPDATE", [threadId]),
+    );
+    if (rows[0]) await client.query(prepared("SELECT pg_advisory_xact_lock($1, $2)", [FENCE_LOCK_CLASS, rows[0].node]));
     const claimed = await client.query<{ epoch: number }>(
-      `INSERT INTO thread_owners (thread_id, node, epoch) VALUES ($1, $2, 1)
+      prepared(
+        `INSERT INTO thread_owners (thread_id, node, epoch) VALUES ($1, $2, 1)
        ON CONFLICT (thread_id) DO UPDATE SET node = excluded.node, epoch = thread_owners.epoch + 1, claimed_at = now()
        RETURNING epoch`,
-      [threadId, this.node.num],
+        [threadId, this.node.num],
+      ),
     );
-    const head = await client.query<{ seq: number }>("SELECT coalesce(max(seq), 0) AS seq FROM events WHERE thread_id = $1", [threadId]);
+    const head = await client.query<{ seq: number }>(
+      prepared("SELECT coalesce(max(seq), 0) AS seq FROM events WHERE thread_id = $1", [threadId]),
+    );
     return { epoch: claimed.rows[0]!.epoch, fromSeq: head.rows[0]!.seq, head: head.rows[0]!.seq };
   }
 
@@ -669,11 +686,13 @@ export class PostgresStore implements Store {
     await lookIfLost(
       async () => {
         await this.pool.query(
-          `WITH offered AS (
+          prepared(
+            `WITH offered AS (
              INSERT INTO turn_queue (turn_id, thread_id, node, workspace_path, params) VALUES ($1, $2, $3, $4, $5)
              ON CONFLICT DO NOTHING RETURNING 1)
            SELECT pg_notify('${TURN_CHANNEL}', '') FROM offered`,
-          [turn.turnId, turn.threadId, this.node.num, turn.workspacePath, JSON.stringify(turn.params)],
+            [turn.turnId, turn.threadId, this.node.num, turn.workspacePath, JSON.stringify(turn.params)],
+          ),
         );
         return true;
       },
@@ -686,7 +705,7 @@ export class PostgresStore implements Store {
   async withdrawTurn(turnId: string): Promise<boolean> {
     return lookIfLost(
       // Waits for a node that is taking it (its row lock) to commit: then the row is gone.
-      async () => (await this.pool.query("DELETE FROM turn_queue WHERE turn_id = $1", [turnId])).rowCount === 1,
+      async () => (await this.pool.query(prepared("DELETE FROM turn_queue WHERE turn_id = $1", [turnId]))).rowCount === 1,
       // An offer still there is withdrawn again; one gone was withdrawn here if the thread is
       // still this node's (a node that takes an offer claims the thread).
       async () => {
@@ -719,19 +738,23 @@ export class PostgresStore implements Store {
       // and its turn was taken over): dropped. The rest whose turn is recorded running, oldest
       // first, skipping those another node is taking.
       await client.query(
-        `DELETE FROM turn_queue q
+        prepared(
+          `DELETE FROM turn_queue q
          WHERE NOT EXISTS (SELECT 1 FROM thread_owners o WHERE o.thread_id = q.thread_id AND o.node = q.node)
             OR EXISTS (SELECT 1 FROM turns t WHERE t.id = q.turn_id AND t.status <> 'running')`,
+        ),
       );
       const { rows } = await client.query<OfferRow>(
-        `SELECT q.turn_id, q.thread_id, q.workspace_path, q.params FROM turn_queue q
+        prepared(
+          `SELECT q.turn_id, q.thread_id, q.workspace_path, q.params FROM turn_queue q
          JOIN turns t ON t.id = q.turn_id AND t.status = 'running'
          WHERE q.node <> $1 ORDER BY q.queued_at FOR UPDATE OF q SKIP LOCKED LIMIT 20`,
-        [this.node.num],
+          [this.node.num],
+        ),
       );
       const row = rows.find((r) => reaches(r.workspace_path));
       if (!row) return undefined;
-      await client.query("DELETE FROM turn_queue WHERE turn_id = $1", [row.turn_id]);
+      await client.query(prepared("DELETE FROM turn_queue WHERE turn_id = $1", [row.turn_id]));
       taking = { row, claim: await this.claim(client, row.thread_id) };
       return taking;
     }).catch((error: unknown) => {
@@ -761,8 +784,10 @@ export class PostgresStore implements Store {
   async appendToLog(log: string, records: LogRecord[]): Promise<void> {
     try {
       await this.pool.query(
-        "INSERT INTO face_logs (log, seq, prev_hash, hash, body) SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[])",
-        [log, records.map((r) => r.seq), records.map((r) => r.prevHash), records.map((r) => r.hash), records.map((r) => r.body)],
+        prepared(
+          "INSERT INTO face_logs (log, seq, prev_hash, hash, body) SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[])",
+          [log, records.map((r) => r.seq), records.map((r) => r.prevHash), records.map((r) => r.hash), records.map((r) => r.body)],
+        ),
       );
     } catch (error) {
       throw (error as { code?: unknown }).code === "23505" ? new LogConflictError(log) : unreachable(error); // unique_violation
@@ -875,7 +900,7 @@ export class PostgresStore implements Store {
   /** A read as the database has it now. */
   private async read<R extends object>(sql: string, params: unknown[] = []): Promise<R[]> {
     try {
-      return (await this.pool.query<R>(sql, params)).rows;
+      return (await this.pool.query<R>(prepared(sql, params))).rows;
     } catch (error) {
       throw unreachable(error);
     }
@@ -1043,9 +1068,7 @@ export class PostgresStore implements Store {
         );
         const last = rows.at(-1);
         if (!last) break;
-        for (const row of rows) {
-          for (const { text, values } of projectEvent(toEvent(row)).flatMap(writeStatements)) await client.query(text, [...values]);
-        }
+        await client.query("SELECT switchyard_project($1::jsonb)", [JSON.stringify(rows.flatMap((row) => projectEvent(toEvent(row))))]);
         after = { xid: last.xid, gid: last.gid };
       }
     });
@@ -1069,89 +1092,4 @@ export class PostgresStore implements Store {
 
 function notOwner(threadId: string): RuntimeError {
   return new RuntimeError("notOwner", `Thread ${threadId} is written by another node of the cluster; retry.`, { threadId });
-}
-
-/** The statements that make one projection change. */
-function writeStatements(w: ProjectionWrite): Statement[] {
-  const threadExists = "WHERE EXISTS (SELECT 1 FROM threads WHERE id = $2)";
-  switch (w.op) {
-    case "insertThread": {
-      const r = w.row;
-      const values = [
-        r.id,
-        r.workspace_path,
-        r.user_id,
-        r.origin_channel,
-        r.channel_context,
-        r.display_name,
-        r.status,
-        r.created_at,
-        r.last_active_at,
-        r.history_mode,
-        r.mode,
-        r.configuration,
-        r.metadata,
-        r.queued_inputs,
-        r.plan,
-        r.forked_from,
-        r.backend_session,
-      ];
-      const columns = THREAD_COLUMNS.split(", ");
-      const updates = columns.slice(1).map((c) => `${c} = excluded.${c}`);
-      return [
-        {
-          text: `INSERT INTO threads (${THREAD_COLUMNS}) VALUES (${values.map((_, i) => `$${i + 1}`).join(", ")})
-         ON CONFLICT (id) DO UPDATE SET ${updates.join(", ")}`,
-          values,
-        },
-      ];
-    }
-    case "setThread":
-      return [{ text: `UPDATE threads SET ${w.column} = $1 WHERE id = $2`, values: [w.value, w.threadId] }];
-    case "touchThread":
-      return [{ text: "UPDATE threads SET last_active_at = greatest(last_active_at, $1) WHERE id = $2", values: [w.at, w.threadId] }];
-    case "deleteThread":
-      return [
-        { text: "DELETE FROM items WHERE thread_id = $1", values: [w.threadId] },
-        { text: "DELETE FROM turns WHERE thread_id = $1", values: [w.threadId] },
-        { text: "DELETE FROM threads WHERE id = $1", values: [w.threadId] },
-      ];
-    case "insertTurn": {
-      const r = w.row;
-      return [
-        {
-          text: `INSERT INTO turns (id, thread_id, seq, status, started_at, completed_at, token_usage, error, input, model)
-         SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10 ${threadExists} ON CONFLICT (id) DO NOTHING`,
-          values: [r.id, r.thread_id, r.seq, r.status, r.started_at, r.completed_at, r.token_usage, r.error, r.input, r.model],
-        },
-      ];
-    }
-    case "finishTurn":
-      return [
-        {
-          text: `UPDATE turns SET status = $1, completed_at = $2, token_usage = coalesce($3, token_usage), error = $4, cancel_reason = $5
-         WHERE id = $6`,
-          values: [w.status, w.completedAt, w.tokenUsage, w.error, w.cancelReason, w.turnId],
-        },
-      ];
-    case "setTurn":
-      return [{ text: `UPDATE turns SET ${w.column} = $1 WHERE id = $2`, values: [w.value, w.turnId] }];
-    case "putItem": {
-      const r = w.row;
-      return [
-        {
-          text: `INSERT INTO items (id, thread_id, turn_id, ord, type, data) SELECT $1, $2, $3, $4, $5, $6 ${threadExists}
-         ON CONFLICT (id) DO ${w.replace ? "UPDATE SET data = excluded.data" : "NOTHING"}`,
-          values: [r.id, r.thread_id, r.turn_id, r.ord, r.type, r.data],
-        },
-      ];
-    }
-    case "insertRule":
-      return [
-        {
-          text: "INSERT INTO approval_rules (workspace_path, scope_key) VALUES ($1, $2) ON CONFLICT DO NOTHING",
-          values: [w.workspacePath, w.scopeKey],
-        },
-      ];
-  }
 }

@@ -9,6 +9,7 @@ import os from "node:os";
 import path from "node:path";
 import type { Pool, PoolClient } from "pg";
 import { PostgresStore, type PostgresStoreOptions } from "../../src/store/postgres-store.js";
+import { preparedNamesOf } from "../../src/store/postgres-prepared.js";
 import { checkout, FENCE_LOCK_CLASS, POSTGRES_SCHEMA_VERSION, postgresPool } from "../../src/store/postgres-schema.js";
 import { describeFeedHolder, feedHolder, FeedHoldWatch, lastingFeedHolder } from "../../src/store/feed-holder.js";
 import { openStore } from "../../src/store/sqlite-store.js";
@@ -85,9 +86,10 @@ async function endingProxy(port: number): Promise<{ port: number; close: () => v
   return { port: (proxy.address() as net.AddressInfo).port, close: () => proxy.close() };
 }
 
-/** Takes a database back to schema version 10: what migrations 11 to 13 added goes (13's column with 12's table). */
+/** Takes a database back to schema version 10: what migrations 11 to 14 added goes (13's column with 12's table). */
 const BACK_TO_VERSION_10 =
-  "DROP TABLE face_queue_sizes, face_queue_taken; ALTER TABLE thread_commands DROP COLUMN claim; ALTER TABLE face_queue DROP COLUMN token; UPDATE switchyard_schema SET version = 10";
+  "DROP TABLE face_queue_sizes, face_queue_taken; ALTER TABLE thread_commands DROP COLUMN claim; ALTER TABLE face_queue DROP COLUMN token; " +
+  "DROP FUNCTION switchyard_commit, switchyard_project; UPDATE switchyard_schema SET version = 10";
 
 interface FaultyProxy {
   port: number;
@@ -129,12 +131,15 @@ async function faultyProxy(port: number): Promise<FaultyProxy> {
     let trapped: { meanwhile?: () => Promise<unknown> } | undefined;
     let dropping: Promise<unknown> | undefined;
     const drop = (): unknown => (dropping ??= (trapped?.meanwhile?.() ?? Promise.resolve()).finally(() => client.destroy()));
+    // A query holds a marker in its text, or in the name of its prepared statement once the connection has it.
+    const holds = (chunk: Buffer, marker: string): boolean =>
+      chunk.includes(marker) || preparedNamesOf(marker).some((name) => chunk.includes(`\0${name}\0`));
     client.on("data", (chunk: Buffer) => {
-      if (armed?.where === "unsent" && armed.markers.some((marker) => chunk.includes(marker))) {
+      if (armed?.where === "unsent" && armed.markers.some((marker) => holds(chunk, marker))) {
         armed = undefined;
         return client.destroy();
       }
-      if (armed?.where === "query" && armed.markers.some((marker) => chunk.includes(marker))) [armed, trapped] = [undefined, armed];
+      if (armed?.where === "query" && armed.markers.some((marker) => holds(chunk, marker))) [armed, trapped] = [undefined, armed];
       pass(() => upstream.write(chunk));
     });
     upstream.on("data", (chunk: Buffer) => {
@@ -148,9 +153,9 @@ async function faultyProxy(port: number): Promise<FaultyProxy> {
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   return {
     port: (server.address() as net.AddressInfo).port,
-    // By default the append, as a prepared call (its name in Bind) or in a script.
+    // By default a commit of events: the append alone, or with projection writes.
     loseNextAnswer: (marker, where = "query", meanwhile) =>
-      (armed = { markers: marker ? [marker] : ["switchyard_append", "\0append\0"], where, meanwhile }),
+      (armed = { markers: marker ? [marker] : ["switchyard_append", "switchyard_commit"], where, meanwhile }),
     cutBefore: (marker) => (armed = { markers: [marker], where: "unsent" }),
     holdNextAnswer: (marker) => {
       const mine: Hold = { marker, waiting: [] };
