@@ -46,6 +46,7 @@ export function populate(store: Pick<Store, "append">, threadId = "t1"): void {
   store.append({ type: "thread.modeChanged", threadId, data: { mode: "plan" } });
   store.append({ type: "thread.statusChanged", threadId, data: { status: "paused" } });
   store.append({ type: "thread.runtimeChanged", threadId, data: { runtime: { running: true, waitingOnApproval: false } } });
+  store.append({ type: "thread.backendSession", threadId, data: { session: { backend: "claude-code", sessionId: "s1" } } });
   store.append({
     type: "thread.queueUpdated",
     threadId,
