@@ -20,6 +20,8 @@ class Editor {
   static readonly open = new Set<Editor>();
   readonly updates: acp.SessionNotification[] = [];
   readonly permissions: acp.RequestPermissionRequest[] = [];
+  /** While set, permission requests are answered only once it resolves (the turn waits there). */
+  permissionGate: Promise<void> | undefined;
   readonly agent: acp.ClientContext;
   initialized: acp.InitializeResponse | undefined;
   private readonly child: ChildProcessWithoutNullStreams;
@@ -35,8 +37,9 @@ class Editor {
     const app = acp
       .client({ name: "test-editor" })
       .onNotification(acp.methods.client.session.update, ({ params }) => void this.updates.push(params))
-      .onRequest(acp.methods.client.session.requestPermission, ({ params }) => {
+      .onRequest(acp.methods.client.session.requestPermission, async ({ params }) => {
         this.permissions.push(params);
+        await this.permissionGate;
         return { outcome: { outcome: "selected", optionId: "allow_once" } };
       });
     this.connection = app.connect(
@@ -155,10 +158,13 @@ describe("agentcraft proxy", () => {
     assert.equal(lease?.state, "active");
 
     enqueueToolTurn(fake, "call_lease");
+    let allow!: () => void;
+    editor.permissionGate = new Promise((resolve) => (allow = resolve));
     const prompted = editor.prompt(sessionId, "run it");
     // Streamed: the first words arrive while the turn still waits for the permission.
     await waitFor(() => editor.permissions.length > 0);
     assert.equal(editor.text(sessionId), "Let me check. ");
+    allow();
     assert.equal((await prompted).stopReason, "end_turn");
     assert.equal(editor.text(sessionId), "Let me check. All done");
 
