@@ -20,9 +20,12 @@ describe("agentcraft daemon", () => {
     const home = new AgentCraftHome();
     const started = await home.cli("daemon", "start");
     assert.equal(started.code, 0, started.stderr);
-    assert.match(started.stdout, /daemon started \(pid \d+/);
+    const printed = /daemon started \(pid (\d+)/.exec(started.stdout);
+    assert.ok(printed, started.stdout);
     assert.equal(statSync(home.socket).mode & 0o777, 0o600);
+    // Written by the time `start` returns.
     const pid = Number(readFileSync(path.join(home.home, "daemon.pid"), "utf8"));
+    assert.equal(pid, Number(printed[1]));
 
     const second = await home.cli("daemon", "start");
     assert.equal(second.code, 1);

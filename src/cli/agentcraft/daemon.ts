@@ -61,10 +61,19 @@ export async function startDetached(paths: AgentCraftPaths, flags: DaemonFlags, 
   let exited: number | null | undefined;
   child.once("exit", (code) => (exited = code));
   child.unref();
+  // Started once its socket answers and it has written daemon.pid (just after it listens): what
+  // runs next may read the pid. A daemon killed outright left its pid there; that one is not ours.
+  const pidWritten = (): boolean => {
+    try {
+      return Number(readFileSync(paths.pidFile, "utf8")) === child.pid;
+    } catch {
+      return false;
+    }
+  };
   const deadline = Date.now() + START_TIMEOUT_MS;
   while (Date.now() < deadline) {
     if (exited !== undefined) break;
-    if (await socketAnswers(paths.socket)) {
+    if (pidWritten() && (await socketAnswers(paths.socket))) {
       out(`daemon started (pid ${child.pid}, socket ${paths.socket}, log ${paths.logFile})`);
       return 0;
     }
