@@ -331,13 +331,9 @@ BEGIN
       WHEN 'token_usage' THEN UPDATE turns SET token_usage = w->>'value' WHERE id = w->>'turnId';
       END CASE;
     WHEN 'putItem' THEN
-      IF (w->>'replace')::boolean THEN
-        INSERT INTO items SELECT * FROM jsonb_populate_record(NULL::items, w->'row') r WHERE EXISTS (SELECT 1 FROM threads WHERE id = r.thread_id)
-        ON CONFLICT (id) DO UPDATE SET data = excluded.data;
-      ELSE
-        INSERT INTO items SELECT * FROM jsonb_populate_record(NULL::items, w->'row') r WHERE EXISTS (SELECT 1 FROM threads WHERE id = r.thread_id)
-        ON CONFLICT (id) DO NOTHING;
-      END IF;
+      -- An existing item gets the new data only when the write replaces it.
+      INSERT INTO items SELECT * FROM jsonb_populate_record(NULL::items, w->'row') r WHERE EXISTS (SELECT 1 FROM threads WHERE id = r.thread_id)
+      ON CONFLICT (id) DO UPDATE SET data = excluded.data WHERE (w->>'replace')::boolean;
     WHEN 'insertRule' THEN
       INSERT INTO approval_rules (workspace_path, scope_key) VALUES (w->>'workspacePath', w->>'scopeKey') ON CONFLICT DO NOTHING;
     END CASE;
