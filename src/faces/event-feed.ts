@@ -15,8 +15,12 @@ export interface FeedConnection {
   whenDrained(): Promise<void>;
 }
 
-/** Events read from the log per step of a catch-up. */
+/** Events read from the log per thread per step of a catch-up (or of a replay). */
 const CATCH_UP_PAGE = 256;
+/** At most this many events are read per step of a catch-up, over all its threads: memory stays bounded. */
+const CATCH_UP_STEP = 4_096;
+/** The fewest read per thread in a step: with many threads behind, a step takes fewer of them. */
+const CATCH_UP_MIN_PAGE = 16;
 
 /** A notification being made: ready, or a read away (undefined when the read failed). */
 type Making<Made> = { made: Made } | Promise<{ made: Made } | undefined>;
@@ -54,7 +58,7 @@ export class EventFeed<Made> {
   private readonly sending = new Map<string, Promise<void>>();
 
   constructor(
-    private readonly runtime: Pick<RuntimeApi, "eventsAfter">,
+    private readonly runtime: Pick<RuntimeApi, "eventsAfter" | "eventsAfterEach">,
     private readonly connection: FeedConnection,
     /** Whether the connection wants this event at all (subscriptions, broadcasts). */
     private readonly wants: (event: RuntimeEvent) => boolean,
@@ -153,7 +157,11 @@ export class EventFeed<Made> {
 
   /** Sends the thread's next page from the log; returns how many events went out. */
   private async readPage(threadId: string): Promise<number> {
-    const events = await this.runtime.eventsAfter(threadId, this.sentSeq.get(threadId) ?? 0, CATCH_UP_PAGE);
+    return this.sendPage(threadId, await this.runtime.eventsAfter(threadId, this.sentSeq.get(threadId) ?? 0, CATCH_UP_PAGE), CATCH_UP_PAGE);
+  }
+
+  /** Sends a page of the thread read from the log (at most `limit` were asked for); returns how many events went out. */
+  private sendPage(threadId: string, events: RuntimeEvent[], limit: number): number {
     let sent = 0;
     for (const event of events) {
       if (event.seq <= (this.sentSeq.get(threadId) ?? 0)) continue; // a replay and a catch-up read the same page
@@ -162,7 +170,7 @@ export class EventFeed<Made> {
     }
     // Caught up with the log: what is committed later arrives live.
     const known = this.behind.get(threadId);
-    if (events.length < CATCH_UP_PAGE && known !== undefined && (this.sentSeq.get(threadId) ?? 0) >= known) this.behind.delete(threadId);
+    if (events.length < limit && known !== undefined && (this.sentSeq.get(threadId) ?? 0) >= known) this.behind.delete(threadId);
     return sent;
   }
 
@@ -180,12 +188,31 @@ export class EventFeed<Made> {
       const waiting = (): string[] => [...this.behind.keys()].filter((threadId) => !this.replaying.has(threadId));
       while (waiting().length > 0 && !this.connection.closed) {
         await this.connection.whenDrained();
-        for (const threadId of waiting()) {
-          if (this.connection.overBudget()) break;
-          await this.readPage(threadId).catch((error: unknown) => {
-            this.log.warn({ err: error, threadId }, "could not read the log to catch a client up");
-            this.behind.delete(threadId);
-          });
+        // Every thread behind in one read (a step at a time when that is many).
+        const all = waiting();
+        const limit = Math.max(CATCH_UP_MIN_PAGE, Math.min(CATCH_UP_PAGE, Math.floor(CATCH_UP_STEP / all.length)));
+        const threads = all.slice(0, Math.floor(CATCH_UP_STEP / limit));
+        const cursors = threads.map((threadId) => ({ threadId, afterSeq: this.sentSeq.get(threadId) ?? 0 }));
+        let pages: Map<string, RuntimeEvent[]>;
+        try {
+          pages = await this.runtime.eventsAfterEach(cursors, limit);
+        } catch (error) {
+          this.log.warn({ err: error, threads: threads.length }, "could not read the log to catch a client up");
+          for (const threadId of threads) this.behind.delete(threadId);
+          continue;
+        }
+        for (const { threadId, afterSeq } of cursors) {
+          // Forgotten, or replayed (from another seq), while the read ran: not this page's to send.
+          if (this.connection.overBudget() || !this.behind.has(threadId) || this.replaying.has(threadId)) continue;
+          if ((this.sentSeq.get(threadId) ?? 0) !== afterSeq) continue;
+          this.sendPage(threadId, pages.get(threadId)!, limit);
+        }
+        // Threads still behind go to the back: the next step starts with those not read yet.
+        for (const threadId of threads) {
+          const known = this.behind.get(threadId);
+          if (known === undefined) continue;
+          this.behind.delete(threadId);
+          this.behind.set(threadId, known);
         }
       }
       this.log.debug("client caught up; live again");

@@ -16,7 +16,7 @@ import type {
   Turn,
 } from "../domain/model.js";
 import type { ListedModel, ListOptions } from "../providers/model-catalog.js";
-import type { StorageStatus, Store, TurnItemsJson, ThreadFilter, ThreadPage } from "../store/store.js";
+import type { EventCursor, StorageStatus, Store, TurnItemsJson, ThreadFilter, ThreadPage } from "../store/store.js";
 import type { FaceState } from "../store/face-state.js";
 import type { AnyTool, ToolEnvironment } from "../tools/tool.js";
 import type { Approver } from "./approvals.js";
@@ -50,6 +50,11 @@ export interface RuntimeApi {
   lastSeq(threadId: string): number;
   /** The thread's events after `afterSeq`, for a client catching up (throws replayGap past the log's end). */
   eventsAfter(threadId: string, afterSeq: number, limit?: number): Promise<RuntimeEvent[]>;
+  /**
+   * The events of each cursor's thread after its seq, at most `limitEach` each, in one read:
+   * a connection catching up on threads it was sent events of (their seqs are in the log).
+   */
+  eventsAfterEach(cursors: readonly EventCursor[], limitEach: number): Promise<Map<string, RuntimeEvent[]>>;
   /** Whether the data directory can be written; while not, writes are refused (storageUnavailable). */
   storageStatus(): StorageStatus;
   /** Called when the storage status changes (not an event of the log: it could not be written). */

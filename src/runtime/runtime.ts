@@ -7,7 +7,7 @@ import type { Logger } from "../log.js";
 import type { AgentProcessInfo, BackendAvailability, BackendSet, TurnContext, TurnOutcome } from "../backends/backend.js";
 import type { ListedModel, ListOptions } from "../providers/model-catalog.js";
 import type { ThinkingMode } from "../providers/provider.js";
-import type { StorageStatus, Store, TurnItemsJson, ThreadFilter, ThreadPage } from "../store/store.js";
+import type { EventCursor, StorageStatus, Store, TurnItemsJson, ThreadFilter, ThreadPage } from "../store/store.js";
 import type { FaceState } from "../store/face-state.js";
 import type { ToolEnvironment, UserQuestion } from "../tools/tool.js";
 import type { ToolRegistry } from "../tools/registry.js";
@@ -645,6 +645,10 @@ export class Runtime implements RuntimeApi {
       );
     }
     return this.store.eventsAfter(threadId, afterSeq, limit);
+  }
+
+  eventsAfterEach(cursors: readonly EventCursor[], limitEach: number): Promise<Map<string, RuntimeEvent[]>> {
+    return this.store.eventsAfterEach(cursors, limitEach);
   }
 
   /**

@@ -39,6 +39,7 @@ import {
   type TurnRow,
 } from "./rows.js";
 import {
+  type EventCursor,
   LogConflictError,
   type LogRecord,
   type OfferedTurn,
@@ -1027,6 +1028,25 @@ export class PostgresStore implements Store {
   async eventsAfter(threadId: string, afterSeq: number, limit = 10_000): Promise<RuntimeEvent[]> {
     const sql = `SELECT ${EVENT_COLUMNS} FROM events WHERE thread_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`;
     return (await this.rows<EventRow>(sql, [threadId, afterSeq, limit], threadId)).map(toEvent);
+  }
+
+  async eventsAfterEach(cursors: readonly EventCursor[], limitEach: number): Promise<Map<string, RuntimeEvent[]>> {
+    const pages = new Map(cursors.map(({ threadId }) => [threadId, [] as RuntimeEvent[]]));
+    if (cursors.length === 0) return pages;
+    // What is committed, without committing this node's pending events first (as `eventsAfter`
+    // does): a client catching up is sent those live once they are, and a commit forced on a
+    // busy node held a catch-up for seconds.
+    // One round trip for every thread: a client catching up on a hundred threads read them one
+    // query after another, seconds on a busy database while the client waited.
+    const rows = await this.read<EventRow>(
+      `SELECT e.seq, e.thread_id, e.type, e.ts, e.data
+       FROM unnest($1::text[], $2::bigint[]) AS c(thread_id, after_seq)
+       CROSS JOIN LATERAL (
+         SELECT ${EVENT_COLUMNS} FROM events WHERE thread_id = c.thread_id AND seq > c.after_seq ORDER BY seq LIMIT $3) e`,
+      [cursors.map((c) => c.threadId), cursors.map((c) => c.afterSeq), limitEach],
+    );
+    for (const row of rows) pages.get(row.thread_id)!.push(toEvent(row));
+    return pages;
   }
 
   async lastSeq(threadId: string): Promise<number> {

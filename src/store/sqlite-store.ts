@@ -8,6 +8,7 @@ import { RuntimeError } from "../domain/errors.js";
 import type { DeltaKind, EventType, NewEvent, RuntimeEvent } from "../domain/events.js";
 import type { ItemType, Item, Thread, TokenUsage, Turn } from "../domain/model.js";
 import {
+  type EventCursor,
   LogConflictError,
   type LogRecord,
   type Store,
@@ -728,6 +729,14 @@ export class SqliteStore implements Store {
   async eventsAfter(threadId: string, afterSeq: number, limit = 10_000): Promise<RuntimeEvent[]> {
     this.flushForRead();
     return this.stmts.eventsAfter.all(threadId, afterSeq, limit).map(toEvent);
+  }
+
+  async eventsAfterEach(cursors: readonly EventCursor[], limitEach: number): Promise<Map<string, RuntimeEvent[]>> {
+    this.flushForRead();
+    // A local read per thread costs microseconds: one query for all buys nothing here.
+    return new Map(
+      cursors.map(({ threadId, afterSeq }) => [threadId, this.stmts.eventsAfter.all(threadId, afterSeq, limitEach).map(toEvent)]),
+    );
   }
 
   async lastSeq(threadId: string): Promise<number> {

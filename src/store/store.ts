@@ -15,6 +15,12 @@ export interface ThreadFilter {
   hideArchived?: boolean;
 }
 
+/** Where a reader of a thread's events is: it has every event up to `afterSeq`. */
+export interface EventCursor {
+  threadId: string;
+  afterSeq: number;
+}
+
 export interface ThreadPage {
   threads: Thread[];
   /** Opaque cursor for the next page, absent on the last page. */
@@ -187,6 +193,11 @@ export interface Store {
 
   /** Events of one thread with seq > afterSeq, oldest first. */
   eventsAfter(threadId: string, afterSeq: number, limit?: number): Promise<RuntimeEvent[]>;
+  /**
+   * `eventsAfter` of each cursor's thread, at most `limitEach` each, in one read where the store
+   * can. Events not committed yet may be left out: they reach a client live once they are.
+   */
+  eventsAfterEach(cursors: readonly EventCursor[], limitEach: number): Promise<Map<string, RuntimeEvent[]>>;
   /** The seq of the thread's latest event appended (committed or not), 0 for none. */
   lastSeq(threadId: string): Promise<number>;
   /** The concatenated text of an item's delta events (to recover an item cut off by a crash). */

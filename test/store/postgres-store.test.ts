@@ -32,6 +32,13 @@ async function reads(store: Store, threadIds: string[]) {
     listAlice: await store.listThreads({ userId: "alice", hideArchived: true }, { limit: 100 }),
     unfinished: await store.listUnfinishedTurns(),
     usages: await store.turnUsages(threadIds),
+    // Every thread's first two events, and a thread with none (seqs differ: SQLite's are the log's).
+    eventsAfterEach: [
+      ...(await store.eventsAfterEach(
+        [...threadIds, "none"].map((threadId) => ({ threadId, afterSeq: 0 })),
+        2,
+      )),
+    ].map(([threadId, events]) => [threadId, events.map(({ type, data }) => ({ type, data }))]),
     rule: await store.hasApprovalRule("/ws/a", "shell:ls"),
     noRule: await store.hasApprovalRule("/ws/b", "shell:ls"),
   };

@@ -95,6 +95,32 @@ test("append returns the stored event synchronously; reads see unflushed appends
   });
 });
 
+test("eventsAfterEach reads each thread after its own seq, at most the limit each, oldest first", async () => {
+  await withStore(async (store) => {
+    for (const threadId of ["a", "b"]) {
+      store.append({ type: "thread.created", threadId, data: { thread: makeThread(threadId) } });
+      for (const name of ["x", "y", "z"]) store.append({ type: "thread.renamed", threadId, data: { displayName: `${threadId}${name}` } });
+    }
+    const pages = await store.eventsAfterEach(
+      [
+        { threadId: "a", afterSeq: 1 },
+        { threadId: "b", afterSeq: 7 }, // one log: b's seqs are 5 to 8
+        { threadId: "none", afterSeq: 0 },
+      ],
+      2,
+    );
+    assert.deepEqual(
+      [...pages].map(([threadId, events]) => [threadId, events.map((e) => e.seq)]),
+      [
+        ["a", [2, 3]],
+        ["b", [8]],
+        ["none", []],
+      ],
+    );
+    assert.deepEqual(pages.get("a"), (await store.eventsAfter("a", 1)).slice(0, 2));
+  });
+});
+
 test("the scheduled flush writes without an explicit flush", async () => {
   const dir = tempDir();
   try {
