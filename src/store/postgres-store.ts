@@ -1033,11 +1033,10 @@ export class PostgresStore implements Store {
   async eventsAfterEach(cursors: readonly EventCursor[], limitEach: number): Promise<Map<string, RuntimeEvent[]>> {
     const pages = new Map(cursors.map(({ threadId }) => [threadId, [] as RuntimeEvent[]]));
     if (cursors.length === 0) return pages;
-    // What is committed, without committing this node's pending events first (as `eventsAfter`
-    // does): a client catching up is sent those live once they are, and a commit forced on a
-    // busy node held a catch-up for seconds.
-    // One round trip for every thread: a client catching up on a hundred threads read them one
-    // query after another, seconds on a busy database while the client waited.
+    // One round trip for every thread, and no commit of this node's pending events first (as
+    // `eventsAfter` makes): a client catching up on a hundred threads read them one query after
+    // another, each forcing a commit on a busy node, seconds while it waited. What is not
+    // committed yet reaches the client live once it is.
     const rows = await this.read<EventRow>(
       `SELECT e.seq, e.thread_id, e.type, e.ts, e.data
        FROM unnest($1::text[], $2::bigint[]) AS c(thread_id, after_seq)
