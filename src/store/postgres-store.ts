@@ -1038,7 +1038,7 @@ export class PostgresStore implements Store {
     // another, each forcing a commit on a busy node, seconds while it waited. What is not
     // committed yet reaches the client live once it is.
     const rows = await this.read<EventRow>(
-      `SELECT e.seq, e.thread_id, e.type, e.ts, e.data
+      `SELECT e.*
        FROM unnest($1::text[], $2::bigint[]) AS c(thread_id, after_seq)
        CROSS JOIN LATERAL (
          SELECT ${EVENT_COLUMNS} FROM events WHERE thread_id = c.thread_id AND seq > c.after_seq ORDER BY seq LIMIT $3) e`,

@@ -201,7 +201,7 @@ describe("event feed", () => {
       );
     }
     assert.equal(sent.length, 151);
-    assert.deepEqual(log.reads.length, 2, "a second read for t0, whose event came during the first");
+    assert.equal(log.reads.length, 2, "a second read for t0, whose event came during the first");
     feed.live(renamed(5, "t1"));
     assert.equal(sent.at(-1), "t1#5", "live again once caught up");
   });
