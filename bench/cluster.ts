@@ -228,9 +228,13 @@ export async function clusterFanOut(kit: BenchKit, watchers: 1 | 2 = 2, deltaEve
       );
       const measuredRate = deltaEveryMs ? steadyRate : rate;
       const offered = deltaEveryMs ? (THREADS * 1000) / deltaEveryMs : Infinity;
+      // On a slow machine the first turn can end before the last thread's first delta: no window.
+      const noWindow = deltaEveryMs > 0 && steadySeconds === 0;
       if (deltaEveryMs)
         kit.notes.push(
-          `Cluster${label}: every stream ran for ${kit.fmt(steadySeconds, 2)} s (cross-node p99 then ${kit.fmt(steadyP99, 1)} ms; the model sent ${kit.fmt(perSecond(sentAtFirstEnd - sentAtAllStreaming), 0)} deltas a second); over the whole run, ${kit.fmt(rate, 0)} events a second.`,
+          noWindow
+            ? `Cluster${label}: the streams never all ran at once (the first turn ended before the last thread's first delta); over the whole run, ${kit.fmt(rate, 0)} events a second.`
+            : `Cluster${label}: every stream ran for ${kit.fmt(steadySeconds, 2)} s (cross-node p99 then ${kit.fmt(steadyP99, 1)} ms; the model sent ${kit.fmt(perSecond(sentAtFirstEnd - sentAtAllStreaming), 0)} deltas a second); over the whole run, ${kit.fmt(rate, 0)} events a second.`,
         );
       kit.notes.push(
         `Cluster${label}: the ${THREADS} turns were started (turn/start answered) ${kit.fmt(allStarted, 0)} ms after the first was sent; ` +
@@ -245,7 +249,12 @@ export async function clusterFanOut(kit: BenchKit, watchers: 1 | 2 = 2, deltaEve
         { name: names.lost, measured: `${lost} lost, ${repeated} repeated`, target: "0, 0", pass: lost === 0 && repeated === 0 },
         // A pace that offers fewer than 15,000 events a second (30 ms apart: 6,700) is measured for its latency.
         offered >= 15_000
-          ? { name: names.rate, measured: `${kit.fmt(measuredRate, 0)} /s`, target: "≥ 15,000 /s", pass: measuredRate >= 15_000 }
+          ? {
+              name: names.rate,
+              measured: noWindow ? `none: the streams never all ran at once` : `${kit.fmt(measuredRate, 0)} /s`,
+              target: "≥ 15,000 /s",
+              pass: measuredRate >= 15_000,
+            }
           : { name: names.rate, measured: `${kit.fmt(measuredRate, 0)} /s (${kit.fmt(offered, 0)} offered)`, target: "" },
         { name: names.p99, measured: `${kit.fmt(p99, 1)} ms`, target: "≤ 100 ms", pass: p99 <= 100 },
       ];
