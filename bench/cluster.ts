@@ -145,6 +145,12 @@ export async function clusterFanOut(kit: BenchKit, watchers: 1 | 2 = 2, deltaEve
       for (let i = 0; i < THREADS; i++)
         fake.enqueue({ kind: "response", text: deltas, ...(deltaEveryMs ? { chunkDelayMs: deltaEveryMs } : { oneWrite: true }) });
       const t0 = performance.now();
+      // When the turns' model requests reached the model: a turn prepares (reads its history)
+      // before it asks, on cores already busy streaming the turns that asked first.
+      const asked = fake.requests.length;
+      const askedAt = { half: NaN, all: NaN };
+      void fake.waitForRequests(asked + THREADS / 2).then(() => (askedAt.half = performance.now() - t0));
+      void fake.waitForRequests(asked + THREADS).then(() => (askedAt.all = performance.now() - t0));
       // How late this process (the clients' clock) was itself: its receipts wait for its turn on a core.
       const loopDelay = monitorEventLoopDelay({ resolution: 5 });
       loopDelay.enable();
@@ -238,7 +244,8 @@ export async function clusterFanOut(kit: BenchKit, watchers: 1 | 2 = 2, deltaEve
         );
       kit.notes.push(
         `Cluster${label}: the ${THREADS} turns were started (turn/start answered) ${kit.fmt(allStarted, 0)} ms after the first was sent; ` +
-          `each answered after a median ${kit.fmt(kit.median(startTimes), 0)} ms, at most ${kit.fmt(Math.max(...startTimes), 0)} ms.`,
+          `each answered after a median ${kit.fmt(kit.median(startTimes), 0)} ms, at most ${kit.fmt(Math.max(...startTimes), 0)} ms; ` +
+          `half of their model requests had reached the model after ${kit.fmt(askedAt.half, 0)} ms, all after ${kit.fmt(askedAt.all, 0)} ms.`,
         `Cluster: ${kit.fmt(committed, 0)} events committed in ${kit.fmt(seconds, 2)} s; ${kit.fmt(latencies.length, 0)} pairs of an owner's client's and a watcher's receipt, median ${kit.fmt(kit.median(latencies), 1)} ms.`,
         `Cluster CPU over those ${kit.fmt(seconds, 2)} s (${kit.fmt(2 * seconds, 2)} core-seconds on 2 cores): nodes ${nodeCpuS.map((s) => kit.fmt(s, 2)).join(" + ")} s; ` +
           `the bench process (fake model, three clients) ${kit.fmt((benchCpu.user + benchCpu.system) / 1e6, 2)} s; PostgreSQL ${kit.fmt(postgresCpuS, 2)} s.`,
