@@ -236,12 +236,12 @@ export async function clusterFanOut(kit: BenchKit, watchers: 1 | 2 = 2, deltaEve
       const offered = deltaEveryMs ? (THREADS * 1000) / deltaEveryMs : Infinity;
       // On a slow machine the first turn can end before the last thread's first delta: no window.
       const noWindow = deltaEveryMs > 0 && steadySeconds === 0;
-      if (deltaEveryMs)
-        kit.notes.push(
-          noWindow
-            ? `Cluster${label}: the streams never all ran at once (the first turn ended before the last thread's first delta); over the whole run, ${kit.fmt(rate, 0)} events a second.`
-            : `Cluster${label}: every stream ran for ${kit.fmt(steadySeconds, 2)} s (cross-node p99 then ${kit.fmt(steadyP99, 1)} ms; the model sent ${kit.fmt(perSecond(sentAtFirstEnd - sentAtAllStreaming), 0)} deltas a second); over the whole run, ${kit.fmt(rate, 0)} events a second.`,
-        );
+      if (deltaEveryMs) {
+        const streams = noWindow
+          ? "the streams never all ran at once (the first turn ended before the last thread's first delta)"
+          : `every stream ran for ${kit.fmt(steadySeconds, 2)} s (cross-node p99 then ${kit.fmt(steadyP99, 1)} ms; the model sent ${kit.fmt(perSecond(sentAtFirstEnd - sentAtAllStreaming), 0)} deltas a second)`;
+        kit.notes.push(`Cluster${label}: ${streams}; over the whole run, ${kit.fmt(rate, 0)} events a second.`);
+      }
       kit.notes.push(
         `Cluster${label}: the ${THREADS} turns were started (turn/start answered) ${kit.fmt(allStarted, 0)} ms after the first was sent; ` +
           `each answered after a median ${kit.fmt(kit.median(startTimes), 0)} ms, at most ${kit.fmt(Math.max(...startTimes), 0)} ms; ` +
