@@ -31,13 +31,19 @@ export const CONNECTION_OPTIONS = {
 /** How often the feed is polled without a notification, and peers are checked. */
 const TICK_MS = 1_000;
 
-/** SQL: whether the node numbered by `num` (an expression) is alive. */
+/**
+ * SQL: whether the node numbered by `num` (an expression of the enclosing query) is alive. The
+ * subquery's own names are ones no caller uses: an `n.num` of the caller's would otherwise mean
+ * this query's row, and the test would say whether any node at all is alive.
+ */
 export function nodeAlive(num: string, ttlMs: number): string {
   return `EXISTS (
-    SELECT 1 FROM nodes n JOIN pg_locks l
-      ON l.locktype = 'advisory' AND l.classid = ${NODE_LOCK_CLASS} AND l.objid = n.num::oid AND l.objsubid = 2 AND l.granted
-     AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
-    WHERE n.num = ${num} AND n.stopped_at IS NULL AND n.heartbeat_at > now() - interval '${Math.round(ttlMs)} milliseconds')`;
+    SELECT 1 FROM nodes alive_node JOIN pg_locks alive_lock
+      ON alive_lock.locktype = 'advisory' AND alive_lock.classid = ${NODE_LOCK_CLASS} AND alive_lock.objid = alive_node.num::oid
+     AND alive_lock.objsubid = 2 AND alive_lock.granted
+     AND alive_lock.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+    WHERE alive_node.num = ${num} AND alive_node.stopped_at IS NULL
+      AND alive_node.heartbeat_at > now() - interval '${Math.round(ttlMs)} milliseconds')`;
 }
 
 export interface NodeEvents {

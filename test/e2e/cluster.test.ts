@@ -434,6 +434,56 @@ describe("a cluster: several app-servers on one PostgreSQL", { skip: postgresMis
     assert.doesNotMatch(only!.serverLog(), /handing running turns over/);
   });
 
+  it("a node that stops after every other node has gone cancels its running turn too", async () => {
+    const {
+      nodes: [gone, last],
+      db,
+    } = await cluster(2);
+    // The other node's row stays in `nodes`, stopped: it is no node to hand a turn to.
+    const goneClosed = gone!.client.waitFor("closed", () => true);
+    process.kill(serverPid(gone!), "SIGTERM");
+    await goneClosed;
+    const threadId = await last!.startThread();
+    const turnId = await holdingTurn(last!, threadId, "wait");
+    const closed = last!.client.waitFor("closed", () => true);
+    process.kill(serverPid(last!), "SIGTERM");
+    await closed;
+    const { rows } = await db.query<{ status: string }>("SELECT status FROM turns WHERE id = $1", [turnId]);
+    assert.deepEqual(rows, [{ status: "cancelled" }]);
+    assert.doesNotMatch(last!.serverLog(), /handing running turns over/);
+  });
+
+  it("cluster status and doctor tell a dead node from a live one", async () => {
+    const {
+      nodes: [dead, live],
+      url,
+    } = await cluster(2);
+    await dead!.startThread(); // an idle thread: the dead node still owns it, so it is listed
+    const deadPid = serverPid(dead!);
+    await dead!.crashServer();
+    const cli = (...args: string[]) => spawnSync(process.execPath, [CLI_PATH, ...args], { encoding: "utf8", timeout: 20_000 });
+    type Listed = { pid: number; alive: boolean; threads: number };
+    const nodes = await eventually(
+      async () => {
+        const status = cli("cluster", "status", "--store", url, "--json");
+        assert.equal(status.status, 0, status.stderr);
+        const listed = (JSON.parse(status.stdout) as { nodes: Listed[] }).nodes;
+        return listed.some((n) => !n.alive) ? listed : undefined;
+      },
+      "the killed node listed as not alive",
+      10_000,
+    );
+    assert.deepEqual(
+      nodes.map((n) => [n.pid === deadPid ? "dead" : n.pid === serverPid(live!) ? "live" : n.pid, n.alive, n.threads]).sort(),
+      [
+        ["dead", false, 1],
+        ["live", true, 0],
+      ],
+    );
+    const doctor = cli("doctor", "--data-dir", tempDir("data"), "--store", url);
+    assert.match(doctor.stdout, /opens, schema version \d+ \(1 thread; 1 node running\)/);
+  });
+
   it("with --failover fail, fails a killed owner's turn on another node (ownerLost), closing the cut message with its persisted text", async () => {
     const {
       nodes: [owner, watcher],
