@@ -53,6 +53,16 @@ function timeout(ms: number, fire: () => void): NodeJS.Timeout | undefined {
   return Number.isFinite(ms) && ms > 0 ? setTimeout(fire, ms) : undefined;
 }
 
+/** Every ClientOptions key (a Record, so a new option cannot be left out). */
+const CLIENT_OPTION_KEYS: Record<keyof ClientOptions, true> = {
+  clientInfo: true,
+  capabilities: true,
+  onApproval: true,
+  requestTimeoutMs: true,
+  reconnect: true,
+  logger: true,
+};
+
 export class SwitchyardClient {
   private stateValue: ConnectionState = "connecting";
   private link: Link | undefined;
@@ -94,6 +104,11 @@ export class SwitchyardClient {
 
   /** Connects, initializes, and resolves once the client is ready; rejects if the first connection fails. */
   static async connect(target: ConnectTarget, options: ClientOptions = {}): Promise<SwitchyardClient> {
+    // From JavaScript an option put in the target would be ignored without a word (an approval
+    // handler never installed: the thread's policy answers instead).
+    const misplaced = Object.keys(target).filter((key) => Object.hasOwn(CLIENT_OPTION_KEYS, key));
+    if (misplaced.length > 0)
+      throw new TypeError(`SwitchyardClient.connect: options go in the second argument, not the target: ${misplaced.join(", ")}`);
     const client = new SwitchyardClient(target, options);
     try {
       client.install(await client.openSession());

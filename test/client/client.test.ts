@@ -218,6 +218,14 @@ describe("switchyard/client", () => {
     }
   });
 
+  it("refuses an option put in the target, where it would be ignored, before starting anything", async () => {
+    const target = { ...stdioTarget(tempDir("data"), makeWorkspace()), onApproval: () => "accept" as const };
+    await assert.rejects(
+      SwitchyardClient.connect(target),
+      (error: Error) => error instanceof TypeError && /options go in the second argument, not the target: onApproval$/.test(error.message),
+    );
+  });
+
   it("times out requests; a request in flight when the connection drops rejects with ConnectionClosedError", async () => {
     const server = ServerProcess.spawn({ args: ["--listen", "ws://127.0.0.1:0"], env: modelEnv(fake) });
     const url = await server.websocketUrl();
