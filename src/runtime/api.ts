@@ -36,6 +36,13 @@ export interface ToolSummary {
   parameters: Record<string, unknown>;
 }
 
+/** What `enqueue` did: started a turn with the input, or queued it (the thread's queue after). */
+export interface Enqueued {
+  turn?: Turn;
+  queuedInput?: QueuedInput;
+  queuedInputs: QueuedInput[];
+}
+
 export interface RuntimeApi {
   // ---- events ----
   /** Receives every event once it is committed to the log, in seq order. */
@@ -98,7 +105,7 @@ export interface RuntimeApi {
   // ---- turns ----
   startTurn(threadId: string, params: StartTurnParams): Promise<Turn>;
   /** Starts a turn, or queues the input behind the running one. */
-  enqueue(threadId: string, input: InputPart[]): Promise<{ turn?: Turn; queuedInput?: QueuedInput; queuedInputs: QueuedInput[] }>;
+  enqueue(threadId: string, input: InputPart[]): Promise<Enqueued>;
   removeQueued(threadId: string, queuedInputId: string): Promise<QueuedInput[]>;
   steer(threadId: string, input: InputPart[], expectedTurnId?: string): Promise<Turn>;
   interrupt(threadId: string, turnId?: string): Promise<Turn>;

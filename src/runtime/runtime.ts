@@ -40,7 +40,7 @@ import type {
   TurnError,
 } from "../domain/model.js";
 import { TurnRecorder } from "../domain/turn-recorder.js";
-import type { RuntimeApi, ToolSummary } from "./api.js";
+import type { Enqueued, RuntimeApi, ToolSummary } from "./api.js";
 import { addUsage } from "../providers/usage.js";
 import type { WorkspaceResources } from "../workspace/index.js";
 import { executeCommand, type CommandExecution } from "./command-execution.js";
@@ -215,6 +215,12 @@ export class Runtime implements RuntimeApi {
         case "interrupt":
           await this.takingOver.get(threadId);
           return this.interrupt(threadId, command.turnId);
+        case "enqueue":
+          await this.takingOver.get(threadId);
+          return this.enqueue(threadId, command.input);
+        case "removeQueued":
+          await this.takingOver.get(threadId);
+          return this.removeQueued(threadId, command.queuedInputId);
         case "approvalSeen":
           return this.approvals.remoteSeen(command.requestId);
         case "approve":
@@ -716,16 +722,16 @@ export class Runtime implements RuntimeApi {
   }
 
   /** Queues input behind the running turn, or starts it now when the thread is idle. */
-  async enqueue(threadId: string, input: InputPart[]): Promise<{ turn?: Turn; queuedInput?: QueuedInput; queuedInputs: QueuedInput[] }> {
+  async enqueue(threadId: string, input: InputPart[]): Promise<Enqueued> {
     this.writable();
+    // While another node runs the thread's turn, the input joins the queue there.
+    const forwarded = this.active.has(threadId) ? undefined : await this.store.forward(threadId, { kind: "enqueue", input });
+    if (forwarded) return forwarded.result as Enqueued;
     return this.serial(threadId, async () => this.enqueueOn(await this.getThread(threadId), input));
   }
 
   /** Under `serial`. */
-  private async enqueueOn(
-    thread: Thread,
-    input: InputPart[],
-  ): Promise<{ turn?: Turn; queuedInput?: QueuedInput; queuedInputs: QueuedInput[] }> {
+  private async enqueueOn(thread: Thread, input: InputPart[]): Promise<Enqueued> {
     const threadId = thread.id;
     if (thread.historyMode === "client") {
       throw new RuntimeError(
@@ -750,6 +756,8 @@ export class Runtime implements RuntimeApi {
 
   async removeQueued(threadId: string, queuedInputId: string): Promise<QueuedInput[]> {
     this.writable();
+    const forwarded = this.active.has(threadId) ? undefined : await this.store.forward(threadId, { kind: "removeQueued", queuedInputId });
+    if (forwarded) return forwarded.result as QueuedInput[];
     return this.serial(threadId, async () => {
       const thread = await this.getThread(threadId);
       const queuedInputs = thread.queuedInputs.filter((q) => q.id !== queuedInputId);

@@ -47,6 +47,9 @@ export type StorageStatus =
 export type ThreadCommand =
   | { kind: "steer"; input: InputPart[]; expectedTurnId?: string }
   | { kind: "interrupt"; turnId?: string }
+  /** Input queued behind the running turn (turn/enqueue), or taken off that queue. */
+  | { kind: "enqueue"; input: InputPart[] }
+  | { kind: "removeQueued"; queuedInputId: string }
   /** This process's clients are being asked an approval the turn requested. */
   | { kind: "approvalSeen"; requestId: string }
   | { kind: "approve"; requestId: string; decision: ApprovalDecision };

@@ -218,6 +218,43 @@ describe("a cluster: several app-servers on one PostgreSQL", { skip: postgresMis
     assert.equal((await owner!.client.turnEnd(turnId)).method, "turn/cancelled");
   });
 
+  it("queues input from a client on another node behind the turn the owner runs, which runs it next", async () => {
+    const waiting = new ManualApprovals(); // holds the owner's turn until the test answers
+    const {
+      nodes: [owner, other],
+    } = await cluster(2, [], [{ onApproval: waiting.handler }]);
+    const threadId = await owner!.startThread();
+    await other!.client.request("thread/subscribe", { threadId });
+    model.enqueue({ kind: "response", toolCalls: [{ id: "call_hold", name: "bash", arguments: { command: "echo held" } }] });
+    model.enqueue({ kind: "response", text: "first done" });
+    const turnId = await owner!.startTurn(threadId, "first");
+    const pending = await waiting.next();
+
+    const text = (value: string) => [{ type: "text" as const, text: value }];
+    const dropped = await other!.client.request("turn/enqueue", { threadId, input: text("taken back") });
+    const kept = await other!.client.request("turn/enqueue", { threadId, input: text("next, please") });
+    assert.equal(dropped.turn, undefined, "queued, not started: the owner's turn runs");
+    assert.deepEqual(
+      kept.queuedInputs.map((q) => q.id),
+      [dropped.queuedInput!.id, kept.queuedInput!.id],
+    );
+    const left = await other!.client.request("turn/queue/remove", { threadId, queuedInputId: dropped.queuedInput!.id });
+    assert.deepEqual(
+      left.queuedInputs.map((q) => q.id),
+      [kept.queuedInput!.id],
+    );
+
+    model.enqueue({ kind: "response", text: "second done" });
+    const next = other!.client.waitFor("turn/started", (p) => p.threadId === threadId && p.turn.id !== turnId, 15_000);
+    pending.answer("decline");
+    assert.equal((await owner!.client.turnEnd(turnId)).method, "turn/completed");
+    const started = await next;
+    assert.equal((await other!.client.turnEnd(started.turn.id, 15_000)).method, "turn/completed");
+    const lastRequest = JSON.stringify(model.fake.requests.at(-1)!.body);
+    assert.match(lastRequest, /next, please/);
+    assert.doesNotMatch(lastRequest, /taken back/);
+  });
+
   it("asks an approval of a turn on one node to a client on another, and runs the command on its answer", async () => {
     const {
       nodes: [owner, other],
