@@ -7,7 +7,7 @@ import type { Logger } from "../log.js";
 import type { AgentProcessInfo, BackendAvailability, BackendSet, TurnContext, TurnOutcome } from "../backends/backend.js";
 import type { ListedModel, ListOptions } from "../providers/model-catalog.js";
 import type { ThinkingMode } from "../providers/provider.js";
-import type { EventCursor, StorageStatus, Store, TurnItemsJson, ThreadFilter, ThreadPage } from "../store/store.js";
+import type { EventCursor, StorageStatus, Store, ThreadCommand, TurnItemsJson, ThreadFilter, ThreadPage } from "../store/store.js";
 import type { FaceState } from "../store/face-state.js";
 import type { ToolEnvironment, UserQuestion } from "../tools/tool.js";
 import type { ToolRegistry } from "../tools/registry.js";
@@ -208,23 +208,34 @@ export class Runtime implements RuntimeApi {
     // Another node's client steers, interrupts or answers an approval of a turn that runs here;
     // and this node's clients answer approvals of turns that run elsewhere.
     this.store.onCommand(async (threadId, command) => {
+      if (command.kind === "approvalSeen") return this.approvals.remoteSeen(command.requestId);
+      if (command.kind === "approve") return this.approvals.remoteAnswer(command.requestId, command.decision);
+      await this.takingOver.get(threadId);
       switch (command.kind) {
         case "steer":
-          await this.takingOver.get(threadId);
           return this.steer(threadId, command.input, command.expectedTurnId);
         case "interrupt":
-          await this.takingOver.get(threadId);
           return this.interrupt(threadId, command.turnId);
         case "enqueue":
-          await this.takingOver.get(threadId);
           return this.enqueue(threadId, command.input);
         case "removeQueued":
-          await this.takingOver.get(threadId);
           return this.removeQueued(threadId, command.queuedInputId);
-        case "approvalSeen":
-          return this.approvals.remoteSeen(command.requestId);
-        case "approve":
-          return this.approvals.remoteAnswer(command.requestId, command.decision);
+        case "rename":
+          return this.renameThread(threadId, command.displayName);
+        case "configure":
+          return this.configureThread(threadId, command.changes);
+        case "setMode":
+          return this.setMode(threadId, command.mode);
+        case "pause":
+          return this.pauseThread(threadId);
+        case "unpause":
+          return this.unpauseThread(threadId);
+        case "archive":
+          return this.archiveThread(threadId);
+        case "unarchive":
+          return this.unarchiveThread(threadId);
+        case "delete":
+          return this.deleteThread(threadId);
       }
     });
     if (this.store.shared) {
@@ -339,6 +350,14 @@ export class Runtime implements RuntimeApi {
     throw new RuntimeError("notOwner", `Thread ${threadId} is running a turn on another node of the cluster; retry once it ends.`, {
       threadId,
     });
+  }
+
+  /**
+   * Sends the command to the node that runs the thread's turn, when another node of the cluster
+   * does (a thread running a turn cannot move); undefined when none does, and it is done here.
+   */
+  private onTurnNode(threadId: string, command: ThreadCommand): Promise<{ result: unknown } | undefined> {
+    return this.active.has(threadId) ? Promise.resolve(undefined) : this.store.forward(threadId, command);
   }
 
   /** Whether this process runs threads in the workspace (see RuntimeOptions.workspaceRoots). */
@@ -480,6 +499,8 @@ export class Runtime implements RuntimeApi {
 
   async renameThread(threadId: string, displayName: string): Promise<Thread> {
     this.writable();
+    const forwarded = await this.onTurnNode(threadId, { kind: "rename", displayName });
+    if (forwarded) return forwarded.result as Thread;
     await this.getThread(threadId);
     await this.own(threadId);
     this.emit({ type: "thread.renamed", threadId, data: { displayName } });
@@ -489,6 +510,8 @@ export class Runtime implements RuntimeApi {
   /** Merges the given settings into the thread's configuration. */
   async configureThread(threadId: string, changes: ThreadConfiguration): Promise<Thread> {
     this.writable();
+    const forwarded = await this.onTurnNode(threadId, { kind: "configure", changes });
+    if (forwarded) return forwarded.result as Thread;
     return this.serial(threadId, async () => {
       const thread = await this.getThread(threadId);
       const configuration = { ...thread.configuration, ...changes };
@@ -499,6 +522,8 @@ export class Runtime implements RuntimeApi {
 
   async setMode(threadId: string, mode: AgentMode): Promise<Thread> {
     this.writable();
+    const forwarded = await this.onTurnNode(threadId, { kind: "setMode", mode });
+    if (forwarded) return forwarded.result as Thread;
     await this.getThread(threadId);
     await this.own(threadId);
     this.emit({ type: "thread.modeChanged", threadId, data: { mode } });
@@ -512,6 +537,8 @@ export class Runtime implements RuntimeApi {
    */
   async pauseThread(threadId: string): Promise<Thread> {
     this.writable();
+    const forwarded = await this.onTurnNode(threadId, { kind: "pause" });
+    if (forwarded) return forwarded.result as Thread;
     return this.serial(threadId, async () => {
       const thread = await this.getThread(threadId);
       if (thread.status === "archived") throw notActive(thread, "unarchive it first");
@@ -523,6 +550,8 @@ export class Runtime implements RuntimeApi {
   /** Makes a paused thread active again; an idle thread then starts its next queued input. */
   async unpauseThread(threadId: string): Promise<Thread> {
     this.writable();
+    const forwarded = await this.onTurnNode(threadId, { kind: "unpause" });
+    if (forwarded) return forwarded.result as Thread;
     return this.serial(threadId, async () => {
       const thread = await this.getThread(threadId);
       if (thread.status === "archived") throw notActive(thread, "unarchive it instead");
@@ -536,6 +565,8 @@ export class Runtime implements RuntimeApi {
    */
   async archiveThread(threadId: string): Promise<Thread> {
     this.writable();
+    const forwarded = await this.onTurnNode(threadId, { kind: "archive" });
+    if (forwarded) return forwarded.result as Thread;
     await this.serial(threadId, async () => {
       const thread = await this.getThread(threadId);
       if (thread.status !== "archived") this.emit({ type: "thread.statusChanged", threadId, data: { status: "archived" } });
@@ -548,6 +579,8 @@ export class Runtime implements RuntimeApi {
   /** Makes an archived thread active again (paused or not before); an idle thread then starts its next queued input. */
   async unarchiveThread(threadId: string): Promise<Thread> {
     this.writable();
+    const forwarded = await this.onTurnNode(threadId, { kind: "unarchive" });
+    if (forwarded) return forwarded.result as Thread;
     return this.serial(threadId, async () => {
       const thread = await this.getThread(threadId);
       if (thread.status === "paused") throw notActive(thread, "unpause it instead");
@@ -565,6 +598,7 @@ export class Runtime implements RuntimeApi {
 
   async deleteThread(threadId: string): Promise<void> {
     this.writable();
+    if (await this.onTurnNode(threadId, { kind: "delete" })) return;
     await this.getThread(threadId);
     if (this.active.has(threadId)) await this.interrupt(threadId);
     await this.options.backends.release(threadId);
@@ -725,7 +759,7 @@ export class Runtime implements RuntimeApi {
   async enqueue(threadId: string, input: InputPart[]): Promise<Enqueued> {
     this.writable();
     // While another node runs the thread's turn, the input joins the queue there.
-    const forwarded = this.active.has(threadId) ? undefined : await this.store.forward(threadId, { kind: "enqueue", input });
+    const forwarded = await this.onTurnNode(threadId, { kind: "enqueue", input });
     if (forwarded) return forwarded.result as Enqueued;
     return this.serial(threadId, async () => this.enqueueOn(await this.getThread(threadId), input));
   }
@@ -756,7 +790,7 @@ export class Runtime implements RuntimeApi {
 
   async removeQueued(threadId: string, queuedInputId: string): Promise<QueuedInput[]> {
     this.writable();
-    const forwarded = this.active.has(threadId) ? undefined : await this.store.forward(threadId, { kind: "removeQueued", queuedInputId });
+    const forwarded = await this.onTurnNode(threadId, { kind: "removeQueued", queuedInputId });
     if (forwarded) return forwarded.result as QueuedInput[];
     return this.serial(threadId, async () => {
       const thread = await this.getThread(threadId);
@@ -772,11 +806,9 @@ export class Runtime implements RuntimeApi {
   /** Adds input to the running turn; the model sees it at the next step. */
   async steer(threadId: string, input: InputPart[], expectedTurnId?: string): Promise<Turn> {
     await this.getThread(threadId);
-    const active = this.active.get(threadId);
-    const forwarded = active
-      ? undefined
-      : await this.store.forward(threadId, { kind: "steer", input, ...(expectedTurnId ? { expectedTurnId } : {}) });
+    const forwarded = await this.onTurnNode(threadId, { kind: "steer", input, ...(expectedTurnId ? { expectedTurnId } : {}) });
     if (forwarded) return forwarded.result as Turn;
+    const active = this.active.get(threadId);
     if (!active) throw new RuntimeError("turnNotRunning", `No turn is running on thread ${threadId}.`, { threadId });
     if (expectedTurnId && expectedTurnId !== active.turn.id) {
       throw new RuntimeError("turnNotRunning", `Turn ${expectedTurnId} is not the running turn (${active.turn.id}).`, {
@@ -807,9 +839,9 @@ export class Runtime implements RuntimeApi {
   /** Cancels the running turn and resolves once it has ended. */
   async interrupt(threadId: string, turnId?: string): Promise<Turn> {
     await this.getThread(threadId);
-    const active = this.active.get(threadId);
-    const forwarded = active ? undefined : await this.store.forward(threadId, { kind: "interrupt", ...(turnId ? { turnId } : {}) });
+    const forwarded = await this.onTurnNode(threadId, { kind: "interrupt", ...(turnId ? { turnId } : {}) });
     if (forwarded) return forwarded.result as Turn;
+    const active = this.active.get(threadId);
     if (turnId && active?.turn.id !== turnId) {
       if (!(await this.store.getTurn(turnId))) throw new RuntimeError("turnNotFound", `Turn not found: ${turnId}`, { turnId });
       throw new RuntimeError("turnNotRunning", `Turn ${turnId} is not running.`, { threadId, turnId });

@@ -1,7 +1,18 @@
 // The store: an append-only event log plus tables derived from it (threads, turns, items,
 // approval rules). Derived tables can always be rebuilt by replaying the log.
 import type { EventType, NewEvent, RuntimeEvent } from "../domain/events.js";
-import type { ApprovalDecision, InputPart, Item, ItemType, Thread, ThreadStatus, TokenUsage, Turn } from "../domain/model.js";
+import type {
+  AgentMode,
+  ApprovalDecision,
+  InputPart,
+  Item,
+  ItemType,
+  Thread,
+  ThreadConfiguration,
+  ThreadStatus,
+  TokenUsage,
+  Turn,
+} from "../domain/model.js";
 import type { ThinkingMode } from "../providers/provider.js";
 import type { FaceState } from "./face-state.js";
 
@@ -50,6 +61,11 @@ export type ThreadCommand =
   /** Input queued behind the running turn (turn/enqueue), or taken off that queue. */
   | { kind: "enqueue"; input: InputPart[] }
   | { kind: "removeQueued"; queuedInputId: string }
+  /** The thread's own settings and state, changed while its turn runs on the owner. */
+  | { kind: "rename"; displayName: string }
+  | { kind: "configure"; changes: ThreadConfiguration }
+  | { kind: "setMode"; mode: AgentMode }
+  | { kind: "pause" | "unpause" | "archive" | "unarchive" | "delete" }
   /** This process's clients are being asked an approval the turn requested. */
   | { kind: "approvalSeen"; requestId: string }
   | { kind: "approve"; requestId: string; decision: ApprovalDecision };

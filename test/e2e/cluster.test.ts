@@ -103,8 +103,10 @@ describe("a cluster: several app-servers on one PostgreSQL", { skip: postgresMis
   /** Starts a turn whose model stream stays open after its one delta; resolves with its id once that delta arrived. */
   async function holdingTurn(node: TypedHarness, threadId: string, prompt: string): Promise<string> {
     model.enqueue({ kind: "response", text: ["holding "], holdOpen: true });
+    // Waited for from before the start: the delta may come in the same read as the start's answer.
+    const delta = node.client.waitFor("item/agentMessage/delta", (p) => p.threadId === threadId, 10_000);
     const turnId = await node.startTurn(threadId, prompt);
-    await node.client.waitFor("item/agentMessage/delta", (p) => p.threadId === threadId, 10_000);
+    await delta;
     return turnId;
   }
 
@@ -253,6 +255,39 @@ describe("a cluster: several app-servers on one PostgreSQL", { skip: postgresMis
     const lastRequest = JSON.stringify(model.fake.requests.at(-1)!.body);
     assert.match(lastRequest, /next, please/);
     assert.doesNotMatch(lastRequest, /taken back/);
+  });
+
+  it("changes a thread whose turn runs on another node through that node: name, settings, mode, pause, archive, delete", async () => {
+    const {
+      nodes: [owner, other],
+      db,
+    } = await cluster(2);
+    const threadId = await owner!.startThread();
+    const first = await holdingTurn(owner!, threadId, "hold");
+    const request = other!.client.request.bind(other!.client);
+
+    const renamed = owner!.client.waitFor("thread/renamed", (p) => p.threadId === threadId);
+    assert.equal((await request("thread/rename", { threadId, displayName: "named elsewhere" })).thread.displayName, "named elsewhere");
+    await renamed;
+    const configured = await request("thread/config/update", { threadId, configuration: { model: "other-model" } });
+    assert.equal(configured.thread.configuration?.model, "other-model");
+    assert.equal((await request("thread/mode/set", { threadId, mode: "plan" })).thread.mode, "plan");
+    assert.equal((await request("thread/pause", { threadId })).thread.status, "paused");
+    assert.equal((await request("thread/unpause", { threadId })).thread.status, "active");
+    // Archiving cancels the running turn, as on one server.
+    assert.equal((await request("thread/archive", { threadId })).thread.status, "archived");
+    assert.equal((await owner!.client.turnEnd(first)).method, "turn/cancelled");
+    assert.equal((await request("thread/unarchive", { threadId })).thread.status, "active");
+
+    // Deleting interrupts the running turn first. (Its end may reach no client: a turn deleted
+    // before its end is delivered has nothing left to show, and thread/deleted follows.)
+    const second = await holdingTurn(owner!, threadId, "hold again");
+    const deleted = owner!.client.waitFor("thread/deleted", (p) => p.threadId === threadId);
+    assert.deepEqual(await request("thread/delete", { threadId }), { deleted: true });
+    await deleted;
+    const { rows } = await db.query<{ status: string }>("SELECT status FROM turns WHERE id = $1", [second]);
+    assert.deepEqual(rows, [], "the turn went with its thread");
+    await assert.rejects(owner!.client.request("thread/read", { threadId }), { code: -32010 });
   });
 
   it("asks an approval of a turn on one node to a client on another, and runs the command on its answer", async () => {
