@@ -205,8 +205,9 @@ export class Runtime implements RuntimeApi {
       active.lost = true;
       active.abort.abort();
     });
-    // Another node's client steers, interrupts or answers an approval of a turn that runs here;
-    // and this node's clients answer approvals of turns that run elsewhere.
+    // Another node's client changes a thread whose turn runs here (steers, interrupts, queues,
+    // renames, …) or answers an approval of that turn; and this node's clients answer approvals
+    // of turns that run elsewhere.
     this.store.onCommand(async (threadId, command) => {
       if (command.kind === "approvalSeen") return this.approvals.remoteSeen(command.requestId);
       if (command.kind === "approve") return this.approvals.remoteAnswer(command.requestId, command.decision);

@@ -110,6 +110,23 @@ describe("a cluster: several app-servers on one PostgreSQL", { skip: postgresMis
     return turnId;
   }
 
+  /** Stops the node as an administrator does (SIGTERM); resolves once its client saw it go. */
+  async function stopNode(node: TypedHarness): Promise<void> {
+    const closed = node.client.waitFor("closed", () => true);
+    process.kill(serverPid(node), "SIGTERM");
+    await closed;
+  }
+
+  /** The last node alive stops with a turn running: the turn is cancelled, as on one server. */
+  async function assertStopCancels(node: TypedHarness, db: Pool): Promise<void> {
+    const threadId = await node.startThread();
+    const turnId = await holdingTurn(node, threadId, "wait");
+    await stopNode(node);
+    const { rows } = await db.query<{ status: string }>("SELECT status FROM turns WHERE id = $1", [turnId]);
+    assert.deepEqual(rows, [{ status: "cancelled" }]);
+    assert.doesNotMatch(node.serverLog(), /handing running turns over/);
+  }
+
   async function loggedSeqs(db: Pool, threadId: string): Promise<number[]> {
     const { rows } = await db.query<{ seq: number }>("SELECT seq FROM events WHERE thread_id = $1 ORDER BY seq", [threadId]);
     return rows.map((r) => r.seq);
@@ -437,9 +454,7 @@ describe("a cluster: several app-servers on one PostgreSQL", { skip: postgresMis
     const turnId = await owner!.startTurn(threadId, "stream, then wait");
     await watcher!.client.waitFor("item/agentMessage/delta", (p) => p.delta === text.at(-1), 10_000);
 
-    const closed = owner!.client.waitFor("closed", () => true);
-    process.kill(serverPid(owner!), "SIGTERM");
-    await closed;
+    await stopNode(owner!);
     const end = await watcher!.client.turnEnd(turnId, 20_000);
     assert.equal(end.method, "turn/completed", JSON.stringify(end.params));
     assert.deepEqual(
@@ -496,14 +511,7 @@ describe("a cluster: several app-servers on one PostgreSQL", { skip: postgresMis
       nodes: [only],
       db,
     } = await cluster(1);
-    const threadId = await only!.startThread();
-    const turnId = await holdingTurn(only!, threadId, "wait");
-    const closed = only!.client.waitFor("closed", () => true);
-    process.kill(serverPid(only!), "SIGTERM");
-    await closed;
-    const { rows } = await db.query<{ status: string }>("SELECT status FROM turns WHERE id = $1", [turnId]);
-    assert.deepEqual(rows, [{ status: "cancelled" }]);
-    assert.doesNotMatch(only!.serverLog(), /handing running turns over/);
+    await assertStopCancels(only!, db);
   });
 
   it("a node that stops after every other node has gone cancels its running turn too", async () => {
@@ -511,18 +519,8 @@ describe("a cluster: several app-servers on one PostgreSQL", { skip: postgresMis
       nodes: [gone, last],
       db,
     } = await cluster(2);
-    // The other node's row stays in `nodes`, stopped: it is no node to hand a turn to.
-    const goneClosed = gone!.client.waitFor("closed", () => true);
-    process.kill(serverPid(gone!), "SIGTERM");
-    await goneClosed;
-    const threadId = await last!.startThread();
-    const turnId = await holdingTurn(last!, threadId, "wait");
-    const closed = last!.client.waitFor("closed", () => true);
-    process.kill(serverPid(last!), "SIGTERM");
-    await closed;
-    const { rows } = await db.query<{ status: string }>("SELECT status FROM turns WHERE id = $1", [turnId]);
-    assert.deepEqual(rows, [{ status: "cancelled" }]);
-    assert.doesNotMatch(last!.serverLog(), /handing running turns over/);
+    await stopNode(gone!); // its row stays in `nodes`, stopped: no node to hand a turn to
+    await assertStopCancels(last!, db);
   });
 
   it("cluster status and doctor tell a dead node from a live one", async () => {
