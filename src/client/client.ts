@@ -27,6 +27,8 @@ import type {
 } from "./types.js";
 
 const DEFAULT_TIMEOUT_MS = 60_000;
+/** How often a WebSocket client pings its server (ClientOptions.heartbeatMs). */
+const DEFAULT_HEARTBEAT_MS = 15_000;
 const RECONNECT_DEFAULTS = { initialDelayMs: 250, maxDelayMs: 5_000, maxAttempts: 10 };
 const TURN_END_METHODS = new Set<string>(["turn/completed", "turn/failed", "turn/cancelled"]);
 /** How many finished turns `turnEnd()` remembers, so waiting on a turn that already ended works. */
@@ -60,6 +62,7 @@ const CLIENT_OPTION_KEYS: Record<keyof ClientOptions, true> = {
   onApproval: true,
   requestTimeoutMs: true,
   reconnect: true,
+  heartbeatMs: true,
   logger: true,
 };
 
@@ -286,7 +289,7 @@ export class SwitchyardClient {
 
   /** Opens a link, initializes, and re-subscribes followed threads. Not yet installed as current. */
   private async openSession(): Promise<{ link: Link; conn: RpcConnection }> {
-    const link = await openLink(this.target, this.log, this.firstUrl);
+    const link = await openLink(this.target, this.log, this.firstUrl, this.options.heartbeatMs ?? DEFAULT_HEARTBEAT_MS);
     this.opening = link;
     if (this.stateValue === "closed") {
       await link.dispose();

@@ -25,19 +25,19 @@ const MAX_MESSAGE_BYTES = 256 * 1024 * 1024;
 const STOP_GRACE_MS = 5_000;
 
 /** Opens a link; a WebSocket target's URLs are tried in turn from `firstUrl`. */
-export function openLink(target: ConnectTarget, log: Logger, firstUrl = 0): Promise<Link> {
+export function openLink(target: ConnectTarget, log: Logger, firstUrl = 0, heartbeatMs = 0): Promise<Link> {
   if (target.transport === "stdio") return spawnServer(target, log);
-  return connectAny(target, firstUrl, log);
+  return connectAny(target, firstUrl, heartbeatMs, log);
 }
 
-async function connectAny(target: WebSocketTarget, firstUrl: number, log: Logger): Promise<Link> {
+async function connectAny(target: WebSocketTarget, firstUrl: number, heartbeatMs: number, log: Logger): Promise<Link> {
   const urls = typeof target.url === "string" ? [target.url] : target.url;
   if (urls.length === 0) throw new Error("No server URL to connect to");
   let failure: unknown;
   for (let i = 0; i < urls.length; i++) {
     const urlIndex = (firstUrl + i) % urls.length;
     try {
-      const channel = await connectWebSocketChannel(urls[urlIndex]!, { ...(target.token ? { token: target.token } : {}) });
+      const channel = await connectWebSocketChannel(urls[urlIndex]!, { heartbeatMs, ...(target.token ? { token: target.token } : {}) });
       return { channel, urlIndex, dispose: async () => channel.close() };
     } catch (error) {
       log.debug({ err: error, url: urls[urlIndex] }, "could not connect");

@@ -81,6 +81,11 @@ export interface ClientOptions {
   requestTimeoutMs?: number;
   /** Default: on, with the defaults of ReconnectOptions. */
   reconnect?: ReconnectOptions | false;
+  /**
+   * WebSocket: pings the server this often, and takes one that answered nothing since the
+   * previous ping as gone (hung, or the network broke), then reconnects. Default 15000; 0: none.
+   */
+  heartbeatMs?: number;
   logger?: Logger;
 }
 

@@ -13,6 +13,12 @@ export interface WebSocketClientOptions {
   maxMessageBytes?: number;
   /** Default 10000. */
   handshakeTimeoutMs?: number;
+  /**
+   * Pings the server this often; a server that sent nothing since the previous ping (no pong, no
+   * message) is taken as gone and the socket ended. A hung process or a broken network otherwise
+   * leaves the socket open, silent, for as long as TCP takes to notice. 0: no pings.
+   */
+  heartbeatMs?: number;
 }
 
 const DEFAULT_MAX_MESSAGE_BYTES = 256 * 1024 * 1024;
@@ -32,7 +38,27 @@ export function connectWebSocketChannel(url: string, opts: WebSocketClientOption
     ws.once("error", onError);
     ws.once("open", () => {
       ws.off("error", onError);
+      if (opts.heartbeatMs) watchHeartbeat(ws, opts.heartbeatMs);
       resolve(createWebSocketChannel(ws, { remote: url, maxMessageBytes, log: silentLogger }));
     });
   });
+}
+
+function watchHeartbeat(ws: WebSocket, intervalMs: number): void {
+  let heard = true;
+  const hear = (): void => {
+    heard = true;
+  };
+  ws.on("pong", hear);
+  ws.on("message", hear);
+  const timer = setInterval(() => {
+    if (!heard) {
+      ws.terminate(); // its close event ends the channel
+      return;
+    }
+    heard = false;
+    ws.ping();
+  }, intervalMs);
+  timer.unref();
+  ws.once("close", () => clearInterval(timer));
 }

@@ -259,6 +259,25 @@ describe("switchyard/client", () => {
     }
   });
 
+  it("takes a server that answers nothing (hung, or the network broke) as gone, and reconnects once it answers", async () => {
+    const server = ServerProcess.spawn({ args: ["--listen", "ws://127.0.0.1:0"], env: modelEnv(fake) });
+    const url = await server.websocketUrl();
+    const reconnect = { initialDelayMs: 50, maxDelayMs: 200, maxAttempts: 100 };
+    const client = await SwitchyardClient.connect({ transport: "websocket", url }, { heartbeatMs: 200, reconnect });
+    try {
+      const disconnected = client.waitFor("disconnected", undefined, 10_000);
+      server.child.kill("SIGSTOP"); // the socket stays open; nothing comes through it
+      await disconnected;
+      const reconnected = client.waitFor("reconnected", undefined, 30_000);
+      server.child.kill("SIGCONT");
+      await reconnected;
+      assert.ok(Array.isArray((await client.request("thread/list", {})).data));
+    } finally {
+      await client.close();
+      await server.kill("SIGKILL");
+    }
+  });
+
   describe("surviving server restarts", () => {
     /** Servers on one fixed port and data directory, so a restarted one is the "same" server. */
     async function restartable() {
