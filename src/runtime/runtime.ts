@@ -724,7 +724,26 @@ export class Runtime implements RuntimeApi {
 
   async startTurn(threadId: string, params: StartTurnParams): Promise<Turn> {
     this.writable();
-    return this.serial(threadId, async () => this.startTurnOn(await this.getThread(threadId), params));
+    const turn = await this.serial(threadId, async () => this.startTurnOn(await this.getThread(threadId), params));
+    await this.startCommitted(turn);
+    return turn;
+  }
+
+  /**
+   * On a shared store, a turn is told started once its start is committed. This node learns
+   * that another node claimed one of its idle threads (a resume, a rename there) only at its
+   * next read of the feed; a turn started here meanwhile is refused at its first commit (fenced)
+   * and stops, and its client is told to start it again, not given a turn that never existed.
+   */
+  private async startCommitted(turn: Turn): Promise<void> {
+    const active = this.active.get(turn.threadId);
+    if (!this.store.shared || active?.turn.id !== turn.id) return;
+    await this.store.flush().catch(() => undefined); // the database gone: the events wait, the turn goes on
+    if (active.lost) {
+      throw new RuntimeError("notOwner", `Another node of the cluster took thread ${turn.threadId} as this turn started; start it again.`, {
+        threadId: turn.threadId,
+      });
+    }
   }
 
   /** Under `serial`. */
@@ -762,7 +781,9 @@ export class Runtime implements RuntimeApi {
     // While another node runs the thread's turn, the input joins the queue there.
     const forwarded = await this.onTurnNode(threadId, { kind: "enqueue", input });
     if (forwarded) return forwarded.result as Enqueued;
-    return this.serial(threadId, async () => this.enqueueOn(await this.getThread(threadId), input));
+    const enqueued = await this.serial(threadId, async () => this.enqueueOn(await this.getThread(threadId), input));
+    if (enqueued.turn) await this.startCommitted(enqueued.turn);
+    return enqueued;
   }
 
   /** Under `serial`. */

@@ -209,6 +209,29 @@ describe("a cluster: several app-servers on one PostgreSQL", { skip: postgresMis
     );
   });
 
+  it("refuses a turn started on a node that has not yet seen another node take the thread; started again, it runs", async () => {
+    const {
+      nodes: [owner, other],
+      db,
+    } = await cluster(2);
+    const threadId = await owner!.startThread();
+    // An open transaction holds the feed back: the owner does not see what the other node commits.
+    const holder = await db.connect();
+    try {
+      await holder.query("BEGIN");
+      await holder.query("SELECT pg_current_xact_id()");
+      await other!.client.request("thread/resume", { threadId }); // the other node takes the idle thread
+      await assert.rejects(owner!.client.request("turn/start", { threadId, input: [{ type: "text", text: "too soon" }] }), {
+        code: -32032,
+      });
+    } finally {
+      await holder.query("COMMIT");
+      holder.release();
+    }
+    model.enqueue({ kind: "response", text: "ran" });
+    assert.equal((await owner!.runTurn(threadId, "again")).method, "turn/completed");
+  });
+
   it("lets a client on another node steer and interrupt the turn the owner runs", async () => {
     const {
       nodes: [owner, other],
