@@ -84,6 +84,8 @@ export interface ClientOptions {
   /**
    * WebSocket: pings the server this often, and takes one that answered nothing since the
    * previous ping as gone (hung, or the network broke), then reconnects. Default 15000; 0: none.
+   * An answer still arriving counts as nothing until it is whole: on a link slow enough that a
+   * huge `thread/read` takes longer than this, raise it.
    */
   heartbeatMs?: number;
   logger?: Logger;
