@@ -738,7 +738,7 @@ export class Runtime implements RuntimeApi {
   private async startCommitted(turn: Turn): Promise<void> {
     const active = this.active.get(turn.threadId);
     if (!this.store.shared || active?.turn.id !== turn.id) return;
-    await this.store.settled(turn.threadId); // the database gone: the events wait, the turn goes on
+    await this.store.flush().catch(() => undefined); // the database gone: the events wait, the turn goes on
     if (active.lost) {
       throw new RuntimeError("notOwner", `Another node of the cluster took thread ${turn.threadId} as this turn started; start it again.`, {
         threadId: turn.threadId,

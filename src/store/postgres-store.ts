@@ -159,7 +159,6 @@ export class PostgresStore implements Store {
   private readonly broadcasts: Coalesced;
   private readonly commands = new Coalesced(() => this.serveCommands());
   private commandHandler: ((threadId: string, command: ThreadCommand) => Promise<unknown>) | undefined;
-  private readonly settledWaiters: Array<{ threadId: string; resolve: () => void }> = [];
   private commandsPrunedAt = 0;
   /** The claims of this node's takes of commands that failed: what they took was not applied. */
   private unsettledCommandTakes: string[] = [];
@@ -280,27 +279,6 @@ export class PostgresStore implements Store {
     };
   }
 
-  settled(threadId: string): Promise<void> {
-    if (!this.storage.available || !this.unsettled(threadId)) return Promise.resolve();
-    return new Promise((resolve) => this.settledWaiters.push({ threadId, resolve }));
-  }
-
-  /** Whether events of the thread wait for a commit, or are being committed. */
-  private unsettled(threadId: string): boolean {
-    const of = (p: PendingEvent): boolean => p.event.threadId === threadId;
-    return this.pending.some(of) || this.committingBatch.some(of);
-  }
-
-  /** Wakes the `settled` waiters whose thread has nothing left to commit (all of them: `all`). */
-  private wakeSettled(all = false): void {
-    for (let i = this.settledWaiters.length - 1; i >= 0; i--) {
-      const waiter = this.settledWaiters[i]!;
-      if (!all && this.unsettled(waiter.threadId)) continue;
-      this.settledWaiters.splice(i, 1);
-      waiter.resolve();
-    }
-  }
-
   /** Commits what is pending; rejects (storageUnavailable) while the database cannot be written. */
   flush(): Promise<void> {
     this.scheduled?.();
@@ -355,14 +333,11 @@ export class PostgresStore implements Store {
       this.pending = batch.concat(this.pending);
       if (batch.length > 0 && databaseLost(error)) this.unanswered = batch;
       if (appliedEarlier.length > 0) for (const listener of this.commitListeners) listener(appliedEarlier);
-      this.committingBatch = [];
-      this.wakeSettled(true); // what waits for the database must not hold its callers meanwhile
       throw this.unavailable(error);
     } finally {
       this.committingBatch = [];
       client?.release();
     }
-    this.wakeSettled();
     this.pendingBytes = this.pending.reduce((n, p) => n + p.data.length, 0);
     if (!this.storage.available) this.setStorage({ available: true });
     const events = [...appliedEarlier, ...batch.map((p) => p.event)];
@@ -437,7 +412,6 @@ export class PostgresStore implements Store {
     if (!this.owned.delete(threadId)) return;
     this.pending = this.pending.filter((p) => p.event.threadId !== threadId);
     for (const listener of this.lostListeners) listener(threadId);
-    this.wakeSettled();
   }
 
   /** Reads the events other nodes committed since the cursor and reports them as commits. */
@@ -1128,7 +1102,6 @@ export class PostgresStore implements Store {
       this.onError(new Error(`${this.pending.length} events could not be written before shutdown: ${String(error)}`));
     } finally {
       this.closed = true;
-      this.wakeSettled(true);
       await Promise.all([this.feed.idle(), this.commands.idle(), this.broadcasts.idle()]);
       await this.node.leave();
       await this.pool.end();

@@ -415,10 +415,6 @@ export class SqliteStore implements Store {
     this.commit();
   }
 
-  settled(): Promise<void> {
-    return this.flush().catch(() => undefined);
-  }
-
   /** Commits the pending batch now, in one transaction; throws when the disk refuses it. */
   private commit(): void {
     if (this.scheduled !== undefined) {

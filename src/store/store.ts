@@ -112,12 +112,6 @@ export interface Store {
   /** Writes any buffered events now. */
   flush(): Promise<void>;
   /**
-   * Resolves once the thread's events appended so far are committed, or were dropped (the
-   * thread was lost), or cannot be written now (the database is unavailable), without forcing
-   * a commit of its own.
-   */
-  settled(threadId: string): Promise<void>;
-  /**
    * This process wants every event of the thread, its deltas too: a client here follows it. On a
    * shared store, other processes' deltas of threads no client here follows (and this process
    * does not write) are left out of `onCommit`; every other event is reported. Returns the
