@@ -317,7 +317,11 @@ describe("a cluster: several app-servers on one PostgreSQL", { skip: postgresMis
     // Archiving cancels the running turn, as on one server.
     assert.equal((await request("thread/archive", { threadId })).thread.status, "archived");
     assert.equal((await owner!.client.turnEnd(first)).method, "turn/cancelled");
+    // Unarchiving took the idle thread to the other node: the owner starts the next turn once it
+    // has seen that (sooner, its start would be refused, retryably, as the node learns of it).
+    const seen = owner!.client.waitFor("thread/statusChanged", (p) => p.threadId === threadId && p.status === "active");
     assert.equal((await request("thread/unarchive", { threadId })).thread.status, "active");
+    await seen;
 
     // Deleting interrupts the running turn first. (Its end may reach no client: a turn deleted
     // before its end is delivered has nothing left to show, and thread/deleted follows.)
