@@ -4,11 +4,10 @@
 // another node fails the turn (ownerLost) and closes the cut item with its persisted text.
 import assert from "node:assert/strict";
 import { after, afterEach, before, describe, it } from "node:test";
-import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import type { Pool } from "pg";
-import { CLI_PATH, tempDir } from "../support/server-process.js";
+import { runCli, tempDir } from "../support/server-process.js";
 import { eventually } from "../support/agentcraft.js";
 import { postgresMissing, TestPostgres } from "../support/postgres.js";
 import { startBalancer } from "../support/tcp-balancer.js";
@@ -558,11 +557,10 @@ describe("a cluster: several app-servers on one PostgreSQL", { skip: postgresMis
     await dead!.startThread(); // an idle thread: the dead node still owns it, so it is listed
     const deadPid = serverPid(dead!);
     await dead!.crashServer();
-    const cli = (...args: string[]) => spawnSync(process.execPath, [CLI_PATH, ...args], { encoding: "utf8", timeout: 20_000 });
     type Listed = { pid: number; alive: boolean; threads: number };
     const nodes = await eventually(
       async () => {
-        const status = cli("cluster", "status", "--store", url, "--json");
+        const status = runCli("cluster", "status", "--store", url, "--json");
         assert.equal(status.status, 0, status.stderr);
         const listed = (JSON.parse(status.stdout) as { nodes: Listed[] }).nodes;
         return listed.some((n) => !n.alive) ? listed : undefined;
@@ -577,7 +575,7 @@ describe("a cluster: several app-servers on one PostgreSQL", { skip: postgresMis
         ["live", true, 0],
       ],
     );
-    const doctor = cli("doctor", "--data-dir", tempDir("data"), "--store", url);
+    const doctor = runCli("doctor", "--data-dir", tempDir("data"), "--store", url);
     assert.match(doctor.stdout, /opens, schema version \d+ \(1 thread; 1 node running\)/);
   });
 
@@ -614,10 +612,7 @@ describe("a cluster: several app-servers on one PostgreSQL", { skip: postgresMis
     assert.equal(watcherSeqs.at(-1), logged.at(-1));
 
     // `cluster status`: the killed node is gone, the other owns the thread now.
-    const status = spawnSync(process.execPath, [CLI_PATH, "cluster", "status", "--store", url, "--json"], {
-      encoding: "utf8",
-      timeout: 20_000,
-    });
+    const status = runCli("cluster", "status", "--store", url, "--json");
     assert.equal(status.status, 0, status.stderr);
     const nodes = (JSON.parse(status.stdout) as { nodes: Array<{ alive: boolean; threads: number; runningTurns: number }> }).nodes;
     assert.deepEqual(
@@ -777,8 +772,7 @@ describe("a cluster: several app-servers on one PostgreSQL", { skip: postgresMis
     const firstTurn = await holdingTurn(node!, first, "hold the only slot");
     const secondTurn = await node!.startTurn(second, "wait for the slot");
 
-    const status = (...args: string[]) =>
-      spawnSync(process.execPath, [CLI_PATH, "cluster", "status", "--store", url, ...args], { encoding: "utf8", timeout: 20_000 });
+    const status = (...args: string[]) => runCli("cluster", "status", "--store", url, ...args);
     const nodes = (JSON.parse(status("--json").stdout) as { nodes: Array<{ threads: number; runningTurns: number; waitingTurns: number }> })
       .nodes;
     assert.deepEqual(

@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import os from "node:os";
 import { after, afterEach, before, describe, it } from "node:test";
 import { spawnSync } from "node:child_process";
-import { CLI_PATH, tempDir } from "../support/server-process.js";
+import { CLI_PATH, runCli, tempDir } from "../support/server-process.js";
 import { postgresMissing, TestPostgres } from "../support/postgres.js";
 import { POSTGRES_SCHEMA_VERSION, postgresPool } from "../../src/store/postgres-schema.js";
 import { itemsOf, ModelScript, startTypedHarness } from "../support/typed-harness.js";
@@ -23,7 +23,6 @@ describe("app-server --store postgres://", { skip: postgresMissing() }, () => {
     server = await TestPostgres.start();
   });
   /** Runs the CLI to its end, its stdin empty. */
-  const cli = (...args: string[]) => spawnSync(process.execPath, [CLI_PATH, ...args], { input: "", encoding: "utf8", timeout: 20_000 });
   afterEach(() => model.assertConsumed());
   after(async () => {
     server?.stop();
@@ -146,32 +145,32 @@ describe("app-server --store postgres://", { skip: postgresMissing() }, () => {
 
   it("db migrate brings a database to this version; it and the server refuse a newer schema", async () => {
     const url = server.createDatabase(`e2e${++databases}`);
-    const migrated = cli("db", "migrate", "--store", url);
+    const migrated = runCli("db", "migrate", "--store", url);
     assert.equal(migrated.status, 0, migrated.stdout + migrated.stderr);
     assert.match(migrated.stdout, new RegExp(`schema version 0 → ${POSTGRES_SCHEMA_VERSION}: migrated`));
-    const again = cli("db", "migrate", "--store", url);
+    const again = runCli("db", "migrate", "--store", url);
     assert.match(again.stdout, new RegExp(`schema version ${POSTGRES_SCHEMA_VERSION}: already up to date`));
     const pool = await postgresPool(url);
     await pool.query("UPDATE switchyard_schema SET version = version + 1");
     await pool.end();
-    const refused = cli("db", "migrate", "--store", url);
+    const refused = runCli("db", "migrate", "--store", url);
     assert.equal(refused.status, 1);
     assert.match(refused.stdout, /newer than this Switchyard supports/);
     assert.match(refused.stdout, new RegExp(`the database at ${url.replace(/[.?]/g, "\\$&")}`), "it names the database");
-    const serve = cli("app-server", "--data-dir", tempDir("data"), "--store", url);
+    const serve = runCli("app-server", "--data-dir", tempDir("data"), "--store", url);
     assert.equal(serve.status, 1);
     assert.match(serve.stderr, /newer than this Switchyard supports/);
   });
 
   it("cluster status tells a database no server used from one whose servers all stopped", () => {
     const url = server.createDatabase(`e2e${++databases}`);
-    cli("db", "migrate", "--store", url);
-    assert.match(cli("cluster", "status", "--store", url).stdout, /^No nodes: no Switchyard server has used this database yet\.$/m);
+    runCli("db", "migrate", "--store", url);
+    assert.match(runCli("cluster", "status", "--store", url).stdout, /^No nodes: no Switchyard server has used this database yet\.$/m);
     // Its stdin ends at once: the server starts, joins the cluster and stops.
-    const served = cli("app-server", "--data-dir", tempDir("data"), "--store", url);
+    const served = runCli("app-server", "--data-dir", tempDir("data"), "--store", url);
     assert.equal(served.status, 0, served.stderr);
     assert.match(
-      cli("cluster", "status", "--store", url).stdout,
+      runCli("cluster", "status", "--store", url).stdout,
       /^No nodes running: the one server that used this database has stopped and holds no threads\.$/m,
     );
   });
@@ -191,15 +190,15 @@ describe("app-server --store postgres://", { skip: postgresMissing() }, () => {
       );
       await eventually(async () => (/The event feed is held back/.test(h.serverLog()) ? true : undefined), "the node's warning");
       assert.match(h.serverLog(), named);
-      const status = cli("cluster", "status", "--store", url);
+      const status = runCli("cluster", "status", "--store", url);
       assert.match(status.stdout, /^The event feed is held back by transaction/m);
       assert.match(status.stdout, named);
-      const doctor = cli("doctor", "--data-dir", tempDir("data"), "--store", url);
+      const doctor = runCli("doctor", "--data-dir", tempDir("data"), "--store", url);
       assert.match(doctor.stdout, /event feed +held back by transaction/);
       assert.match(doctor.stdout, named);
       await holder.query("COMMIT");
       await eventually(async () => (/The event feed moves again/.test(h.serverLog()) ? true : undefined), "the node saying it moves again");
-      assert.doesNotMatch(cli("cluster", "status", "--store", url).stdout, /held back/);
+      assert.doesNotMatch(runCli("cluster", "status", "--store", url).stdout, /held back/);
       // The node's own connections say whose they are, for the day one of them is the holder.
       const serverPid = /"pid":(\d+)/.exec(h.serverLog())![1];
       const { rows: names } = await pool.query<{ name: string }>(
@@ -231,11 +230,11 @@ describe("app-server --store postgres://", { skip: postgresMissing() }, () => {
   it("doctor checks the PostgreSQL store: no schema yet, this version's, a newer one, none reachable", async () => {
     const url = server.createDatabase(`e2e${++databases}`);
     const databaseLine = (store: string): string => {
-      const run = cli("doctor", "--data-dir", tempDir("data"), "--store", store);
+      const run = runCli("doctor", "--data-dir", tempDir("data"), "--store", store);
       return run.stdout.split("\n").find((line) => line.includes("database")) ?? run.stdout + run.stderr;
     };
     assert.match(databaseLine(url), /^ {6}database +\S+ answers; it has no Switchyard schema yet/);
-    cli("db", "migrate", "--store", url);
+    runCli("db", "migrate", "--store", url);
     assert.match(
       databaseLine(url),
       new RegExp(`^OK {4}database +\\S+ opens, schema version ${POSTGRES_SCHEMA_VERSION} \\(0 threads; 0 nodes running\\)`),

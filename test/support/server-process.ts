@@ -1,5 +1,5 @@
 // Spawns the built CLI as a real process, for end-to-end tests and benchmarks.
-import { spawn, type ChildProcess, type ChildProcessWithoutNullStreams } from "node:child_process";
+import { spawn, spawnSync, type ChildProcess, type ChildProcessWithoutNullStreams, type SpawnSyncReturns } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -10,6 +10,11 @@ import { testStoreEnv } from "./postgres.js";
 export { freePort } from "./ports.js";
 
 export const CLI_PATH = fileURLToPath(new URL("../../switchyard.js", import.meta.url));
+
+/** Runs a one-shot CLI command (`db migrate`, `cluster status`, `doctor`) to its end, with empty stdin. */
+export function runCli(...args: string[]): SpawnSyncReturns<string> {
+  return spawnSync(process.execPath, [CLI_PATH, ...args], { input: "", encoding: "utf8", timeout: 20_000 });
+}
 
 export function tempDir(prefix: string): string {
   return fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), `switchyard-${prefix}-`)));
