@@ -505,6 +505,7 @@ export class Runtime implements RuntimeApi {
     await this.getThread(threadId);
     await this.own(threadId);
     this.emit({ type: "thread.renamed", threadId, data: { displayName } });
+    await this.committedHere(threadId);
     return this.getThread(threadId);
   }
 
@@ -513,12 +514,13 @@ export class Runtime implements RuntimeApi {
     this.writable();
     const forwarded = await this.onTurnNode(threadId, { kind: "configure", changes });
     if (forwarded) return forwarded.result as Thread;
-    return this.serial(threadId, async () => {
+    await this.serial(threadId, async () => {
       const thread = await this.getThread(threadId);
       const configuration = { ...thread.configuration, ...changes };
       this.emit({ type: "thread.configured", threadId, data: { configuration } });
-      return this.getThread(threadId);
     });
+    await this.committedHere(threadId);
+    return this.getThread(threadId);
   }
 
   async setMode(threadId: string, mode: AgentMode): Promise<Thread> {
@@ -528,6 +530,7 @@ export class Runtime implements RuntimeApi {
     await this.getThread(threadId);
     await this.own(threadId);
     this.emit({ type: "thread.modeChanged", threadId, data: { mode } });
+    await this.committedHere(threadId);
     return this.getThread(threadId);
   }
 
@@ -540,12 +543,13 @@ export class Runtime implements RuntimeApi {
     this.writable();
     const forwarded = await this.onTurnNode(threadId, { kind: "pause" });
     if (forwarded) return forwarded.result as Thread;
-    return this.serial(threadId, async () => {
+    await this.serial(threadId, async () => {
       const thread = await this.getThread(threadId);
       if (thread.status === "archived") throw notActive(thread, "unarchive it first");
       if (thread.status === "active") this.emit({ type: "thread.statusChanged", threadId, data: { status: "paused" } });
-      return this.getThread(threadId);
     });
+    await this.committedHere(threadId);
+    return this.getThread(threadId);
   }
 
   /** Makes a paused thread active again; an idle thread then starts its next queued input. */
@@ -553,11 +557,13 @@ export class Runtime implements RuntimeApi {
     this.writable();
     const forwarded = await this.onTurnNode(threadId, { kind: "unpause" });
     if (forwarded) return forwarded.result as Thread;
-    return this.serial(threadId, async () => {
+    await this.serial(threadId, async () => {
       const thread = await this.getThread(threadId);
       if (thread.status === "archived") throw notActive(thread, "unarchive it instead");
-      return this.activate(thread);
+      await this.activate(thread);
     });
+    await this.committedHere(threadId);
+    return this.getThread(threadId);
   }
 
   /**
@@ -572,6 +578,7 @@ export class Runtime implements RuntimeApi {
       const thread = await this.getThread(threadId);
       if (thread.status !== "archived") this.emit({ type: "thread.statusChanged", threadId, data: { status: "archived" } });
     });
+    await this.committedHere(threadId);
     // Outside `serial`: the turn's end takes it to look at the queue.
     if (this.active.has(threadId)) await this.interrupt(threadId);
     return this.getThread(threadId);
@@ -582,19 +589,20 @@ export class Runtime implements RuntimeApi {
     this.writable();
     const forwarded = await this.onTurnNode(threadId, { kind: "unarchive" });
     if (forwarded) return forwarded.result as Thread;
-    return this.serial(threadId, async () => {
+    await this.serial(threadId, async () => {
       const thread = await this.getThread(threadId);
       if (thread.status === "paused") throw notActive(thread, "unpause it instead");
-      return this.activate(thread);
+      await this.activate(thread);
     });
+    await this.committedHere(threadId);
+    return this.getThread(threadId);
   }
 
   /** Under `serial`. */
-  private async activate(thread: Thread): Promise<Thread> {
-    if (thread.status === "active") return thread;
+  private async activate(thread: Thread): Promise<void> {
+    if (thread.status === "active") return;
     this.emit({ type: "thread.statusChanged", threadId: thread.id, data: { status: "active" } });
     await this.startNextQueued(thread.id);
-    return this.getThread(thread.id);
   }
 
   async deleteThread(threadId: string): Promise<void> {
@@ -605,6 +613,7 @@ export class Runtime implements RuntimeApi {
     await this.options.backends.release(threadId);
     await this.own(threadId);
     this.emit({ type: "thread.deleted", threadId, data: {} });
+    await this.committedHere(threadId);
     this.approvals.forgetThread(threadId);
   }
 
@@ -725,25 +734,23 @@ export class Runtime implements RuntimeApi {
   async startTurn(threadId: string, params: StartTurnParams): Promise<Turn> {
     this.writable();
     const turn = await this.serial(threadId, async () => this.startTurnOn(await this.getThread(threadId), params));
-    await this.startCommitted(turn);
+    await this.committedHere(threadId);
     return turn;
   }
 
   /**
-   * On a shared store, a turn is told started once its start is committed. This node learns
-   * that another node claimed one of its idle threads (a resume, a rename there) only at its
-   * next read of the feed; a turn started here meanwhile is refused at its first commit (fenced)
-   * and stops, and its client is told to start it again, not given a turn that never existed.
+   * On a shared store, a change is answered once it is committed. This node learns that another
+   * node claimed one of its idle threads (a resume, a rename there) only at its next read of the
+   * feed; what it wrote meanwhile is refused at its commit (fenced), a turn started then stops,
+   * and the client is told to try again, not told of a change or a turn that never was. The wait
+   * is for the commit already scheduled: the database gone, the events wait and this does not.
    */
-  private async startCommitted(turn: Turn): Promise<void> {
-    const active = this.active.get(turn.threadId);
-    if (!this.store.shared || active?.turn.id !== turn.id) return;
-    await this.store.flush().catch(() => undefined); // the database gone: the events wait, the turn goes on
-    if (active.lost) {
-      throw new RuntimeError("notOwner", `Another node of the cluster took thread ${turn.threadId} as this turn started; start it again.`, {
-        threadId: turn.threadId,
-      });
-    }
+  private async committedHere(threadId: string): Promise<void> {
+    const seq = this.heads.get(threadId);
+    if (!this.store.shared || seq === undefined || (await this.store.committed(threadId, seq))) return;
+    throw new RuntimeError("notOwner", `Another node of the cluster took thread ${threadId} as this server wrote to it; try again.`, {
+      threadId,
+    });
   }
 
   /** Under `serial`. */
@@ -782,7 +789,7 @@ export class Runtime implements RuntimeApi {
     const forwarded = await this.onTurnNode(threadId, { kind: "enqueue", input });
     if (forwarded) return forwarded.result as Enqueued;
     const enqueued = await this.serial(threadId, async () => this.enqueueOn(await this.getThread(threadId), input));
-    if (enqueued.turn) await this.startCommitted(enqueued.turn);
+    await this.committedHere(threadId);
     return enqueued;
   }
 
@@ -814,7 +821,7 @@ export class Runtime implements RuntimeApi {
     this.writable();
     const forwarded = await this.onTurnNode(threadId, { kind: "removeQueued", queuedInputId });
     if (forwarded) return forwarded.result as QueuedInput[];
-    return this.serial(threadId, async () => {
+    const queuedInputs = await this.serial(threadId, async () => {
       const thread = await this.getThread(threadId);
       const queuedInputs = thread.queuedInputs.filter((q) => q.id !== queuedInputId);
       if (queuedInputs.length === thread.queuedInputs.length) {
@@ -823,6 +830,8 @@ export class Runtime implements RuntimeApi {
       this.emit({ type: "thread.queueUpdated", threadId, data: { queuedInputs } });
       return queuedInputs;
     });
+    await this.committedHere(threadId);
+    return queuedInputs;
   }
 
   /** Adds input to the running turn; the model sees it at the next step. */

@@ -109,6 +109,12 @@ interface TakenOffer {
   claim: Claim;
 }
 
+interface CommitWaiter {
+  threadId: string;
+  seq: number;
+  resolve: (committed: boolean) => void;
+}
+
 interface WaitingCommand {
   resolve: (answer: { result: unknown }) => void;
   reject: (error: Error) => void;
@@ -177,6 +183,8 @@ export class PostgresStore implements Store {
   });
   /** Commands this node forwarded, by id, until their answer arrives. */
   private readonly waiting = new Map<string, WaitingCommand>();
+  /** Callers of `committed`, until the events they wait for are committed or dropped. */
+  private commitWaiters: CommitWaiter[] = [];
 
   private constructor(
     private readonly pool: Pool,
@@ -287,6 +295,25 @@ export class PostgresStore implements Store {
     return this.committing;
   }
 
+  committed(threadId: string, seq: number): Promise<boolean> {
+    const waitsFor = (p: PendingEvent): boolean => p.event.threadId === threadId && p.event.seq <= seq;
+    if (!this.storage.available || this.closed) return Promise.resolve(true);
+    // Not waiting for a commit: committed, unless the thread was lost (its events dropped).
+    if (!this.uncommitted().some((events) => events.some(waitsFor))) return Promise.resolve(this.owned.has(threadId));
+    return new Promise((resolve) => this.commitWaiters.push({ threadId, seq, resolve }));
+  }
+
+  /** Answers the callers of `committed` that `answer` has an answer for (undefined: not yet). */
+  private answerCommitWaiters(answer: (waiter: CommitWaiter) => boolean | undefined): void {
+    if (this.commitWaiters.length === 0) return;
+    this.commitWaiters = this.commitWaiters.filter((waiter) => {
+      const committed = answer(waiter);
+      if (committed === undefined) return true;
+      waiter.resolve(committed);
+      return false;
+    });
+  }
+
   /** Commits what is pending at the loop's next turn, or COMMIT_SPACING_MS after the previous commit started if that is later. */
   private scheduleCommit(): void {
     const commit = (): void => void this.flush().catch(() => undefined);
@@ -333,7 +360,9 @@ export class PostgresStore implements Store {
       this.pending = batch.concat(this.pending);
       if (batch.length > 0 && databaseLost(error)) this.unanswered = batch;
       if (appliedEarlier.length > 0) for (const listener of this.commitListeners) listener(appliedEarlier);
-      throw this.unavailable(error);
+      const unavailable = this.unavailable(error);
+      this.answerCommitWaiters(() => true); // the events wait for the database; their callers do not
+      throw unavailable;
     } finally {
       this.committingBatch = [];
       client?.release();
@@ -342,7 +371,16 @@ export class PostgresStore implements Store {
     if (!this.storage.available) this.setStorage({ available: true });
     const events = [...appliedEarlier, ...batch.map((p) => p.event)];
     if (events.length === 0) return;
+    this.answerCommitWaitersOf(events);
     for (const listener of this.commitListeners) listener(events);
+  }
+
+  /** Answers the callers of `committed` whose events are among these (a thread's commit in seq order). */
+  private answerCommitWaitersOf(events: RuntimeEvent[]): void {
+    if (this.commitWaiters.length === 0) return;
+    const heads = new Map<string, number>();
+    for (const event of events) heads.set(event.threadId, Math.max(event.seq, heads.get(event.threadId) ?? 0));
+    this.answerCommitWaiters((waiter) => ((heads.get(waiter.threadId) ?? 0) >= waiter.seq ? true : undefined));
   }
 
   /**
@@ -411,6 +449,7 @@ export class PostgresStore implements Store {
   private lose(threadId: string): void {
     if (!this.owned.delete(threadId)) return;
     this.pending = this.pending.filter((p) => p.event.threadId !== threadId);
+    this.answerCommitWaiters((waiter) => (waiter.threadId === threadId ? false : undefined));
     for (const listener of this.lostListeners) listener(threadId);
   }
 
@@ -919,12 +958,20 @@ export class PostgresStore implements Store {
   /**
    * Commits this node's appended events first when some are not committed yet (or were, when
    * `uncommitted` was taken): of the thread, or of any; true if it did (when the database can be
-   * reached).
+   * reached). A thread's wait for the commit already scheduled: many reads at once (a burst of
+   * turn/starts) share commits rather than queue one each.
    */
   private async commitOwn(threadId?: string, uncommitted = this.uncommitted()): Promise<boolean> {
-    const of = (p: PendingEvent): boolean => threadId === undefined || p.event.threadId === threadId;
-    if (!this.storage.available || !uncommitted.some((events) => events.some(of))) return false;
-    await this.flush().catch(() => undefined);
+    if (!this.storage.available) return false;
+    if (threadId === undefined) {
+      if (!uncommitted.some((events) => events.length > 0)) return false;
+      await this.flush().catch(() => undefined);
+      return true;
+    }
+    let head = 0;
+    for (const events of uncommitted) for (const p of events) if (p.event.threadId === threadId) head = Math.max(head, p.event.seq);
+    if (head === 0) return false;
+    await this.committed(threadId, head);
     return true;
   }
 
@@ -1102,6 +1149,7 @@ export class PostgresStore implements Store {
       this.onError(new Error(`${this.pending.length} events could not be written before shutdown: ${String(error)}`));
     } finally {
       this.closed = true;
+      this.answerCommitWaiters(() => true);
       await Promise.all([this.feed.idle(), this.commands.idle(), this.broadcasts.idle()]);
       await this.node.leave();
       await this.pool.end();

@@ -112,6 +112,13 @@ export interface Store {
   /** Writes any buffered events now. */
   flush(): Promise<void>;
   /**
+   * Resolves once the thread's events up to `seq` are committed (true), or were dropped because
+   * another process took the thread (false: fenced), without forcing a commit of its own. True
+   * at once while the store cannot be written (the events wait for it), and on a store no other
+   * process writes.
+   */
+  committed(threadId: string, seq: number): Promise<boolean>;
+  /**
    * This process wants every event of the thread, its deltas too: a client here follows it. On a
    * shared store, other processes' deltas of threads no client here follows (and this process
    * does not write) are left out of `onCommit`; every other event is reported. Returns the

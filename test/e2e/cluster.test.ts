@@ -231,6 +231,45 @@ describe("a cluster: several app-servers on one PostgreSQL", { skip: postgresMis
     assert.equal((await owner!.runTurn(threadId, "again")).method, "turn/completed");
   });
 
+  it("refuses changes made on a node that has not yet seen another node take the thread, and keeps that node's", async () => {
+    const {
+      nodes: [owner, other],
+      db,
+    } = await cluster(2);
+    const [renamed, moded, paused, queued] = [
+      await owner!.startThread(),
+      await owner!.startThread(),
+      await owner!.startThread(),
+      await owner!.startThread(),
+    ];
+    const modelRequests = model.fake.requests.length;
+    const holder = await db.connect(); // holds the feed back, as above
+    try {
+      await holder.query("BEGIN");
+      await holder.query("SELECT pg_current_xact_id()");
+      for (const threadId of [renamed, moded, paused, queued]) await other!.client.request("thread/resume", { threadId });
+      // Each is the owner's first write since the move: refused at its commit, the thread's
+      // state is the other node's. (A second would claim the thread back, as any write may.)
+      const refused = { code: -32032 };
+      const request = owner!.client.request.bind(owner!.client);
+      await assert.rejects(request("thread/rename", { threadId: renamed, displayName: "named too late" }), refused);
+      await assert.rejects(request("thread/mode/set", { threadId: moded, mode: "plan" }), refused);
+      await assert.rejects(request("thread/pause", { threadId: paused }), refused);
+      await assert.rejects(request("turn/enqueue", { threadId: queued, input: [{ type: "text", text: "too soon" }] }), refused);
+    } finally {
+      await holder.query("COMMIT");
+      holder.release();
+    }
+    const read = async (threadId: string) => (await other!.client.request("thread/read", { threadId })).thread;
+    assert.notEqual((await read(renamed)).displayName, "named too late");
+    assert.notEqual((await read(moded)).mode, "plan");
+    assert.equal((await read(paused)).status, "active");
+    assert.deepEqual((await read(queued)).queuedInputs ?? [], []);
+    assert.equal(model.fake.requests.length, modelRequests, "no turn started");
+    // Made again, it holds.
+    assert.equal((await owner!.client.request("thread/rename", { threadId: renamed, displayName: "named" })).thread.displayName, "named");
+  });
+
   it("lets a client on another node steer and interrupt the turn the owner runs", async () => {
     const {
       nodes: [owner, other],
