@@ -2,6 +2,7 @@
 // engine as the server. It keeps one connection alive (reconnecting with backoff), and keeps
 // each followed thread's event stream whole across reconnections: it re-subscribes with
 // afterSeq = the last seq it delivered, and drops replayed events it already delivered.
+import { AppServerErrorCode } from "../faces/appserver/errors.js";
 import { silentLogger, type Logger } from "../log.js";
 import { ConnectionClosedError, RequestTimeoutError, RpcConnection } from "../rpc/connection.js";
 import { ErrorCode, RpcError } from "../rpc/errors.js";
@@ -50,6 +51,12 @@ export function backoffDelay(attempt: number, initialMs: number, maxMs: number, 
   return step / 2 + (random() * step) / 2;
 }
 
+/** Adds to a map that keeps the last REMEMBERED_TURN_ENDS entries. */
+function remember<V>(map: Map<string, V>, key: string, value: V): void {
+  map.set(key, value);
+  if (map.size > REMEMBERED_TURN_ENDS) map.delete(map.keys().next().value!);
+}
+
 /** A timer, or none for 0 / Infinity ("no timeout", as in RpcConnection; setTimeout would fire at once). */
 function timeout(ms: number, fire: () => void): NodeJS.Timeout | undefined {
   return Number.isFinite(ms) && ms > 0 ? setTimeout(fire, ms) : undefined;
@@ -87,6 +94,9 @@ export class SwitchyardClient {
   /** The highest seq seen on any thread: a safe resume point for threads followed "from now". */
   private highWater = 0;
   private readonly turnEnds = new Map<string, TurnEnd>();
+  /** The thread of each turn seen to start and not yet to end, and the threads seen deleted: see `turnEnd`. */
+  private readonly turnThreads = new Map<string, string>();
+  private readonly deletedThreads = new Map<string, true>();
 
   private readonly listeners = new Map<ClientEventName, Set<(params: never) => void>>();
   private readonly streams = new Set<{ threadId: string | undefined; stream: EventStream<ClientEvent> }>();
@@ -245,6 +255,8 @@ export class SwitchyardClient {
   turnEnd(turnId: string, timeoutMs = this.timeoutMs): Promise<TurnEnd> {
     const seen = this.turnEnds.get(turnId);
     if (seen) return Promise.resolve(seen);
+    const gone = this.deletedWith(turnId);
+    if (gone) return Promise.reject(gone);
     return new Promise((resolve, reject) => {
       const stop = (): void => {
         clearTimeout(timer);
@@ -264,6 +276,12 @@ export class SwitchyardClient {
         this.on("turn/completed", check),
         this.on("turn/failed", check),
         this.on("turn/cancelled", check),
+        this.on("thread/deleted", () => {
+          const gone = this.deletedWith(turnId);
+          if (!gone) return;
+          stop();
+          reject(gone);
+        }),
         this.on("closed", ({ error }) => {
           stop();
           reject(error ?? new ConnectionClosedError("Client closed"));
@@ -483,15 +501,34 @@ export class SwitchyardClient {
     }
     // Typed by the protocol table, not validated: the server is the one that validates.
     const event = { method, params } as ServerNotification;
-    if (event.method === "thread/deleted") this.followed.delete(event.params.threadId);
-    if (TURN_END_METHODS.has(event.method)) this.rememberTurnEnd(event as TurnEnd);
+    if (event.method === "thread/deleted") {
+      this.followed.delete(event.params.threadId);
+      remember(this.deletedThreads, event.params.threadId, true);
+    }
+    if (event.method === "turn/started") remember(this.turnThreads, event.params.turn.id, event.params.threadId);
+    if (TURN_END_METHODS.has(event.method)) {
+      const end = event as TurnEnd;
+      remember(this.turnEnds, end.params.turn.id, end);
+      this.turnThreads.delete(end.params.turn.id);
+    }
     this.emit(event.method, event.params);
     this.toStreams(event, threadId);
   }
 
-  private rememberTurnEnd(end: TurnEnd): void {
-    this.turnEnds.set(end.params.turn.id, end);
-    if (this.turnEnds.size > REMEMBERED_TURN_ENDS) this.turnEnds.delete(this.turnEnds.keys().next().value!);
+  /**
+   * A turn deleted with its thread before its end reached this client has no end to deliver
+   * (the server has nothing left to show of it): its `turnEnd` fails as a read of the thread would.
+   */
+  private deletedWith(turnId: string): RpcError | undefined {
+    const threadId = this.turnThreads.get(turnId);
+    if (threadId === undefined || !this.deletedThreads.has(threadId)) return undefined;
+    return new RpcError(
+      AppServerErrorCode.ThreadNotFound,
+      `Thread ${threadId} was deleted before the end of turn ${turnId} reached this client`,
+      {
+        threadId,
+      },
+    );
   }
 
   private emit<K extends ClientEventName>(event: K, params: ClientEventMap[K]): void {

@@ -609,7 +609,11 @@ export class Runtime implements RuntimeApi {
     this.writable();
     if (await this.onTurnNode(threadId, { kind: "delete" })) return;
     await this.getThread(threadId);
-    if (this.active.has(threadId)) await this.interrupt(threadId);
+    if (this.active.has(threadId)) {
+      await this.interrupt(threadId);
+      // Its clients are told the turn ended before the thread (and the turn) are gone.
+      await this.delivery.delivered();
+    }
     await this.options.backends.release(threadId);
     await this.own(threadId);
     this.emit({ type: "thread.deleted", threadId, data: {} });

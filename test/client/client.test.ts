@@ -2,9 +2,12 @@
 // event streams, approvals, timeouts, and reconnecting through server restarts with every
 // event of a thread delivered exactly once, in order.
 import assert from "node:assert/strict";
+import { once } from "node:events";
 import fs from "node:fs";
+import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
+import { WebSocketServer } from "ws";
 import {
   ConnectionClosedError,
   RequestTimeoutError,
@@ -215,6 +218,60 @@ describe("switchyard/client", () => {
       assert.equal(outcome.source, "client");
     } finally {
       await client.close();
+    }
+  });
+
+  it("deleting a thread mid-turn: the turn's end comes first, and turnEnd has it", async () => {
+    const workspace = makeWorkspace();
+    const client = await SwitchyardClient.connect(stdioTarget(tempDir("data"), workspace));
+    try {
+      const { thread } = await client.startThread(startParams(workspace));
+      const events = record(client, thread.id);
+      fake.enqueue({ kind: "response", text: ["working", " on it"], holdOpen: true });
+      const streaming = client.waitFor("item/agentMessage/delta", (p) => p.threadId === thread.id && p.delta === " on it");
+      const { turn } = await client.startTurn(thread.id, "hold");
+      await streaming;
+      const deleted = client.waitFor("thread/deleted", (p) => p.threadId === thread.id);
+      assert.deepEqual(await client.request("thread/delete", { threadId: thread.id }), { deleted: true });
+      await deleted;
+      assert.equal((await client.turnEnd(turn.id)).method, "turn/cancelled");
+      const methods = events.filter(isNotification).map((e) => e.method);
+      const cancelled = methods.indexOf("turn/cancelled");
+      assert.ok(cancelled >= 0 && cancelled < methods.indexOf("thread/deleted"), methods.join(" "));
+    } finally {
+      await client.close();
+    }
+  });
+
+  it("turnEnd of a turn whose thread was deleted before its end came (another node's, in a cluster) rejects as not found", async () => {
+    // A peer that says what a cluster node may: the turn started, then its thread is gone.
+    const peer = new WebSocketServer({ host: "127.0.0.1", port: 0 });
+    peer.on("connection", (socket) => {
+      const send = (message: object): void => socket.send(JSON.stringify({ jsonrpc: "2.0", ...message }));
+      socket.on("message", (data) => {
+        const message = JSON.parse(String(data)) as { id?: number; method: string };
+        if (message.method === "initialize") send({ id: message.id, result: { serverInfo: { name: "peer", version: "0" } } });
+        if (message.method !== "turn/start") return;
+        const turn = { id: "turn_gone", threadId: "thread_gone", status: "running", items: [] };
+        send({ method: "turn/started", params: { threadId: "thread_gone", seq: 1, turn } });
+        send({ id: message.id, result: { turn } });
+        send({ method: "thread/deleted", params: { threadId: "thread_gone", seq: 2 } });
+      });
+    });
+    await once(peer, "listening");
+    const { port } = peer.address() as AddressInfo;
+    const client = await SwitchyardClient.connect({ transport: "websocket", url: `ws://127.0.0.1:${port}` }, { reconnect: false });
+    try {
+      const deleted = client.waitFor("thread/deleted");
+      const { turn } = await client.startTurn("thread_gone", "hello");
+      const waiting = client.turnEnd(turn.id, 0); // no timeout: only the thread/deleted ends it
+      await deleted;
+      const notFound = (error: unknown): boolean => error instanceof RpcError && error.code === -32010 && /thread_gone/.test(error.message);
+      await assert.rejects(waiting, notFound);
+      await assert.rejects(client.turnEnd(turn.id, 0), notFound, "asked after the thread/deleted, too");
+    } finally {
+      await client.close();
+      peer.close();
     }
   });
 

@@ -361,12 +361,14 @@ describe("a cluster: several app-servers on one PostgreSQL", { skip: postgresMis
     assert.equal((await request("thread/unarchive", { threadId })).thread.status, "active");
     await seen;
 
-    // Deleting interrupts the running turn first. (Its end may reach no client: a turn deleted
-    // before its end is delivered has nothing left to show, and thread/deleted follows.)
+    // Deleting interrupts the running turn first, and the owner's clients are told it ended
+    // before the thread goes. (Another node's may not be: a turn deleted before that node
+    // delivered its end has nothing left to show there, and thread/deleted follows.)
     const second = await holdingTurn(owner!, threadId, "hold again");
     const deleted = owner!.client.waitFor("thread/deleted", (p) => p.threadId === threadId);
     assert.deepEqual(await request("thread/delete", { threadId }), { deleted: true });
     await deleted;
+    assert.equal((await owner!.client.turnEnd(second)).method, "turn/cancelled");
     const { rows } = await db.query<{ status: string }>("SELECT status FROM turns WHERE id = $1", [second]);
     assert.deepEqual(rows, [], "the turn went with its thread");
     await assert.rejects(owner!.client.request("thread/read", { threadId }), { code: -32010 });
