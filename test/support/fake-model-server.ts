@@ -315,15 +315,20 @@ async function streamOpenAI(w: SseWriter, plan: Plan, includeUsage: boolean): Pr
     system_fingerprint: FINGERPRINT,
   };
   // With include_usage every chunk carries "usage": null except the last, usage-only one.
-  const chunk = (delta: Json, finishReason: string | null = null): Json => ({
+  const chunk = (delta: Json | typeof HOLE, finishReason: string | null = null): Json => ({
     ...base,
     choices: [{ index: 0, delta, logprobs: null, finish_reason: finishReason }],
     ...(includeUsage ? { usage: null } : {}),
   });
+  // The content deltas' chunks, one per token of a long stream: the same text as chunk()'s,
+  // made from a template (a benchmark's fake model should take from its cores as little as a
+  // remote one does).
+  const [before, after] = JSON.stringify(chunk(HOLE)).split(JSON.stringify(HOLE)) as [string, string];
+  const deltaChunk = (delta: Json): JsonText => new JsonText(before + JSON.stringify(delta) + after);
   w.start();
   w.event(undefined, chunk({ role: "assistant", content: "", refusal: null }));
-  for (const piece of plan.reasoning) if (!(await w.delta(undefined, chunk({ reasoning_content: piece })))) return;
-  for (const piece of plan.text) if (!(await w.delta(undefined, chunk({ content: piece })))) return;
+  for (const piece of plan.reasoning) if (!(await w.delta(undefined, deltaChunk({ reasoning_content: piece })))) return;
+  for (const piece of plan.text) if (!(await w.delta(undefined, deltaChunk({ content: piece })))) return;
   for (const [index, call] of plan.toolCalls.entries()) {
     w.event(undefined, chunk({ tool_calls: [{ index, id: call.id, type: "function", function: { name: call.name, arguments: "" } }] }));
     for (const piece of call.args) {
@@ -619,6 +624,14 @@ function anthropicStartUsage(plan: Plan): Json {
 // ---------------------------------------------------------------------------------------------
 
 /** Writes SSE events, applying the script's pacing, cut and hold, and keeping the stats. */
+/** A JSON text already made, sent as it is. */
+class JsonText {
+  constructor(readonly text: string) {}
+}
+
+/** Stands for a value in a JSON template: a string no script sends. */
+const HOLE = "\u0000hole\u0000";
+
 class SseWriter {
   private sent = 0;
   private closed = false;
@@ -644,7 +657,8 @@ class SseWriter {
   }
 
   event(name: string | undefined, data: unknown): void {
-    this.raw(`${name ? `event: ${name}\n` : ""}data: ${JSON.stringify(data)}\n\n`);
+    const json = data instanceof JsonText ? data.text : JSON.stringify(data);
+    this.raw(`${name ? `event: ${name}\n` : ""}data: ${json}\n\n`);
   }
 
   raw(text: string): void {
