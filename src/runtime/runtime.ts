@@ -953,7 +953,7 @@ export class Runtime implements RuntimeApi {
       ...(model ? { model } : {}),
     };
     this.emit({ type: "turn.started", threadId: thread.id, data: { turn: { ...turn, items: [] } } });
-    this.run(thread, turn, params);
+    this.run(thread, turn, params, { startSeq: this.heads.get(thread.id) });
     return { ...turn, items: [] };
   }
 
@@ -1057,7 +1057,12 @@ export class Runtime implements RuntimeApi {
    * Runs a turn that has started until it ends: `resume`, one taken over from a lost node;
    * `slotHeld`, one this node already has a slot for.
    */
-  private run(thread: Thread, turn: Turn, params: StartTurnParams, how: { resume?: boolean; slotHeld?: boolean } = {}): void {
+  private run(
+    thread: Thread,
+    turn: Turn,
+    params: StartTurnParams,
+    how: { resume?: boolean; slotHeld?: boolean; startSeq?: number | undefined } = {},
+  ): void {
     const active: ActiveTurn = { turn, abort: new AbortController(), steering: [], waitingApprovals: 0, done: Promise.resolve() };
     this.active.set(thread.id, active);
     const parent = thread.metadata.parentThreadId;
@@ -1071,7 +1076,7 @@ export class Runtime implements RuntimeApi {
         if (slot === "moved") return { status: "cancelled", reason: "moved to another node" }; // recorded there, not here
         if (slot === "cancelled") return { status: "cancelled", reason: "interrupted" };
         try {
-          return await this.execute(thread, active, params, how.resume ?? false);
+          return await this.execute(thread, active, params, how);
         } finally {
           this.slots.release();
           this.takeOfferedTurns();
@@ -1093,7 +1098,12 @@ export class Runtime implements RuntimeApi {
     return thread.configuration?.backend ?? this.options.defaults.backend;
   }
 
-  private async execute(thread: Thread, active: ActiveTurn, params: StartTurnParams, resume: boolean): Promise<TurnOutcome> {
+  private async execute(
+    thread: Thread,
+    active: ActiveTurn,
+    params: StartTurnParams,
+    { resume = false, startSeq }: { resume?: boolean; startSeq?: number | undefined },
+  ): Promise<TurnOutcome> {
     const recorder = new TurnRecorder((event) => this.emit(event), thread.id, active.turn.id);
     const backendSpec = this.backendSpecOf(thread);
     const backend = await this.options.backends.backendFor(backendSpec);
@@ -1110,7 +1120,7 @@ export class Runtime implements RuntimeApi {
       signal: active.abort.signal,
       log: this.log.child({ threadId: thread.id, turnId: active.turn.id, backend: backend.type }),
       // A resumed turn's history includes what it recorded before its node was lost.
-      history: () => this.priorItems(thread.id, resume ? undefined : active.turn.id),
+      history: () => this.priorItems(thread.id, resume ? undefined : active.turn.id, startSeq),
       ...(resume ? { resume } : {}),
       environment: () => this.environments.get(thread.id)?.at(-1),
       approve: (ask, callId) => approve(this.gateDeps, thread, this.gatedTurn(thread.id, active, recorder), ask, callId),
@@ -1131,8 +1141,12 @@ export class Runtime implements RuntimeApi {
     return backend.runTurn(ctx);
   }
 
-  private async priorItems(threadId: string, currentTurnId: string | undefined): Promise<Item[]> {
-    const turns = await this.store.listTurns(threadId, { withItems: true });
+  /** `startSeq`: the seq of the turn's start, when this node started it (what came before is its history). */
+  private async priorItems(threadId: string, currentTurnId: string | undefined, startSeq?: number): Promise<Item[]> {
+    const turns = await this.store.listTurns(threadId, {
+      withItems: true,
+      ...(startSeq === undefined ? {} : { committedBefore: startSeq }),
+    });
     return turns.filter((t) => t.id !== currentTurnId).flatMap((t) => t.items ?? []);
   }
 

@@ -932,8 +932,8 @@ export class PostgresStore implements Store {
    * force, a commit of everything streaming on this node (turn/start answered after a median
    * 130–420 ms with 200 turns streaming, and each read cut a commit short of its spacing).
    */
-  private async rows<R extends object>(sql: string, params: unknown[] = [], threadId?: string): Promise<R[]> {
-    await this.commitOwn(threadId);
+  private async rows<R extends object>(sql: string, params: unknown[] = [], threadId?: string, beforeSeq?: number): Promise<R[]> {
+    await this.commitOwn(threadId, undefined, beforeSeq);
     return this.read<R>(sql, params);
   }
 
@@ -961,7 +961,7 @@ export class PostgresStore implements Store {
    * reached). A thread's wait for the commit already scheduled: many reads at once (a burst of
    * turn/starts) share commits rather than queue one each.
    */
-  private async commitOwn(threadId?: string, uncommitted = this.uncommitted()): Promise<boolean> {
+  private async commitOwn(threadId?: string, uncommitted = this.uncommitted(), beforeSeq = Infinity): Promise<boolean> {
     if (!this.storage.available) return false;
     if (threadId === undefined) {
       if (!uncommitted.some((events) => events.length > 0)) return false;
@@ -969,7 +969,9 @@ export class PostgresStore implements Store {
       return true;
     }
     let head = 0;
-    for (const events of uncommitted) for (const p of events) if (p.event.threadId === threadId) head = Math.max(head, p.event.seq);
+    for (const events of uncommitted) {
+      for (const p of events) if (p.event.threadId === threadId && p.event.seq < beforeSeq) head = Math.max(head, p.event.seq);
+    }
     if (head === 0) return false;
     await this.committed(threadId, head);
     return true;
@@ -1010,9 +1012,10 @@ export class PostgresStore implements Store {
     return page;
   }
 
-  async listTurns(threadId: string, opts: { withItems: boolean }): Promise<Turn[]> {
+  async listTurns(threadId: string, opts: { withItems: boolean; committedBefore?: number }): Promise<Turn[]> {
+    const before = opts.committedBefore;
     const turns = (
-      await this.rows<TurnRow>(`SELECT ${TURN_COLUMNS} FROM turns WHERE thread_id = $1 ORDER BY seq`, [threadId], threadId)
+      await this.rows<TurnRow>(`SELECT ${TURN_COLUMNS} FROM turns WHERE thread_id = $1 ORDER BY seq`, [threadId], threadId, before)
     ).map(toTurn);
     if (!opts.withItems) return turns;
     const byTurn = new Map<string, Item[]>();
@@ -1021,6 +1024,7 @@ export class PostgresStore implements Store {
       "SELECT data FROM items WHERE thread_id = $1 ORDER BY ord",
       [threadId],
       threadId,
+      before,
     )) {
       const item = toItem(data);
       byTurn.get(item.turnId)?.push(item);

@@ -678,7 +678,7 @@ export class SqliteStore implements Store {
     return page;
   }
 
-  async listTurns(threadId: string, opts: { withItems: boolean }): Promise<Turn[]> {
+  async listTurns(threadId: string, opts: { withItems: boolean; committedBefore?: number }): Promise<Turn[]> {
     this.flushForRead();
     const turns = this.stmts.turnsOfThread.all(threadId).map(toTurn);
     if (!opts.withItems) return turns;

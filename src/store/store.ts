@@ -200,8 +200,12 @@ export interface Store {
   // Reads see every event appended before them (they wait for the buffered ones to commit).
   getThread(threadId: string): Promise<Thread | undefined>;
   listThreads(filter: ThreadFilter, opts: { limit: number; cursor?: string }): Promise<ThreadPage>;
-  /** Turns of a thread, oldest first, each with its items when `withItems` is set. */
-  listTurns(threadId: string, opts: { withItems: boolean }): Promise<Turn[]>;
+  /**
+   * Turns of a thread, oldest first, each with its items when `withItems` is set. With
+   * `committedBefore`, the read waits only for the thread's events before that seq: a starting
+   * turn's history does not wait for the commit of the turn's own first events.
+   */
+  listTurns(threadId: string, opts: { withItems: boolean; committedBefore?: number }): Promise<Turn[]>;
   /**
    * Each turn's items as stored JSON, one array text per turn, in the turns' order (turns without
    * items left out), leaving out items of the `omit` types: a read of a huge thread sends them as

@@ -177,6 +177,10 @@ describe("a full turn", () => {
     );
     const turnId = (started.params!.turn as { id: string }).id;
     assert.equal((await h.client.turnEnd(threadId, turnId)).method, "turn/completed");
+    // Its history has the first turn's command and answer.
+    const asked = JSON.stringify(h.fake.requests.at(-1)!.body);
+    assert.match(asked, /first done/);
+    assert.match(asked, /queued-test/);
     const emptied = h.client
       .notifications("thread/queue/updated")
       .filter((p) => p.threadId === threadId)

@@ -291,7 +291,7 @@ describe("PostgreSQL store", { skip: postgresMissing() }, () => {
     }
   });
 
-  it("a read of a thread waits for this node's pending events of that thread, not of others", async () => {
+  it("a read of a thread waits for this node's pending events of that thread, not of others, nor a starting turn's own", async () => {
     const url = freshUrl();
     const store = await PostgresStore.open(url);
     const pool = await postgresPool(url);
@@ -308,11 +308,12 @@ describe("PostgreSQL store", { skip: postgresMissing() }, () => {
       store.append({ type: "turn.started", threadId: "t1", data: { turn: makeTurn("u1", "t1") } });
 
       // Were the read to wait for a commit, it would wait until the lock is let go: fail instead.
-      const blocked = new Promise<never>((_, reject) => {
-        const timer = setTimeout(() => reject(new Error("a read of t2 waited for the commit of t1's events")), 5_000);
-        timer.unref();
-      });
-      assert.equal((await Promise.race([store.getThread("t2"), blocked]))?.id, "t2");
+      const blocked = (what: string) =>
+        new Promise<never>((_, reject) => {
+          const timer = setTimeout(() => reject(new Error(`${what} waited for a commit`)), 5_000);
+          timer.unref();
+        });
+      assert.equal((await Promise.race([store.getThread("t2"), blocked("a read of t2")]))?.id, "t2");
       assert.equal((await store.eventsAfter("t2", 0)).length, 1);
       let t1Read = false;
       const t1 = store.getThread("t1").then((thread) => ((t1Read = true), thread));
@@ -322,6 +323,18 @@ describe("PostgreSQL store", { skip: postgresMissing() }, () => {
       await blocker.query("COMMIT");
       assert.equal((await t1)?.displayName, "pending");
       assert.equal((await turn)?.status, "running", "a turn not committed yet is read once its thread's events are");
+
+      // A starting turn's history: the turns before it, read without waiting for its own events.
+      await blocker.query("BEGIN");
+      await blocker.query("SELECT pg_advisory_xact_lock($1, $2)", [FENCE_LOCK_CLASS, rows[0]!.node]);
+      const started = store.append({ type: "turn.started", threadId: "t1", data: { turn: makeTurn("u2", "t1") } });
+      const history = store.listTurns("t1", { withItems: true, committedBefore: started.seq });
+      const before = await Promise.race([history, blocked("a turn's history")]);
+      assert.deepEqual(
+        before.map((t) => t.id),
+        ["u1"],
+      );
+      await blocker.query("COMMIT");
     } finally {
       blocker.release();
       await pool.end();
