@@ -52,6 +52,22 @@ function assertInOrder(seqs: number[], logged: number[], who: string): void {
   );
 }
 
+/**
+ * Runs `work` while an open transaction holds the feed back: the nodes do not see what the
+ * others commit meanwhile (a node reads the feed only below the oldest open transaction).
+ */
+async function withFeedHeld(db: Pool, work: () => Promise<void>): Promise<void> {
+  const holder = await db.connect();
+  try {
+    await holder.query("BEGIN");
+    await holder.query("SELECT pg_current_xact_id()");
+    await work();
+  } finally {
+    await holder.query("COMMIT");
+    holder.release();
+  }
+}
+
 /** The thread got one forwarded command, and it was applied once. */
 async function assertOneCommandAppliedOnce(db: Pool, threadId: string): Promise<void> {
   const { rows } = await db.query<{ applied: boolean }>(
@@ -214,19 +230,13 @@ describe("a cluster: several app-servers on one PostgreSQL", { skip: postgresMis
       db,
     } = await cluster(2);
     const threadId = await owner!.startThread();
-    // An open transaction holds the feed back: the owner does not see what the other node commits.
-    const holder = await db.connect();
-    try {
-      await holder.query("BEGIN");
-      await holder.query("SELECT pg_current_xact_id()");
-      await other!.client.request("thread/resume", { threadId }); // the other node takes the idle thread
+    // The owner does not see the other node take the idle thread.
+    await withFeedHeld(db, async () => {
+      await other!.client.request("thread/resume", { threadId });
       await assert.rejects(owner!.client.request("turn/start", { threadId, input: [{ type: "text", text: "too soon" }] }), {
         code: -32032,
       });
-    } finally {
-      await holder.query("COMMIT");
-      holder.release();
-    }
+    });
     model.enqueue({ kind: "response", text: "ran" });
     assert.equal((await owner!.runTurn(threadId, "again")).method, "turn/completed");
   });
@@ -243,10 +253,7 @@ describe("a cluster: several app-servers on one PostgreSQL", { skip: postgresMis
       await owner!.startThread(),
     ];
     const modelRequests = model.fake.requests.length;
-    const holder = await db.connect(); // holds the feed back, as above
-    try {
-      await holder.query("BEGIN");
-      await holder.query("SELECT pg_current_xact_id()");
+    await withFeedHeld(db, async () => {
       for (const threadId of [renamed, moded, paused, queued]) await other!.client.request("thread/resume", { threadId });
       // Each is the owner's first write since the move: refused at its commit, the thread's
       // state is the other node's. (A second would claim the thread back, as any write may.)
@@ -256,10 +263,7 @@ describe("a cluster: several app-servers on one PostgreSQL", { skip: postgresMis
       await assert.rejects(request("thread/mode/set", { threadId: moded, mode: "plan" }), refused);
       await assert.rejects(request("thread/pause", { threadId: paused }), refused);
       await assert.rejects(request("turn/enqueue", { threadId: queued, input: [{ type: "text", text: "too soon" }] }), refused);
-    } finally {
-      await holder.query("COMMIT");
-      holder.release();
-    }
+    });
     const read = async (threadId: string) => (await other!.client.request("thread/read", { threadId })).thread;
     assert.notEqual((await read(renamed)).displayName, "named too late");
     assert.notEqual((await read(moded)).mode, "plan");
