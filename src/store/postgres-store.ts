@@ -100,6 +100,9 @@ function eventColumns(batch: PendingEvent[]): string[] {
   ].map(arrayInput);
 }
 
+/** A row of the feed: an event this node wants, or (`positions` set, no event) the page's last position. */
+type FeedRow = Omit<EventRow, "data"> & { data: string | null; xid: string; gid: number; positions: number | null };
+
 /** A node's claim of a thread (see PostgresStore.owned). */
 type Claim = { epoch: number; fromSeq: number; head: number };
 type OfferRow = { turn_id: string; thread_id: string; workspace_path: string; params: string };
@@ -461,24 +464,35 @@ export class PostgresStore implements Store {
     if (this.commitListeners.length === 0) return;
     for (let full = true; full && !this.closed;) {
       // Every position is read (the cursor moves over all of them), the event only where this
-      // node wants it: its own events, and deltas of threads it neither follows nor writes, are
-      // left in the table.
+      // node wants it: its own events, and deltas of threads it neither follows nor writes, stay
+      // in the database, and the page's last position comes all the same, with the number of
+      // positions read. (Reading 102,000 positions of which a node wants a third, as in the
+      // cluster bench: 0.18-0.24 s of the node's CPU against 0.36-0.56 s, the database's alike.)
+      // Rows come in the page's order: a window over the ordered page and a filter over that
+      // keep it (an ORDER BY outside would sort again, 0.1 s more of the database's CPU there).
       // `= ANY (SELECT unnest(…))`, not `= ANY($3)`: a subquery's set is hashed once, where the
       // prepared statement's generic plan searches a parameter array row by row (3.3 ms per
       // 2,000 rows with 134 threads, against 0.7).
-      const { rows } = await this.pool.query<Omit<EventRow, "data"> & { data: string | null; xid: string; gid: number }>(
+      const { rows } = await this.pool.query<FeedRow>(
         prepared(
-          `SELECT xid::text AS xid, gid, seq, thread_id, type, ts,
-                CASE WHEN writer IS DISTINCT FROM $4 AND (type <> 'item.delta' OR thread_id = ANY (SELECT unnest($3::text[]))) THEN data END AS data
-         FROM events
-         WHERE (xid, gid) > ($1::xid8, $2) AND xid < pg_snapshot_xmin(pg_current_snapshot())
-         ORDER BY events.xid, events.gid LIMIT ${FEED_PAGE}`, // the columns: "xid" alone is the text alias, which sorts "1000" before "999"
+          `SELECT xid::text AS xid, gid, seq, thread_id, type, ts, data, CASE WHEN k = n THEN n::int END AS positions
+           FROM (
+             SELECT page.*, row_number() OVER () AS k, count(*) OVER () AS n
+             FROM (
+               SELECT xid, gid, seq, thread_id, type, ts,
+                      CASE WHEN writer IS DISTINCT FROM $4 AND (type <> 'item.delta' OR thread_id = ANY (SELECT unnest($3::text[]))) THEN data END AS data
+               FROM events
+               WHERE (xid, gid) > ($1::xid8, $2) AND xid < pg_snapshot_xmin(pg_current_snapshot())
+               ORDER BY xid, gid LIMIT ${FEED_PAGE}
+             ) page
+           ) counted
+           WHERE data IS NOT NULL OR k = n`,
           [this.cursor.xid, this.cursor.gid, [...new Set([...this.followed.keys(), ...this.owned.keys()])], this.node.num],
         ),
       );
-      full = rows.length === FEED_PAGE;
       const last = rows.at(-1);
       if (!last) break;
+      full = last.positions === FEED_PAGE;
       this.cursor = { xid: last.xid, gid: last.gid };
       const events = rows.flatMap((r) => (r.data !== null ? [toEvent({ ...r, data: r.data })] : []));
       if (events.length === 0) continue;

@@ -576,6 +576,43 @@ describe("PostgreSQL store", { skip: postgresMissing() }, () => {
     }
   });
 
+  it("reads past pages of positions it does not want in one read, the events it wants in order", async () => {
+    const url = freshUrl();
+    const reader = await PostgresStore.open(url);
+    const db = await postgresPool(url);
+    try {
+      const release = reader.follow("wanted");
+      const seen: number[] = [];
+      // Ten pages of the feed: a node that read one page a read would take nine of its reads
+      // without a notification, a second apart, to see the last.
+      const all = new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`the read stopped after ${seen.length} of 2,000 events`)), 5_000);
+        reader.onCommit((events) => {
+          for (const e of events) if (e.threadId === "wanted") seen.push(e.seq);
+          if (seen.length === 2_000) (clearTimeout(timer), resolve());
+        });
+      });
+      // 20,000 positions, every tenth a delta of a thread the reader follows, between deltas of
+      // one it does not: each page's last position is one it does not want.
+      await db.query(
+        `INSERT INTO events (thread_id, seq, type, ts, data)
+         SELECT CASE WHEN p % 10 = 5 THEN 'wanted' ELSE 'unwanted' END, CASE WHEN p % 10 = 5 THEN (p + 5) / 10 ELSE p - (p + 5) / 10 END,
+                'item.delta', now()::text, '{"turnId":"u","itemId":"i","kind":"agentMessage","delta":"x"}'
+         FROM generate_series(1, 20000) p ORDER BY p`,
+      );
+      await db.query("SELECT pg_notify('switchyard_events', '')");
+      await all;
+      assert.deepEqual(
+        seen,
+        Array.from({ length: 2_000 }, (_, i) => i + 1),
+      );
+      release();
+    } finally {
+      await reader.close();
+      await db.end();
+    }
+  });
+
   it("keeps face logs as SQLite does: appended in order, read after a seq, a fork refused", async () => {
     await onBothStores(async (store) => {
       const record = (seq: number, prevHash: string | null) => ({ seq, prevHash, hash: `h${seq}`, body: `{"n":${seq}}` });
