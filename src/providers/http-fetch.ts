@@ -10,7 +10,7 @@
 import type { IncomingMessage } from "node:http";
 import { createRequire } from "node:module";
 import { Readable, pipeline } from "node:stream";
-import { cutAtEvents, eventStreamBody } from "./sse-body.js";
+import { cutAtEvents, eventStreamResponse } from "./sse-body.js";
 
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 
@@ -41,17 +41,10 @@ export const httpFetch: typeof fetch = async (input, init) => {
   for (let i = 0; i < raw.length; i += 2) headers.append(raw[i]!, raw[i + 1]!);
   const status = response.statusCode ?? 502;
   const hasBody = init?.method !== "HEAD" && status !== 204 && status !== 304;
-  const events = (response.headers["content-type"] ?? "").startsWith("text/event-stream");
-  const stream = !hasBody
-    ? null
-    : events
-      ? eventStreamBody(decoded(response))
-      : (Readable.toWeb(decoded(response)) as ReadableStream<Uint8Array>);
-  return new Response(stream, {
-    status,
-    statusText: response.statusMessage ?? "",
-    headers,
-  });
+  const answer = { status, statusText: response.statusMessage ?? "", headers };
+  if (hasBody && (response.headers["content-type"] ?? "").startsWith("text/event-stream"))
+    return eventStreamResponse(decoded(response), answer);
+  return new Response(hasBody ? (Readable.toWeb(decoded(response)) as ReadableStream<Uint8Array>) : null, answer);
 };
 
 /** A response of the platform's fetch, its event stream cut as ours are. */

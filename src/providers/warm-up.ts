@@ -7,7 +7,7 @@
 // the process, and the answer goes nowhere.
 import { Readable } from "node:stream";
 import type { ModelRequest } from "./provider.js";
-import { eventStreamBody } from "./sse-body.js";
+import { eventStreamResponse } from "./sse-body.js";
 
 const WARM_UP_REQUEST: ModelRequest = {
   model: "warm-up",
@@ -20,10 +20,7 @@ const WARM_UP_REQUEST: ModelRequest = {
 function replayFetch(events: string): typeof fetch {
   return () =>
     Promise.resolve(
-      new Response(eventStreamBody(Readable.from([Buffer.from(events)])), {
-        status: 200,
-        headers: { "content-type": "text/event-stream" },
-      }),
+      eventStreamResponse(Readable.from([Buffer.from(events)]), { status: 200, headers: { "content-type": "text/event-stream" } }),
     );
 }
 

@@ -3,16 +3,16 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import { Readable } from "node:stream";
-import { cutAtEvents, eventStreamBody } from "../../src/providers/sse-body.js";
+import { PassThrough, Readable } from "node:stream";
+import { cutAtEvents, EventStreamBody } from "../../src/providers/sse-body.js";
 import { httpFetch } from "../../src/providers/http-fetch.js";
 
 const bytes = (s: string): Uint8Array => new TextEncoder().encode(s);
 const text = (chunks: Uint8Array[]): string[] => chunks.map((c) => new TextDecoder().decode(c));
 
-async function readAll(stream: ReadableStream<Uint8Array>): Promise<Uint8Array[]> {
+async function readAll(stream: AsyncIterable<Uint8Array>): Promise<Uint8Array[]> {
   const out: Uint8Array[] = [];
-  for await (const chunk of stream as unknown as AsyncIterable<Uint8Array>) out.push(chunk);
+  for await (const chunk of stream) out.push(chunk);
   return out;
 }
 
@@ -34,17 +34,28 @@ test("each event becomes its own chunk, across network chunks and with CRLF blan
 
 test("a node stream's events are cut alike; the socket pauses while the reader has enough queued", async () => {
   const network = ["data: 1\n\ndata: 2\n\ndata: 3", "a\n\nevent: x\r\ndata: 4\r\n\r\n", "data: 5\n"];
-  const cut = text(await readAll(eventStreamBody(Readable.from(network.map((c) => Buffer.from(c))))));
+  const cut = text(await readAll(new EventStreamBody(Readable.from(network.map((c) => Buffer.from(c))))));
   assert.deepEqual(cut, ["data: 1\n\n", "data: 2\n\n", "data: 3", "a\n\n", "event: x\r\ndata: 4\r\n\r\n", "data: 5\n"]);
 
   const many = Array.from({ length: 100 }, (_, i) => Buffer.from(`data: ${i}\n\n`.repeat(10)));
   const source = Readable.from(many);
-  const reader = eventStreamBody(source).getReader();
+  const reader = new EventStreamBody(source);
   await new Promise((resolve) => source.once("pause", resolve));
   assert.ok(source.readableFlowing === false, "paused with nobody reading");
   let events = 0;
-  while (!(await reader.read()).done) events++;
+  while (!(await reader.next()).done) events++;
   assert.equal(events, 1_000, "every event once it is read");
+});
+
+test("a failure of the response drops the events not read yet: the next read rejects", async () => {
+  const source = new PassThrough();
+  const body = new EventStreamBody(source);
+  source.write("data: 1\n\ndata: 2\n\n");
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.equal(new TextDecoder().decode((await body.next()).value), "data: 1\n\n");
+  source.destroy(new Error("aborted"));
+  await new Promise((resolve) => source.once("close", resolve));
+  await assert.rejects(body.next(), /aborted/);
 });
 
 test("a body that keeps arriving as fast as it is read lets the event loop turn every few milliseconds", async () => {
@@ -56,12 +67,12 @@ test("a body that keeps arriving as fast as it is read lets the event loop turn 
       yield Buffer.from(`data: ${i}\n\n`);
     }
   }
-  const reader = eventStreamBody(Readable.from(burst())).getReader();
+  const reader = new EventStreamBody(Readable.from(burst()));
   let read = 0;
   const turns: number[] = [];
   const watch = (): void => void setImmediate(() => (turns.push(read), read < 4_000 && watch()));
   watch();
-  while (!(await reader.read()).done) read++;
+  while (!(await reader.next()).done) read++;
   assert.equal(read, 4_000);
   assert.ok(turns.length > 1 && turns[0]! < read, `the loop turned after ${turns.slice(0, 5).join(", ")}… of ${read} events`);
 });
@@ -88,8 +99,8 @@ test("bodies read at once share a budget: a loop turn holds a few times a body's
     watch();
     await Promise.all(
       Array.from({ length: bodies }, async () => {
-        const reader = eventStreamBody(Readable.from(burst())).getReader();
-        while (!(await reader.read()).done) read++;
+        const reader = new EventStreamBody(Readable.from(burst()));
+        while (!(await reader.next()).done) read++;
         done++;
       }),
     );
