@@ -30,6 +30,12 @@ export class TestClient {
   /** The method of every request sent, by id, to pair responses with what they answer. */
   readonly sentRequests = new Map<string | number, string>();
   private waiters: Array<{ match: (m: Message) => boolean; resolve: (m: Message) => void }> = [];
+  /**
+   * Requests waiting for their response, by id: not among `waiters`, which every message is
+   * matched against (with 200 turn/starts in flight, the cluster bench's clients spent more of
+   * the cores they share with the nodes matching each delta against each of them).
+   */
+  private readonly responseWaiters = new Map<string | number, (m: Message) => void>();
   private readonly handlers = new Map<string, ServerRequestHandler>();
   private nextId = 1;
   private closedResolve!: () => void;
@@ -101,6 +107,11 @@ export class TestClient {
     for (const m of Array.isArray(message) ? message : [message]) {
       if (this.keep) this.received.push(m);
       this.onMessage?.(m);
+      const responseWaiter = m.method === undefined && m.id !== undefined && m.id !== null ? this.responseWaiters.get(m.id) : undefined;
+      if (responseWaiter) {
+        this.responseWaiters.delete(m.id!);
+        responseWaiter(m);
+      }
       if (m.method && m.id !== undefined && m.id !== null) void this.answer(m);
       if (this.waiters.length > 0)
         this.waiters = this.waiters.filter((w) => {
@@ -134,7 +145,7 @@ export class TestClient {
   /** Sends a request and resolves with the whole response message (result or error). */
   async request(method: string, params: unknown = {}, id: string | number = this.nextId++): Promise<Message> {
     this.sentRequests.set(id, method);
-    const response = this.waitForNext((m) => m.id === id && m.method === undefined);
+    const response = this.waitForResponse(id);
     this.send({ id, method, params });
     return response;
   }
@@ -165,9 +176,25 @@ export class TestClient {
 
   /** Resolves with the next message from now on that matches. */
   waitForNext(match: (m: Message) => boolean, timeoutMs = DEFAULT_TIMEOUT_MS): Promise<Message> {
+    return this.waitWithTimeout(timeoutMs, (resolve) => {
+      this.waiters.push({ match, resolve });
+      return () => (this.waiters = this.waiters.filter((w) => w.resolve !== resolve));
+    });
+  }
+
+  /** Resolves with the response to request `id`. */
+  private waitForResponse(id: string | number): Promise<Message> {
+    return this.waitWithTimeout(DEFAULT_TIMEOUT_MS, (resolve) => {
+      this.responseWaiters.set(id, resolve);
+      return () => this.responseWaiters.delete(id);
+    });
+  }
+
+  /** `wait` registers its resolver and returns how to unregister it, which a timeout does. */
+  private waitWithTimeout(timeoutMs: number, wait: (resolve: (m: Message) => void) => () => void): Promise<Message> {
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
-        this.waiters = this.waiters.filter((w) => w.resolve !== done);
+        forget();
         reject(
           new Error(
             `timed out waiting for a message; last received:\n${this.received
@@ -177,11 +204,10 @@ export class TestClient {
           ),
         );
       }, timeoutMs);
-      const done = (m: Message): void => {
+      const forget = wait((m) => {
         clearTimeout(timer);
         resolve(m);
-      };
-      this.waiters.push({ match, resolve: done });
+      });
     });
   }
 
