@@ -589,7 +589,9 @@ describe("PostgreSQL store", { skip: postgresMissing() }, () => {
         const timer = setTimeout(() => reject(new Error(`the read stopped after ${seen.length} of 2,000 events`)), 5_000);
         reader.onCommit((events) => {
           for (const e of events) if (e.threadId === "wanted") seen.push(e.seq);
-          if (seen.length === 2_000) (clearTimeout(timer), resolve());
+          if (seen.length < 2_000) return;
+          clearTimeout(timer);
+          resolve();
         });
       });
       // 20,000 positions, every tenth a delta of a thread the reader follows, between deltas of
