@@ -60,8 +60,8 @@ export function cutEvents(chunk: Uint8Array, emit: (piece: Uint8Array) => void):
  *
  * An async iterator, not a web `ReadableStream`: both SDKs read a body through its async
  * iterator when it has one, and a web stream's own (its reader, its queue, the promises of each
- * read) cost a node about 11 µs more a delta (67 streams at a model's pace, the SDK's parsing
- * included: a median 63.8 µs a delta against 74.5). `cancel` is there for callers that would
+ * read) cost 5-10 µs more a delta (67 streams at a model's pace, the SDK's parsing included: a
+ * median 60-66 µs of CPU a delta against 70-75). `cancel` is there for callers that would
  * cancel a web stream's body.
  *
  * It also pauses after reading for `READ_BUDGET_MS` (or all responses together for
