@@ -1105,7 +1105,16 @@ export class Runtime implements RuntimeApi {
     { resume = false, startSeq }: { resume?: boolean; startSeq?: number | undefined },
   ): Promise<TurnOutcome> {
     const recorder = new TurnRecorder((event) => this.emit(event), thread.id, active.turn.id);
+    // On a shared store nothing of a turn this node started leaves it (a model request, an
+    // agent's work) before the turn's start is committed: a node that has not yet seen another
+    // take the thread would run a turn refused at its commit, the model's answer billed and
+    // thrown away. The built-in engine reads the turn's history meanwhile (`history()` waits for
+    // both); a turn that reads none waits first. (Not committed: the thread was lost, and the
+    // turn's signal is aborted already.)
+    const started = this.store.shared && startSeq !== undefined ? this.store.committed(thread.id, startSeq) : undefined;
     const backendSpec = this.backendSpecOf(thread);
+    const readsHistory = backendSpec.type === "builtin" && !params.messages;
+    if (started && !readsHistory && !(await started)) return { status: "cancelled", reason: "ownerLost" };
     const backend = await this.options.backends.backendFor(backendSpec);
     const ctx: TurnContext = {
       thread,
@@ -1120,7 +1129,7 @@ export class Runtime implements RuntimeApi {
       signal: active.abort.signal,
       log: this.log.child({ threadId: thread.id, turnId: active.turn.id, backend: backend.type }),
       // A resumed turn's history includes what it recorded before its node was lost.
-      history: () => this.priorItems(thread.id, resume ? undefined : active.turn.id, startSeq),
+      history: async () => (await Promise.all([this.priorItems(thread.id, resume ? undefined : active.turn.id, startSeq), started]))[0],
       ...(resume ? { resume } : {}),
       environment: () => this.environments.get(thread.id)?.at(-1),
       approve: (ask, callId) => approve(this.gateDeps, thread, this.gatedTurn(thread.id, active, recorder), ask, callId),

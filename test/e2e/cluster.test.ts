@@ -11,7 +11,7 @@ import { runCli, tempDir } from "../support/server-process.js";
 import { eventually } from "../support/agentcraft.js";
 import { postgresMissing, TestPostgres } from "../support/postgres.js";
 import { startBalancer } from "../support/tcp-balancer.js";
-import { postgresPool } from "../../src/store/postgres-schema.js";
+import { FENCE_LOCK_CLASS, postgresPool } from "../../src/store/postgres-schema.js";
 import { SwitchyardClient, type RpcError } from "../../src/client/index.js";
 import {
   itemsOf,
@@ -224,19 +224,39 @@ describe("a cluster: several app-servers on one PostgreSQL", { skip: postgresMis
     );
   });
 
-  it("refuses a turn started on a node that has not yet seen another node take the thread; started again, it runs", async () => {
+  it("refuses a turn started on a node that has not yet seen another node take the thread, asking the model nothing; started again, it runs", async () => {
     const {
       nodes: [owner, other],
       db,
     } = await cluster(2);
     const threadId = await owner!.startThread();
+    const { rows } = await db.query<{ node: number }>("SELECT node FROM thread_owners WHERE thread_id = $1", [threadId]);
+    const modelRequests = model.fake.requests.length;
     // The owner does not see the other node take the idle thread.
     await withFeedHeld(db, async () => {
       await other!.client.request("thread/resume", { threadId });
-      await assert.rejects(owner!.client.request("turn/start", { threadId, input: [{ type: "text", text: "too soon" }] }), {
-        code: -32032,
-      });
+      // The owner's commits wait while its fence lock is held: the turn's start is not committed,
+      // and its history (the turns before it) can be read meanwhile.
+      const fence = await db.connect();
+      let refused: Promise<unknown>;
+      try {
+        await fence.query("BEGIN");
+        await fence.query("SELECT pg_advisory_xact_lock($1, $2)", [FENCE_LOCK_CLASS, rows[0]!.node]);
+        refused = owner!.client.request("turn/start", { threadId, input: [{ type: "text", text: "too soon" }] });
+        // A turn that asked the model before its start was committed would have asked by now.
+        const asked = model.fake.waitForRequests(modelRequests + 1).then(() => true);
+        assert.equal(
+          await Promise.race([asked, new Promise((resolve) => setTimeout(() => resolve(false), 1_500))]),
+          false,
+          "no model request",
+        );
+      } finally {
+        await fence.query("COMMIT");
+        fence.release();
+      }
+      await assert.rejects(refused, { code: -32032 });
     });
+    assert.equal(model.fake.requests.length, modelRequests, "no model request");
     model.enqueue({ kind: "response", text: "ran" });
     assert.equal((await owner!.runTurn(threadId, "again")).method, "turn/completed");
   });
