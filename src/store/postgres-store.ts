@@ -306,6 +306,16 @@ export class PostgresStore implements Store {
     return new Promise((resolve) => this.commitWaiters.push({ threadId, seq, resolve }));
   }
 
+  async stillOwns(threadId: string): Promise<boolean> {
+    const claim = this.owned.get(threadId);
+    if (!claim) return false;
+    const { rows } = await this.pool.query<{ node: number; epoch: string }>(
+      prepared("SELECT node, epoch FROM thread_owners WHERE thread_id = $1", [threadId]),
+    );
+    // No claim recorded: the thread's creation is not committed yet, so no other node knows it.
+    return rows.length === 0 || (rows[0]!.node === this.node.num && Number(rows[0]!.epoch) === claim.epoch);
+  }
+
   /** Answers the callers of `committed` that `answer` has an answer for (undefined: not yet). */
   private answerCommitWaiters(answer: (waiter: CommitWaiter) => boolean | undefined): void {
     if (this.commitWaiters.length === 0) return;

@@ -419,6 +419,10 @@ export class SqliteStore implements Store {
     return Promise.resolve(true);
   }
 
+  stillOwns(): Promise<boolean> {
+    return Promise.resolve(true);
+  }
+
   /** Commits the pending batch now, in one transaction; throws when the disk refuses it. */
   private commit(): void {
     if (this.scheduled !== undefined) {

@@ -119,6 +119,13 @@ export interface Store {
    */
   committed(threadId: string, seq: number): Promise<boolean>;
   /**
+   * Whether the thread is still this process's to write, as the database says now: false when
+   * another process has claimed it since (this one learns of that at its next read of the other
+   * commits). One read, where `committed` may wait for a commit. True on a store no other
+   * process writes.
+   */
+  stillOwns(threadId: string): Promise<boolean>;
+  /**
    * This process wants every event of the thread, its deltas too: a client here follows it. On a
    * shared store, other processes' deltas of threads no client here follows (and this process
    * does not write) are left out of `onCommit`; every other event is reported. Returns the

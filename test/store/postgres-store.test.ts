@@ -418,10 +418,15 @@ describe("PostgreSQL store", { skip: postgresMissing() }, () => {
       );
       a.append({ type: "thread.created", threadId: "t1", data: { thread: makeThread("t1") } });
       a.append({ type: "thread.created", threadId: "t2", data: { thread: makeThread("t2") } });
+      assert.equal(await a.stillOwns("t1"), true, "its creation not committed yet: no other node knows it");
       await a.flush();
+      assert.equal(await a.stillOwns("t1"), true);
 
       assert.equal(await b.acquire("t1"), true, "an idle thread moves to the node that asks");
       assert.equal(await b.acquire("t2"), true);
+      // The database says so before a learns it (at its next read of the feed, or a refused commit).
+      assert.equal(await a.stillOwns("t1"), false);
+      assert.equal(await b.stillOwns("t1"), true);
       // Both ways a batch commits: with projection writes (a rename), and to the log only (a delta).
       a.append({ type: "item.delta", threadId: "t2", data: { turnId: "u", itemId: "i", kind: "agentMessage", delta: "stale" } });
       await a.flush();
