@@ -1111,10 +1111,14 @@ export class Runtime implements RuntimeApi {
     // model's answer billed and thrown away. One read (waiting for the start's commit instead
     // cost a first delta 10.8 → 19.4 ms on one node), which the built-in engine makes beside its
     // history read (`history()` waits for both); a turn that reads none waits first. Not this
-    // node's: the start's commit is refused, the thread lost, the turn's signal aborted.
+    // node's (or no answer: the database gone), the start's commit decides: refused, the thread
+    // is lost and the turn's signal aborted; waiting for the database, the turn goes on.
     const started =
       this.store.shared && startSeq !== undefined
-        ? this.store.stillOwns(thread.id).then((owns) => owns || this.store.committed(thread.id, startSeq))
+        ? this.store
+            .stillOwns(thread.id)
+            .catch(() => false)
+            .then((owns) => owns || this.store.committed(thread.id, startSeq))
         : undefined;
     const backendSpec = this.backendSpecOf(thread);
     const readsHistory = backendSpec.type === "builtin" && !params.messages;
