@@ -52,21 +52,29 @@ function assertInOrder(seqs: number[], logged: number[], who: string): void {
   );
 }
 
-/**
- * Runs `work` while an open transaction holds the feed back: the nodes do not see what the
- * others commit meanwhile (a node reads the feed only below the oldest open transaction).
- */
-async function withFeedHeld(db: Pool, work: () => Promise<void>): Promise<void> {
+/** Runs `work` while a transaction that ran `statement` stays open, holding what it took. */
+async function whileTransactionHolds(db: Pool, statement: string, params: unknown[], work: () => Promise<void>): Promise<void> {
   const holder = await db.connect();
   try {
     await holder.query("BEGIN");
-    await holder.query("SELECT pg_current_xact_id()");
+    await holder.query(statement, params);
     await work();
   } finally {
     await holder.query("COMMIT");
     holder.release();
   }
 }
+
+/**
+ * Runs `work` while an open transaction holds the feed back: the nodes do not see what the
+ * others commit meanwhile (a node reads the feed only below the oldest open transaction).
+ */
+const withFeedHeld = (db: Pool, work: () => Promise<void>): Promise<void> =>
+  whileTransactionHolds(db, "SELECT pg_current_xact_id()", [], work);
+
+/** Runs `work` while a node's fence lock is held, as another node's claim holds it: its commits wait. */
+const withFenceHeld = (db: Pool, node: number, work: () => Promise<void>): Promise<void> =>
+  whileTransactionHolds(db, "SELECT pg_advisory_xact_lock($1, $2)", [FENCE_LOCK_CLASS, node], work);
 
 /** The thread got one forwarded command, and it was applied once. */
 async function assertOneCommandAppliedOnce(db: Pool, threadId: string): Promise<void> {
@@ -237,11 +245,8 @@ describe("a cluster: several app-servers on one PostgreSQL", { skip: postgresMis
       await other!.client.request("thread/resume", { threadId });
       // The owner's commits wait while its fence lock is held: the turn's start is not committed,
       // and its history (the turns before it) can be read meanwhile.
-      const fence = await db.connect();
-      let refused: Promise<unknown>;
-      try {
-        await fence.query("BEGIN");
-        await fence.query("SELECT pg_advisory_xact_lock($1, $2)", [FENCE_LOCK_CLASS, rows[0]!.node]);
+      let refused!: Promise<unknown>;
+      await withFenceHeld(db, rows[0]!.node, async () => {
         refused = owner!.client.request("turn/start", { threadId, input: [{ type: "text", text: "too soon" }] });
         // A turn that asked the model before its start was committed would have asked by now.
         const asked = model.fake.waitForRequests(modelRequests + 1).then(() => true);
@@ -250,10 +255,7 @@ describe("a cluster: several app-servers on one PostgreSQL", { skip: postgresMis
           false,
           "no model request",
         );
-      } finally {
-        await fence.query("COMMIT");
-        fence.release();
-      }
+      });
       await assert.rejects(refused, { code: -32032 });
     });
     assert.equal(model.fake.requests.length, modelRequests, "no model request");
