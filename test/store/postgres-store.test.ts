@@ -952,6 +952,16 @@ describe("PostgreSQL store", { skip: postgresMissing() }, () => {
     }
   });
 
+  it("finds nothing offered with one read, without the take's transaction", async () => {
+    const { store, proxy } = await storeThroughProxy(freshUrl());
+    try {
+      proxy.cutBefore("DELETE FROM turn_queue"); // the take's first statement, were it sent
+      assert.equal(await store.takeOfferedTurn(() => true), undefined);
+    } finally {
+      await store.close().finally(() => proxy.close());
+    }
+  });
+
   it("runs an offered turn once when the answer to offering it, taking it or withdrawing it was lost", async () => {
     const url = freshUrl();
     const [owner, taker] = [await storeThroughProxy(url), await storeThroughProxy(url)];
