@@ -11,6 +11,7 @@ import { initializeResult } from "./handshake.js";
 import { rawJsonAs, rawResult } from "../../rpc/raw-json.js";
 import type { ApprovalRequest } from "../../runtime/approvals.js";
 import type { ClientToolCall } from "../../tools/tool.js";
+import { RuntimeError } from "../../domain/errors.js";
 import type { RuntimeEvent } from "../../domain/events.js";
 import type { RuntimeApi } from "../../runtime/api.js";
 import { ApprovalAnswer, ClientToolAnswer } from "./protocol.js";
@@ -248,7 +249,12 @@ export class AppServerSession implements RpcHandlers {
   }
 
   private readonly eventContext: EventContext = {
-    thread: async (threadId) => ((await this.runtime.findThread(threadId)) ? this.thread(threadId) : undefined),
+    // A thread deleted since the event has nothing to show (one read of its row, not a look first).
+    thread: (threadId) =>
+      this.thread(threadId).catch((error: unknown) => {
+        if (error instanceof RuntimeError && error.code === "threadNotFound") return undefined;
+        throw error;
+      }),
     turn: (turnId) => this.runtime.findTurn(turnId, { withItems: false }),
   };
 
