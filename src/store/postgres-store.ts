@@ -309,9 +309,7 @@ export class PostgresStore implements Store {
   async stillOwns(threadId: string): Promise<boolean> {
     const claim = this.owned.get(threadId);
     if (!claim) return false;
-    const { rows } = await this.pool.query<{ node: number; epoch: string }>(
-      prepared("SELECT node, epoch FROM thread_owners WHERE thread_id = $1", [threadId]),
-    );
+    const rows = await this.read<{ node: number; epoch: string }>("SELECT node, epoch FROM thread_owners WHERE thread_id = $1", [threadId]);
     // No claim recorded: the thread's creation is not committed yet, so no other node knows it.
     return rows.length === 0 || (rows[0]!.node === this.node.num && Number(rows[0]!.epoch) === claim.epoch);
   }
