@@ -6,7 +6,7 @@
 // the rate is counted while every stream runs, beside what the model sent meanwhile.
 import { readdirSync, readFileSync } from "node:fs";
 import { monitorEventLoopDelay, performance } from "node:perf_hooks";
-import { FakeModelServer } from "../test/support/fake-model-server.js";
+import { FakeModelServer, type ScriptStep } from "../test/support/fake-model-server.js";
 import { modelEnv, text, threadStartParams } from "../test/support/harness.js";
 import { postgresMissing, TestPostgres } from "../test/support/postgres.js";
 import type { Message } from "../test/support/test-client.js";
@@ -15,6 +15,14 @@ import type { BenchConn, BenchKit, BenchRow } from "./backends.js";
 const NODES = 3;
 const THREADS = 200;
 const DELTAS = 500;
+/**
+ * Threads of DELTAS deltas the nodes serve before the measured run, unmeasured: a node's first
+ * seconds go to V8 compiling its hot code (a sixth of a fresh node's CPU over the run), which a
+ * server that has been up a while has done.
+ */
+const WARM_UP_THREADS = 100;
+/** turn/starts sent at once: a connection answers more than 64 requests in flight as overloaded. */
+const WAVE = 48;
 
 interface Seen {
   /** Per thread, the seqs received in order. */
@@ -41,8 +49,7 @@ export async function clusterFanOut(kit: BenchKit, watchers: 1 | 2 = 2, deltaEve
       : `Cluster${label}: events committed per second (all threads, first turn/start to the last turn end seen everywhere)`,
     p99: `Cluster${label}: cross-node delivery p99 (a watcher's receipt minus the owner's client's)`,
   };
-  // Thread i is started (owned) by node i % NODES and watched from the next node (and the one after).
-  const follows = (node: number, i: number): boolean => (node - (i % NODES) + NODES) % NODES <= watchers;
+  const follows = (node: number, i: number): boolean => watches(watchers, node, i);
   const missing = postgresMissing();
   if (missing) return Object.values(names).map((name) => ({ name, measured: `not run: ${missing}`, target: "", pass: false }));
   const postgres = await TestPostgres.start();
@@ -54,6 +61,10 @@ export async function clusterFanOut(kit: BenchKit, watchers: 1 | 2 = 2, deltaEve
       n === 0 ? fn(conns) : kit.withServer(opts, (conn) => withNodes(n - 1, [...conns, conn], fn));
     return await withNodes(NODES, [], async (nodes) => {
       const ws = kit.workspace();
+      await warmUp(nodes, fake, ws, watchers, deltaEveryMs);
+      kit.notes.push(
+        `Cluster${label}: measured after the nodes served ${WARM_UP_THREADS} threads × ${DELTAS} deltas, watched as those measured, to warm up.`,
+      );
       const threads: string[] = [];
       for (let i = 0; i < THREADS; i++) {
         const started = await nodes[i % NODES]!.client.call("thread/start", threadStartParams(ws));
@@ -142,8 +153,7 @@ export async function clusterFanOut(kit: BenchKit, watchers: 1 | 2 = 2, deltaEve
       }
 
       const deltas = Array.from({ length: DELTAS }, (_, i) => `d${i} `);
-      for (let i = 0; i < THREADS; i++)
-        fake.enqueue({ kind: "response", text: deltas, ...(deltaEveryMs ? { chunkDelayMs: deltaEveryMs } : { oneWrite: true }) });
+      for (let i = 0; i < THREADS; i++) fake.enqueue(stream(deltas, deltaEveryMs));
       const t0 = performance.now();
       // When the turns' model requests reached the model: a turn prepares (reads its history)
       // before it asks, on cores already busy streaming the turns that asked first.
@@ -160,9 +170,8 @@ export async function clusterFanOut(kit: BenchKit, watchers: 1 | 2 = 2, deltaEve
       const postgresCpu0 = postgresCpuNs(kit);
       /** How long each turn/start took to be answered: the later waves wait for cores busy streaming the earlier ones. */
       const startTimes: number[] = [];
-      // In waves: a connection answers more than 64 requests in flight as overloaded.
-      for (let wave = 0; wave < THREADS; wave += 48) {
-        const starts = threads.slice(wave, wave + 48).map(async (threadId, k) => {
+      for (let wave = 0; wave < THREADS; wave += WAVE) {
+        const starts = threads.slice(wave, wave + WAVE).map(async (threadId, k) => {
           const owner = nodes[(wave + k) % NODES]!;
           const sent = performance.now();
           await owner.client.call("turn/start", { threadId, input: text("Stream.") });
@@ -270,6 +279,47 @@ export async function clusterFanOut(kit: BenchKit, watchers: 1 | 2 = 2, deltaEve
     await fake.close();
     postgres.stop();
   }
+}
+
+/** Thread i is started (owned) by node i % NODES and watched from the next node (and the one after). */
+function watches(watchers: number, node: number, i: number): boolean {
+  return (node - (i % NODES) + NODES) % NODES <= watchers;
+}
+
+/** The model's script for one thread's turn. */
+function stream(deltas: string[], deltaEveryMs: number): ScriptStep {
+  return { kind: "response", text: deltas, ...(deltaEveryMs ? { chunkDelayMs: deltaEveryMs } : { oneWrite: true }) };
+}
+
+/** WARM_UP_THREADS turns streamed and watched as the measured ones are; resolves once every client saw them end. */
+async function warmUp(nodes: BenchConn[], fake: FakeModelServer, ws: string, watchers: number, deltaEveryMs: number): Promise<void> {
+  const threads: string[] = [];
+  for (let i = 0; i < WARM_UP_THREADS; i++)
+    threads.push(((await nodes[i % NODES]!.client.call("thread/start", threadStartParams(ws))).thread as { id: string }).id);
+  let ends = 0;
+  for (const [n, node] of nodes.entries())
+    for (const [i, threadId] of threads.entries()) {
+      if (!watches(watchers, n, i)) continue;
+      ends++;
+      if (i % NODES !== n) await node.client.call("thread/subscribe", { threadId });
+    }
+  let allEnded!: () => void;
+  const done = new Promise<void>((resolve) => (allEnded = resolve));
+  for (const node of nodes) {
+    node.client.keep = false;
+    node.client.onMessage = (m: Message) => {
+      if ((m.method === "turn/completed" || m.method === "turn/failed") && --ends === 0) allEnded();
+    };
+  }
+  const deltas = Array.from({ length: DELTAS }, (_, i) => `w${i} `);
+  for (let i = 0; i < WARM_UP_THREADS; i++) fake.enqueue(stream(deltas, deltaEveryMs));
+  for (let wave = 0; wave < WARM_UP_THREADS; wave += WAVE)
+    await Promise.all(
+      threads
+        .slice(wave, wave + WAVE)
+        .map((threadId, k) => nodes[(wave + k) % NODES]!.client.call("turn/start", { threadId, input: text("Warm up.") })),
+    );
+  await done;
 }
 
 /** CPU time of each PostgreSQL process on this machine (the server and its sessions), by pid. */
