@@ -15,12 +15,6 @@ import type { BenchConn, BenchKit, BenchRow } from "./backends.js";
 const NODES = 3;
 const THREADS = 200;
 const DELTAS = 500;
-/**
- * Threads of DELTAS deltas the nodes serve before the measured run, unmeasured: a node's first
- * seconds go to V8 compiling its hot code (a sixth of a fresh node's CPU over the run), which a
- * server that has been up a while has done.
- */
-const WARM_UP_THREADS = 100;
 /** turn/starts sent at once: a connection answers more than 64 requests in flight as overloaded. */
 const WAVE = 48;
 
@@ -61,20 +55,14 @@ export async function clusterFanOut(kit: BenchKit, watchers: 1 | 2 = 2, deltaEve
       n === 0 ? fn(conns) : kit.withServer(opts, (conn) => withNodes(n - 1, [...conns, conn], fn));
     return await withNodes(NODES, [], async (nodes) => {
       const ws = kit.workspace();
-      await warmUp(nodes, fake, ws, watchers, deltaEveryMs);
+      // A fresh node's first seconds go to V8 compiling its hot code (a sixth of its CPU over a
+      // cold run), which a server that has been up a while has done: the run is measured once
+      // the nodes have served one like it.
+      await rehearse(nodes, fake, ws, watchers, deltaEveryMs);
       kit.notes.push(
-        `Cluster${label}: measured after the nodes served ${WARM_UP_THREADS} threads × ${DELTAS} deltas, watched as those measured, to warm up.`,
+        `Cluster${label}: measured after a rehearsal on the same nodes (${THREADS} other threads × ${DELTAS} deltas, watched alike, unmeasured).`,
       );
-      const threads: string[] = [];
-      for (let i = 0; i < THREADS; i++) {
-        const started = await nodes[i % NODES]!.client.call("thread/start", threadStartParams(ws));
-        threads.push((started.thread as { id: string }).id);
-      }
-      for (const [n, node] of nodes.entries()) {
-        for (const [i, threadId] of threads.entries()) {
-          if (i % NODES !== n && follows(n, i)) await node.client.call("thread/subscribe", { threadId });
-        }
-      }
+      const threads = await startThreads(nodes, ws, watchers);
 
       const ownerOf = new Map(threads.map((threadId, i) => [threadId, i % NODES]));
       // Per thread, indexed by seq (the bench process reads every copy: no string key per event).
@@ -170,15 +158,7 @@ export async function clusterFanOut(kit: BenchKit, watchers: 1 | 2 = 2, deltaEve
       const postgresCpu0 = postgresCpuNs(kit);
       /** How long each turn/start took to be answered: the later waves wait for cores busy streaming the earlier ones. */
       const startTimes: number[] = [];
-      for (let wave = 0; wave < THREADS; wave += WAVE) {
-        const starts = threads.slice(wave, wave + WAVE).map(async (threadId, k) => {
-          const owner = nodes[(wave + k) % NODES]!;
-          const sent = performance.now();
-          await owner.client.call("turn/start", { threadId, input: text("Stream.") });
-          startTimes.push(performance.now() - sent);
-        });
-        await Promise.all(starts);
-      }
+      await startTurns(nodes, threads, (ms) => startTimes.push(ms));
       const allStarted = performance.now() - t0;
       await done;
       const seconds = (performance.now() - t0) / 1000;
@@ -291,18 +271,37 @@ function stream(deltas: string[], deltaEveryMs: number): ScriptStep {
   return { kind: "response", text: deltas, ...(deltaEveryMs ? { chunkDelayMs: deltaEveryMs } : { oneWrite: true }) };
 }
 
-/** WARM_UP_THREADS turns streamed and watched as the measured ones are; resolves once every client saw them end. */
-async function warmUp(nodes: BenchConn[], fake: FakeModelServer, ws: string, watchers: number, deltaEveryMs: number): Promise<void> {
+/** THREADS threads, thread i started on node i % NODES and subscribed to where it is watched. */
+async function startThreads(nodes: BenchConn[], ws: string, watchers: number): Promise<string[]> {
   const threads: string[] = [];
-  for (let i = 0; i < WARM_UP_THREADS; i++)
-    threads.push(((await nodes[i % NODES]!.client.call("thread/start", threadStartParams(ws))).thread as { id: string }).id);
-  let ends = 0;
-  for (const [n, node] of nodes.entries())
+  for (let i = 0; i < THREADS; i++) {
+    const started = await nodes[i % NODES]!.client.call("thread/start", threadStartParams(ws));
+    threads.push((started.thread as { id: string }).id);
+  }
+  for (const [n, node] of nodes.entries()) {
     for (const [i, threadId] of threads.entries()) {
-      if (!watches(watchers, n, i)) continue;
-      ends++;
-      if (i % NODES !== n) await node.client.call("thread/subscribe", { threadId });
+      if (i % NODES !== n && watches(watchers, n, i)) await node.client.call("thread/subscribe", { threadId });
     }
+  }
+  return threads;
+}
+
+/** A turn on each thread, on its owner; `answered` gets how long each turn/start took. */
+async function startTurns(nodes: BenchConn[], threads: string[], answered: (ms: number) => void = () => {}): Promise<void> {
+  for (let wave = 0; wave < threads.length; wave += WAVE) {
+    const starts = threads.slice(wave, wave + WAVE).map(async (threadId, k) => {
+      const sent = performance.now();
+      await nodes[(wave + k) % NODES]!.client.call("turn/start", { threadId, input: text("Stream.") });
+      answered(performance.now() - sent);
+    });
+    await Promise.all(starts);
+  }
+}
+
+/** THREADS other turns streamed and watched as the measured ones are; resolves once every client saw them end. */
+async function rehearse(nodes: BenchConn[], fake: FakeModelServer, ws: string, watchers: number, deltaEveryMs: number): Promise<void> {
+  const threads = await startThreads(nodes, ws, watchers);
+  let ends = threads.reduce((n, _, i) => n + nodes.filter((_, node) => watches(watchers, node, i)).length, 0);
   let allEnded!: () => void;
   const done = new Promise<void>((resolve) => (allEnded = resolve));
   for (const node of nodes) {
@@ -311,14 +310,9 @@ async function warmUp(nodes: BenchConn[], fake: FakeModelServer, ws: string, wat
       if ((m.method === "turn/completed" || m.method === "turn/failed") && --ends === 0) allEnded();
     };
   }
-  const deltas = Array.from({ length: DELTAS }, (_, i) => `w${i} `);
-  for (let i = 0; i < WARM_UP_THREADS; i++) fake.enqueue(stream(deltas, deltaEveryMs));
-  for (let wave = 0; wave < WARM_UP_THREADS; wave += WAVE)
-    await Promise.all(
-      threads
-        .slice(wave, wave + WAVE)
-        .map((threadId, k) => nodes[(wave + k) % NODES]!.client.call("turn/start", { threadId, input: text("Warm up.") })),
-    );
+  const deltas = Array.from({ length: DELTAS }, (_, i) => `r${i} `);
+  for (let i = 0; i < THREADS; i++) fake.enqueue(stream(deltas, deltaEveryMs));
+  await startTurns(nodes, threads);
   await done;
 }
 
