@@ -3,7 +3,8 @@
 // the threads and watches the other two thirds, so every thread is seen by its owner's client
 // and from two other nodes. Cross-node latency: for the same (thread, seq), the time a watcher
 // received it minus the time the owner's client did (one process, one clock). At a model's pace
-// the rate is counted while every stream runs, beside what the model sent meanwhile.
+// the rate is counted while every stream runs, beside what the model sent meanwhile. The run is
+// measured after a rehearsal of it on other threads, as on a server that has been up a while.
 import { readdirSync, readFileSync } from "node:fs";
 import { monitorEventLoopDelay, performance } from "node:perf_hooks";
 import { FakeModelServer, type ScriptStep } from "../test/support/fake-model-server.js";
