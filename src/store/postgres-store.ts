@@ -179,6 +179,11 @@ export class PostgresStore implements Store {
   private readonly unwrittenAnswers = new Map<string, string>();
   /** Threads clients of this node follow, with how many follows each. */
   private readonly followed = new Map<string, number>();
+  /** Thread rows asked for together (a thread/started made for each of a node's connections) read in one query. */
+  private readonly threadRows = new BatchedLookup<string, ThreadRow>(async (ids) => {
+    const rows = await this.read<ThreadRow>(`${THREAD_SELECT} WHERE id = ANY($1)`, [ids]);
+    return new Map(rows.map((row) => [row.id, row]));
+  });
   /** Turn rows asked for together (turn-end notifications of turns that ended at once) read in one query. */
   private readonly turnRows = new BatchedLookup<string, TurnRow>(async (ids) => {
     const rows = await this.read<TurnRow>(`SELECT ${TURN_COLUMNS} FROM turns WHERE id = ANY($1)`, [ids]);
@@ -1004,7 +1009,8 @@ export class PostgresStore implements Store {
   }
 
   async getThread(threadId: string): Promise<Thread | undefined> {
-    const [row] = await this.rows<ThreadRow>(`${THREAD_SELECT} WHERE id = $1`, [threadId], threadId);
+    await this.commitOwn(threadId);
+    const row = await this.threadRows.get(threadId);
     return row && toThread(row);
   }
 

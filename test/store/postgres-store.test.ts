@@ -103,6 +103,8 @@ interface FaultyProxy {
   loseNextAnswer: (marker?: string, where?: "query" | "answer", meanwhile?: () => Promise<unknown>) => void;
   cutBefore: (marker: string) => void;
   holdNextAnswer: (marker: string) => () => void;
+  /** From now on, counts the queries sent that hold `marker`: read the count with the function returned. */
+  countQueries: (marker: string) => () => number;
   stall: () => void;
   resume: () => void;
   close: () => void;
@@ -127,6 +129,7 @@ async function faultyProxy(port: number): Promise<FaultyProxy> {
   type Hold = { marker: string; on?: net.Socket; waiting: Array<() => unknown> };
   let hold: Hold | undefined;
   const sockets = new Set<net.Socket>();
+  const counters: Array<{ marker: string; count: number }> = [];
   const server = net.createServer((client) => {
     const upstream = net.connect(port, "127.0.0.1");
     for (const socket of [client, upstream]) {
@@ -147,6 +150,7 @@ async function faultyProxy(port: number): Promise<FaultyProxy> {
         return client.destroy();
       }
       if (armed?.where === "query" && armed.markers.some((marker) => holds(chunk, marker))) [armed, trapped] = [undefined, armed];
+      for (const counter of counters) if (holds(chunk, counter.marker)) counter.count++;
       pass(() => upstream.write(chunk));
     });
     upstream.on("data", (chunk: Buffer) => {
@@ -171,6 +175,11 @@ async function faultyProxy(port: number): Promise<FaultyProxy> {
         if (hold === mine) hold = undefined;
         for (const send of mine.waiting) send();
       };
+    },
+    countQueries: (marker) => {
+      const counter = { marker, count: 0 };
+      counters.push(counter);
+      return () => counter.count;
     },
     stall: () => (stalled ??= []),
     resume: () => {
@@ -949,6 +958,23 @@ describe("PostgreSQL store", { skip: postgresMissing() }, () => {
       assert.deepEqual(applied, [{ kind: "interrupt" }, { kind: "interrupt", turnId: "u1" }]);
     } finally {
       for (const { store, proxy } of [owner, forwarder]) await store.close().finally(() => proxy.close());
+    }
+  });
+
+  it("reads the rows of threads asked for at once in one query", async () => {
+    const { store, proxy } = await storeThroughProxy(freshUrl());
+    try {
+      for (const id of ["t1", "t2", "t3"]) store.append({ type: "thread.created", threadId: id, data: { thread: makeThread(id) } });
+      await store.flush();
+      const reads = proxy.countQueries("FROM threads WHERE id");
+      const threads = await Promise.all(["t1", "t2", "t1", "t3", "none"].map((id) => store.getThread(id)));
+      assert.deepEqual(
+        threads.map((thread) => thread?.id),
+        ["t1", "t2", "t1", "t3", undefined],
+      );
+      assert.equal(reads(), 1);
+    } finally {
+      await store.close().finally(() => proxy.close());
     }
   });
 
