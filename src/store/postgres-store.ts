@@ -184,6 +184,20 @@ export class PostgresStore implements Store {
     const rows = await this.read<ThreadRow>(`${THREAD_SELECT} WHERE id = ANY($1)`, [ids]);
     return new Map(rows.map((row) => [row.id, row]));
   });
+  /** The items (their data) of turns asked for together (a turn's end made for each of a node's connections) read in one query. */
+  private readonly itemData = new BatchedLookup<string, string[]>(async (turnIds) => {
+    const rows = await this.read<{ turn_id: string; data: string }>(
+      "SELECT turn_id, data FROM items WHERE turn_id = ANY($1) ORDER BY turn_id, ord",
+      [turnIds],
+    );
+    const byTurn = new Map<string, string[]>();
+    for (const row of rows) {
+      const items = byTurn.get(row.turn_id);
+      if (items) items.push(row.data);
+      else byTurn.set(row.turn_id, [row.data]);
+    }
+    return byTurn;
+  });
   /** Turn rows asked for together (turn-end notifications of turns that ended at once) read in one query. */
   private readonly turnRows = new BatchedLookup<string, TurnRow>(async (ids) => {
     const rows = await this.read<TurnRow>(`SELECT ${TURN_COLUMNS} FROM turns WHERE id = ANY($1)`, [ids]);
@@ -1089,9 +1103,9 @@ export class PostgresStore implements Store {
   }
 
   async listItems(turnId: string): Promise<Item[]> {
-    return (await this.rows<{ data: string }>("SELECT data FROM items WHERE turn_id = $1 ORDER BY ord", [turnId])).map((r) =>
-      toItem(r.data),
-    );
+    await this.commitOwn();
+    // Each caller gets items of its own, parsed from the shared rows.
+    return ((await this.itemData.get(turnId)) ?? []).map((data) => toItem(data));
   }
 
   async listUnfinishedTurns(): Promise<Turn[]> {

@@ -978,6 +978,22 @@ describe("PostgreSQL store", { skip: postgresMissing() }, () => {
     }
   });
 
+  it("reads the items of turns asked for at once in one query, each caller its own", async () => {
+    const { store, proxy } = await storeThroughProxy(freshUrl());
+    try {
+      populate(store);
+      await store.flush();
+      const expected = [await store.listItems("u1"), await store.listItems("u2"), await store.listItems("u3")];
+      const reads = proxy.countQueries("FROM items WHERE turn_id");
+      const lists = await Promise.all(["u1", "u2", "u1", "u3"].map((id) => store.listItems(id)));
+      assert.deepEqual(lists, [expected[0], expected[1], expected[0], expected[2]]);
+      assert.equal(reads(), 1);
+      assert.notEqual(lists[0]![0], lists[2]![0], "the same turn's items are objects of each caller's");
+    } finally {
+      await store.close().finally(() => proxy.close());
+    }
+  });
+
   it("finds nothing offered with one read, without the take's transaction", async () => {
     const { store, proxy } = await storeThroughProxy(freshUrl());
     try {
