@@ -180,10 +180,7 @@ export class PostgresStore implements Store {
   /** Threads clients of this node follow, with how many follows each. */
   private readonly followed = new Map<string, number>();
   /** Thread rows asked for together (a thread/started made for each of a node's connections) read in one query. */
-  private readonly threadRows = new BatchedLookup<string, ThreadRow>(async (ids) => {
-    const rows = await this.read<ThreadRow>(`${THREAD_SELECT} WHERE id = ANY($1)`, [ids]);
-    return new Map(rows.map((row) => [row.id, row]));
-  });
+  private readonly threadRows = this.rowsById<ThreadRow>(THREAD_SELECT);
   /** The items (their data) of turns asked for together (a turn's end made for each of a node's connections) read in one query. */
   private readonly itemData = new BatchedLookup<string, string[]>(async (turnIds) => {
     const rows = await this.read<{ turn_id: string; data: string }>(
@@ -199,10 +196,7 @@ export class PostgresStore implements Store {
     return byTurn;
   });
   /** Turn rows asked for together (turn-end notifications of turns that ended at once) read in one query. */
-  private readonly turnRows = new BatchedLookup<string, TurnRow>(async (ids) => {
-    const rows = await this.read<TurnRow>(`SELECT ${TURN_COLUMNS} FROM turns WHERE id = ANY($1)`, [ids]);
-    return new Map(rows.map((row) => [row.id, row]));
-  });
+  private readonly turnRows = this.rowsById<TurnRow>(`SELECT ${TURN_COLUMNS} FROM turns`);
   /** Commands this node forwarded, by id, until their answer arrives. */
   private readonly waiting = new Map<string, WaitingCommand>();
   /** Callers of `committed`, until the events they wait for are committed or dropped. */
@@ -980,6 +974,14 @@ export class PostgresStore implements Store {
   private async rows<R extends object>(sql: string, params: unknown[] = [], threadId?: string, beforeSeq?: number): Promise<R[]> {
     await this.commitOwn(threadId, undefined, beforeSeq);
     return this.read<R>(sql, params);
+  }
+
+  /** Rows of `select` by id: those asked for together are read in one query. */
+  private rowsById<R extends { id: string }>(select: string): BatchedLookup<string, R> {
+    return new BatchedLookup(async (ids) => {
+      const rows = await this.read<R>(`${select} WHERE id = ANY($1)`, [ids]);
+      return new Map(rows.map((row) => [row.id, row]));
+    });
   }
 
   /** A read as the database has it now. */
