@@ -429,12 +429,12 @@ export function checkout(pool: Pool, onError: (error: Error) => void): Promise<P
  * reads only below the oldest transaction still open) and the locks it took, until it ends.
  * Set per connection with SET, not a startup option: PgBouncer in session mode refuses those.
  */
-export async function postgresPool(url: string, opts: { idleInTransactionMs?: number } = {}): Promise<Pool> {
+export async function postgresPool(url: string, opts: { idleInTransactionMs?: number; max?: number } = {}): Promise<Pool> {
   const pg = (await import("pg")).default;
-  const { idleInTransactionMs } = opts;
+  const { idleInTransactionMs, max = 4 } = opts;
   const pool = new pg.Pool({
     connectionString: url,
-    max: 4,
+    max,
     ...CONNECTION_OPTIONS,
     types: {
       getTypeParser: ((oid: number, format?: "text" | "binary") => (oid === 20 ? Number : pg.types.getTypeParser(oid, format))) as never,

@@ -204,6 +204,12 @@ export class PostgresStore implements Store {
 
   private constructor(
     private readonly pool: Pool,
+    /**
+     * The log's own connections: commits, and the feed's reads. Every client's stream waits for
+     * them, and in the shared pool they queued behind reads (with 200 turns starting at once, a
+     * node's 4 connections had 30 reads waiting, and a commit waited up to 290 ms for one).
+     */
+    private readonly logPool: Pool,
     xmin: string,
     private readonly onError: (err: unknown) => void,
     leaseTtlMs: number,
@@ -218,14 +224,16 @@ export class PostgresStore implements Store {
     const leaseTtlMs = opts.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS;
     // A node that hangs that long inside a transaction has lost its lease: it is ended too.
     const pool = await postgresPool(url, { idleInTransactionMs: leaseTtlMs });
+    const logPool = await postgresPool(url, { idleInTransactionMs: leaseTtlMs, max: 2 });
     try {
       await migratePostgres(pool);
       // The feed starts after every transaction that has ended: what they wrote is history.
       const { rows } = await pool.query<{ xmin: string }>("SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS xmin");
       const toStderr = (text: string): void => void process.stderr.write(`switchyard store: ${text}\n`);
       const onError = opts.onError ?? ((err) => toStderr(String(err)));
-      pool.on("error", (err) => onError(err)); // an idle client lost its connection: the pool replaces it
-      const store = new PostgresStore(pool, rows[0]!.xmin, onError, leaseTtlMs);
+      // An idle client lost its connection: the pool replaces it.
+      for (const p of [pool, logPool]) p.on("error", (err) => onError(err));
+      const store = new PostgresStore(pool, logPool, rows[0]!.xmin, onError, leaseTtlMs);
       const feedHold = new FeedHoldWatch(pool, opts.onNotice ?? toStderr);
       store.node = await PostgresNode.join(pool, url, leaseTtlMs, {
         onFeed: () => {
@@ -252,7 +260,7 @@ export class PostgresStore implements Store {
       store.faceState.node = store.node.num;
       return store;
     } catch (error) {
-      await pool.end();
+      await Promise.all([pool.end(), logPool.end()]);
       throw new Error(
         `Cannot open the PostgreSQL store at ${describeDatabase(url)}: ${error instanceof Error ? error.message : String(error)}`,
         {
@@ -357,7 +365,7 @@ export class PostgresStore implements Store {
     let client: PoolClient | undefined;
     let appliedEarlier: RuntimeEvent[] = [];
     try {
-      client = await this.checkout();
+      client = await checkout(this.logPool, (error) => this.onError(error));
       if (this.unanswered.length > 0) appliedEarlier = await this.settleUnanswered(client);
       for (;;) {
         batch = batch.concat(this.pending);
@@ -494,7 +502,7 @@ export class PostgresStore implements Store {
       // `= ANY (SELECT unnest(…))`, not `= ANY($3)`: a subquery's set is hashed once, where the
       // prepared statement's generic plan searches a parameter array row by row (3.3 ms per
       // 2,000 rows with 134 threads, against 0.7).
-      const { rows } = await this.pool.query<FeedRow>(
+      const { rows } = await this.logPool.query<FeedRow>(
         prepared(
           `SELECT xid::text AS xid, gid, seq, thread_id, type, ts, data, CASE WHEN k = n THEN n::int END AS positions
            FROM (
@@ -1204,7 +1212,7 @@ export class PostgresStore implements Store {
       this.answerCommitWaiters(() => true);
       await Promise.all([this.feed.idle(), this.commands.idle(), this.broadcasts.idle()]);
       await this.node.leave();
-      await this.pool.end();
+      await Promise.all([this.pool.end(), this.logPool.end()]);
     }
   }
 }

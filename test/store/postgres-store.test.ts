@@ -103,6 +103,8 @@ interface FaultyProxy {
   loseNextAnswer: (marker?: string, where?: "query" | "answer", meanwhile?: () => Promise<unknown>) => void;
   cutBefore: (marker: string) => void;
   holdNextAnswer: (marker: string) => () => void;
+  /** Every query holding `marker`, and what follows it on its connection, waits until the function returned is called. */
+  holdQueries: (marker: string) => () => void;
   /** From now on, counts the queries sent that hold `marker`: read the count with the function returned. */
   countQueries: (marker: string) => () => number;
   stall: () => void;
@@ -129,6 +131,8 @@ async function faultyProxy(port: number): Promise<FaultyProxy> {
   type Hold = { marker: string; on?: net.Socket; waiting: Array<() => unknown> };
   let hold: Hold | undefined;
   const sockets = new Set<net.Socket>();
+  /** Queries held back: their marker, and the sends of the connections they came on. */
+  const heldQueries: Array<{ marker: string; on: Map<net.Socket, Array<() => unknown>> }> = [];
   const counters: Array<{ marker: string; count: number }> = [];
   const server = net.createServer((client) => {
     const upstream = net.connect(port, "127.0.0.1");
@@ -151,6 +155,8 @@ async function faultyProxy(port: number): Promise<FaultyProxy> {
       }
       if (armed?.where === "query" && armed.markers.some((marker) => holds(chunk, marker))) [armed, trapped] = [undefined, armed];
       for (const counter of counters) if (holds(chunk, counter.marker)) counter.count++;
+      const held = heldQueries.find((h) => h.on.has(client) || holds(chunk, h.marker));
+      if (held) return void held.on.set(client, [...(held.on.get(client) ?? []), () => upstream.write(chunk)]);
       pass(() => upstream.write(chunk));
     });
     upstream.on("data", (chunk: Buffer) => {
@@ -174,6 +180,14 @@ async function faultyProxy(port: number): Promise<FaultyProxy> {
       return () => {
         if (hold === mine) hold = undefined;
         for (const send of mine.waiting) send();
+      };
+    },
+    holdQueries: (marker) => {
+      const mine = { marker, on: new Map<net.Socket, Array<() => unknown>>() };
+      heldQueries.push(mine);
+      return () => {
+        heldQueries.splice(heldQueries.indexOf(mine), 1);
+        for (const sends of mine.on.values()) for (const send of sends) send();
       };
     },
     countQueries: (marker) => {
@@ -991,6 +1005,45 @@ describe("PostgreSQL store", { skip: postgresMissing() }, () => {
       assert.notEqual(lists[0]![0], lists[2]![0], "the same turn's items are objects of each caller's");
     } finally {
       await store.close().finally(() => proxy.close());
+    }
+  });
+
+  it("commits and reads the feed while every pooled connection waits for a read", async () => {
+    const url = freshUrl();
+    const [writer, reader] = [await storeThroughProxy(url), await storeThroughProxy(url)];
+    const releases: Array<() => void> = [];
+    try {
+      writer.store.append({ type: "thread.created", threadId: "t1", data: { thread: makeThread("t1") } });
+      await writer.store.flush();
+      reader.store.follow("t1");
+      const delta = new Promise<void>((resolve) =>
+        reader.store.onCommit((events) => events.some((e) => e.type === "item.delta") && resolve()),
+      );
+      releases.push(writer.proxy.holdQueries("FROM turns WHERE status"), reader.proxy.holdQueries("FROM turns WHERE status"));
+      // More reads than either pool has connections: all of them wait.
+      const reads = [writer.store, reader.store].flatMap((store) => Array.from({ length: 6 }, () => store.listUnfinishedTurns()));
+      writer.store.append({ type: "item.delta", threadId: "t1", data: { turnId: "u1", itemId: "i1", kind: "agentMessage", delta: "Hi" } });
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<string>((resolve) => (timer = setTimeout(() => resolve("waited"), 10_000)));
+      assert.equal(
+        await Promise.race([
+          writer.store
+            .flush()
+            .then(() => delta)
+            .then(() => "delivered"),
+          late,
+        ]),
+        "delivered",
+      );
+      clearTimeout(timer);
+      for (const release of releases.splice(0)) release();
+      assert.deepEqual(
+        await Promise.all(reads),
+        Array.from({ length: 12 }, () => []),
+      );
+    } finally {
+      for (const release of releases) release();
+      for (const { store, proxy } of [writer, reader]) await store.close().finally(() => proxy.close());
     }
   });
 
