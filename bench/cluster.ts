@@ -336,7 +336,7 @@ async function committedHeads(url: string, threads: string[]): Promise<Map<strin
   const pool = await postgresPool(url);
   try {
     const { rows } = await pool.query<{ thread_id: string; head: number }>(
-      "SELECT thread_id, max(seq)::int AS head FROM events WHERE thread_id = ANY($1) GROUP BY thread_id",
+      "SELECT thread_id, max(coalesce(last_seq, seq))::int AS head FROM events WHERE thread_id = ANY($1) GROUP BY thread_id",
       [threads],
     );
     return new Map(rows.map((r) => [r.thread_id, r.head]));
@@ -450,7 +450,10 @@ export async function clusterFailover(kit: BenchKit, how: "kill" | "stop" = "kil
             await tookOver;
             takeovers.push(takenAt - killedAt);
             const endedAsMeant = await ended;
-            const { rows } = await db.query<{ seq: number }>("SELECT seq FROM events WHERE thread_id = $1 ORDER BY seq", [threadId]);
+            const { rows } = await db.query<{ seq: number }>(
+              "SELECT generate_series(seq, coalesce(last_seq, seq))::int AS seq FROM events WHERE thread_id = $1 ORDER BY 1",
+              [threadId],
+            );
             const logged = rows.map((r) => r.seq);
             const contiguous = logged.every((seq, i) => seq === i + 1);
             const inOrder = seqs.every((seq, i) => i === 0 || seq > seqs[i - 1]!);

@@ -349,6 +349,41 @@ BEGIN
   PERFORM switchyard_project(p_writes);
 END $$;
 `,
+  // 15: a thread's consecutive deltas of one item committed together are one row, a run
+  // (postgres-runs.ts): `last_seq` is its last event's seq. switchyard_append and
+  // switchyard_commit take the rows' last seqs.
+  `
+ALTER TABLE events ADD COLUMN last_seq BIGINT;
+DROP FUNCTION switchyard_commit(INTEGER, TEXT[], TEXT[], BIGINT[], TEXT[], BIGINT[], TEXT[], TEXT[], TEXT[], JSONB);
+DROP FUNCTION switchyard_append(INTEGER, TEXT[], BIGINT[], TEXT[], BIGINT[], TEXT[], TEXT[], TEXT[]);
+
+CREATE FUNCTION switchyard_append(p_writer INTEGER, claimed_threads TEXT[], claimed_epochs BIGINT[],
+  p_thread_ids TEXT[], p_seqs BIGINT[], p_last_seqs BIGINT[], p_types TEXT[], p_ts TEXT[], p_data TEXT[]) RETURNS VOID
+LANGUAGE plpgsql AS $$
+DECLARE
+  lost TEXT;
+BEGIN
+  PERFORM pg_advisory_xact_lock_shared(${FENCE_LOCK_CLASS}, p_writer);
+  SELECT json_agg(c.thread_id)::text INTO lost FROM unnest(claimed_threads, claimed_epochs) AS c(thread_id, epoch)
+  WHERE NOT EXISTS (SELECT 1 FROM thread_owners o WHERE o.thread_id = c.thread_id AND o.node = p_writer AND o.epoch = c.epoch);
+  IF lost IS NOT NULL THEN
+    RAISE EXCEPTION 'another node owns %', lost USING ERRCODE = '${FENCED}', DETAIL = lost;
+  END IF;
+  INSERT INTO events (thread_id, seq, last_seq, type, ts, data, writer)
+    SELECT u.thread_id, u.seq, u.last_seq, u.type, u.ts, u.data, p_writer
+    FROM unnest(p_thread_ids, p_seqs, p_last_seqs, p_types, p_ts, p_data) AS u(thread_id, seq, last_seq, type, ts, data);
+  PERFORM pg_notify('${FEED_CHANNEL}', '');
+END $$;
+
+CREATE FUNCTION switchyard_commit(p_writer INTEGER, p_created TEXT[], claimed_threads TEXT[], claimed_epochs BIGINT[],
+  p_thread_ids TEXT[], p_seqs BIGINT[], p_last_seqs BIGINT[], p_types TEXT[], p_ts TEXT[], p_data TEXT[], p_writes JSONB) RETURNS VOID
+LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO thread_owners (thread_id, node, epoch) SELECT unnest(p_created), p_writer, 1 ON CONFLICT DO NOTHING;
+  PERFORM switchyard_append(p_writer, claimed_threads, claimed_epochs, p_thread_ids, p_seqs, p_last_seqs, p_types, p_ts, p_data);
+  PERFORM switchyard_project(p_writes);
+END $$;
+`,
 ];
 
 /** The schema version this binary writes. */

@@ -15,6 +15,7 @@ import { describeDatabase } from "./postgres-url.js";
 import { databaseLost, lookIfLost, unreachable } from "./postgres-errors.js";
 import { prepared } from "./postgres-prepared.js";
 import { arrayInput } from "./postgres-script.js";
+import { eventsAfterSeq, eventsOfRow, MAX_RUN, rowColumns, type LogRow } from "./postgres-runs.js";
 import { COMMAND_CHANNEL, DEFAULT_LEASE_TTL_MS, nodeAlive, PostgresNode, TURN_CHANNEL } from "./postgres-node.js";
 import { PostgresFaceState } from "./postgres-face-state.js";
 import { FeedHoldWatch } from "./feed-holder.js";
@@ -52,8 +53,16 @@ import {
 } from "./store.js";
 
 const THREAD_SELECT = `SELECT ${THREAD_COLUMNS} FROM threads`;
+/** A thread's last seq: its last row's (a run's last event's). */
+const HEAD_SQL = "SELECT coalesce((SELECT coalesce(last_seq, seq) FROM events WHERE thread_id = $1 ORDER BY seq DESC LIMIT 1), 0) AS seq";
+/**
+ * The rows holding the `limit` events after a seq (a thread's seqs have no gaps): a run that
+ * starts up to MAX_RUN - 1 before it may hold the first of them.
+ */
+const ROWS_AFTER = (afterSeq: string, limit: string): string =>
+  `seq > ${afterSeq} - ${MAX_RUN} AND coalesce(last_seq, seq) > ${afterSeq} AND seq <= ${afterSeq} + ${limit}`;
 const TURN_COLUMNS = "id, thread_id, status, started_at, completed_at, token_usage, error, input, model, cancel_reason, diff";
-const EVENT_COLUMNS = "seq, thread_id, type, ts, data";
+const EVENT_COLUMNS = "seq, last_seq, thread_id, type, ts, data";
 
 interface PendingEvent {
   event: RuntimeEvent;
@@ -89,19 +98,8 @@ const COMMAND_TIMEOUT_MS = 10_000;
 /** Answered commands are kept this long (for whoever waits on them), then deleted. */
 const COMMAND_RETENTION = "1 hour";
 
-/** A batch's events as columns (thread ids, seqs, types, times, data), each an array parameter in its input form. */
-function eventColumns(batch: PendingEvent[]): string[] {
-  return [
-    batch.map((p) => p.event.threadId),
-    batch.map((p) => p.event.seq),
-    batch.map((p) => p.event.type),
-    batch.map((p) => p.event.ts),
-    batch.map((p) => p.data),
-  ].map(arrayInput);
-}
-
 /** A row of the feed: an event this node wants, or (`positions` set, no event) the page's last position. */
-type FeedRow = Omit<EventRow, "data"> & { data: string | null; xid: string; gid: number; positions: number | null };
+type FeedRow = Omit<LogRow, "data"> & { data: string | null; xid: string; gid: number; positions: number | null };
 
 /** A node's claim of a thread (see PostgresStore.owned). */
 type Claim = { epoch: number; fromSeq: number; head: number };
@@ -424,7 +422,7 @@ export class PostgresStore implements Store {
     const batch = this.unanswered;
     const { event } = batch[0]!;
     const { rowCount } = await client.query(
-      prepared("SELECT 1 FROM events WHERE thread_id = $1 AND seq = $2 AND writer = $3 AND ts = $4", [
+      prepared("SELECT 1 FROM events WHERE thread_id = $1 AND seq = $2 AND writer = $3 AND split_part(ts, ',', 1) = $4", [
         event.threadId,
         event.seq,
         this.node.num,
@@ -457,17 +455,16 @@ export class PostgresStore implements Store {
     try {
       if (created.length === 0 && writes.length === 0)
         await client.query(
-          prepared("SELECT switchyard_append($1, $2::text[], $3::bigint[], $4::text[], $5::bigint[], $6::text[], $7::text[], $8::text[])", [
-            this.node.num,
-            ...fence,
-            ...eventColumns(batch),
-          ]),
+          prepared(
+            "SELECT switchyard_append($1, $2::text[], $3::bigint[], $4::text[], $5::bigint[], $6::bigint[], $7::text[], $8::text[], $9::text[])",
+            [this.node.num, ...fence, ...rowColumns(batch)],
+          ),
         );
       else
         await client.query(
           prepared(
-            "SELECT switchyard_commit($1, $2::text[], $3::text[], $4::bigint[], $5::text[], $6::bigint[], $7::text[], $8::text[], $9::text[], $10::jsonb)",
-            [this.node.num, arrayInput(created), ...fence, ...eventColumns(batch), JSON.stringify(writes)],
+            "SELECT switchyard_commit($1, $2::text[], $3::text[], $4::bigint[], $5::text[], $6::bigint[], $7::bigint[], $8::text[], $9::text[], $10::text[], $11::jsonb)",
+            [this.node.num, arrayInput(created), ...fence, ...rowColumns(batch), JSON.stringify(writes)],
           ),
         );
       return [];
@@ -504,11 +501,11 @@ export class PostgresStore implements Store {
       // 2,000 rows with 134 threads, against 0.7).
       const { rows } = await this.logPool.query<FeedRow>(
         prepared(
-          `SELECT xid::text AS xid, gid, seq, thread_id, type, ts, data, CASE WHEN k = n THEN n::int END AS positions
+          `SELECT xid::text AS xid, gid, seq, last_seq, thread_id, type, ts, data, CASE WHEN k = n THEN n::int END AS positions
            FROM (
              SELECT page.*, row_number() OVER () AS k, count(*) OVER () AS n
              FROM (
-               SELECT xid, gid, seq, thread_id, type, ts,
+               SELECT xid, gid, seq, last_seq, thread_id, type, ts,
                       CASE WHEN writer IS DISTINCT FROM $4 AND (type <> 'item.delta' OR thread_id = ANY (SELECT unnest($3::text[]))) THEN data END AS data
                FROM events
                WHERE (xid, gid) > ($1::xid8, $2) AND xid < pg_snapshot_xmin(pg_current_snapshot())
@@ -523,7 +520,7 @@ export class PostgresStore implements Store {
       if (!last) break;
       full = last.positions === FEED_PAGE;
       this.cursor = { xid: last.xid, gid: last.gid };
-      const events = rows.flatMap((r) => (r.data !== null ? [toEvent({ ...r, data: r.data })] : []));
+      const events = rows.flatMap((r) => (r.data !== null ? eventsOfRow({ ...r, data: r.data }) : []));
       if (events.length === 0) continue;
       // Another node wrote a thread this one holds, after it claimed it: the other owns it now.
       for (const event of events) if (event.seq > (this.owned.get(event.threadId)?.fromSeq ?? Infinity)) this.lose(event.threadId);
@@ -756,9 +753,7 @@ export class PostgresStore implements Store {
         [threadId, this.node.num],
       ),
     );
-    const head = await client.query<{ seq: number }>(
-      prepared("SELECT coalesce(max(seq), 0) AS seq FROM events WHERE thread_id = $1", [threadId]),
-    );
+    const head = await client.query<{ seq: number }>(prepared(HEAD_SQL, [threadId]));
     return { epoch: claimed.rows[0]!.epoch, fromSeq: head.rows[0]!.seq, head: head.rows[0]!.seq };
   }
 
@@ -1133,8 +1128,8 @@ export class PostgresStore implements Store {
   }
 
   async eventsAfter(threadId: string, afterSeq: number, limit = 10_000): Promise<RuntimeEvent[]> {
-    const sql = `SELECT ${EVENT_COLUMNS} FROM events WHERE thread_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`;
-    return (await this.rows<EventRow>(sql, [threadId, afterSeq, limit], threadId)).map(toEvent);
+    const sql = `SELECT ${EVENT_COLUMNS} FROM events WHERE thread_id = $1 AND ${ROWS_AFTER("$2", "$3")} ORDER BY seq`;
+    return eventsAfterSeq(await this.rows<LogRow>(sql, [threadId, afterSeq, limit], threadId), afterSeq, limit);
   }
 
   async eventsAfterEach(cursors: readonly EventCursor[], limitEach: number): Promise<Map<string, RuntimeEvent[]>> {
@@ -1144,35 +1139,42 @@ export class PostgresStore implements Store {
     // `eventsAfter` makes): a client catching up on a hundred threads read them one query after
     // another, each forcing a commit on a busy node, seconds while it waited. What is not
     // committed yet reaches the client live once it is.
-    const rows = await this.read<EventRow>(
+    const rows = await this.read<LogRow>(
       `SELECT e.*
        FROM unnest($1::text[], $2::bigint[]) AS c(thread_id, after_seq)
        CROSS JOIN LATERAL (
-         SELECT ${EVENT_COLUMNS} FROM events WHERE thread_id = c.thread_id AND seq > c.after_seq ORDER BY seq LIMIT $3) e`,
+         SELECT ${EVENT_COLUMNS} FROM events WHERE thread_id = c.thread_id AND ${ROWS_AFTER("c.after_seq", "$3")} ORDER BY seq) e`,
       [cursors.map((c) => c.threadId), cursors.map((c) => c.afterSeq), limitEach],
     );
-    for (const row of rows) pages.get(row.thread_id)!.push(toEvent(row));
+    const rowsOf = new Map<string, LogRow[]>();
+    for (const row of rows) {
+      const list = rowsOf.get(row.thread_id);
+      if (list) list.push(row);
+      else rowsOf.set(row.thread_id, [row]);
+    }
+    for (const { threadId, afterSeq } of cursors) pages.set(threadId, eventsAfterSeq(rowsOf.get(threadId) ?? [], afterSeq, limitEach));
     return pages;
   }
 
   async lastSeq(threadId: string): Promise<number> {
     const head = this.owned.get(threadId)?.head;
     if (head !== undefined) return head;
-    const [row] = await this.rows<{ seq: number }>(
-      "SELECT coalesce(max(seq), 0) AS seq FROM events WHERE thread_id = $1",
-      [threadId],
-      threadId,
-    );
+    const [row] = await this.rows<{ seq: number }>(HEAD_SQL, [threadId], threadId);
     return row!.seq;
   }
 
   async deltasOf(itemId: string): Promise<string> {
-    const rows = await this.rows<{ data: string }>(
-      `SELECT e.data FROM events e JOIN items i ON i.thread_id = e.thread_id
-       WHERE i.id = $1 AND e.seq >= i.ord AND e.type = 'item.delta' AND e.data::jsonb ->> 'itemId' = $1 ORDER BY e.seq`,
+    // A run's deltas are all of one item: its first names it.
+    const rows = await this.rows<LogRow>(
+      `SELECT e.seq, e.last_seq, e.thread_id, e.type, e.ts, e.data FROM events e JOIN items i ON i.thread_id = e.thread_id
+       WHERE i.id = $1 AND e.seq >= i.ord AND e.type = 'item.delta'
+         AND CASE WHEN e.last_seq IS NULL THEN e.data::jsonb ELSE e.data::jsonb -> 0 END ->> 'itemId' = $1 ORDER BY e.seq`,
       [itemId],
     );
-    return rows.map((r) => parse<{ delta: string }>(r.data).delta).join("");
+    return rows
+      .flatMap(eventsOfRow)
+      .map((event) => (event.data as { delta: string }).delta)
+      .join("");
   }
 
   async hasApprovalRule(workspacePath: string, scopeKey: string): Promise<boolean> {

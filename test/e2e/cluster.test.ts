@@ -151,7 +151,10 @@ describe("a cluster: several app-servers on one PostgreSQL", { skip: postgresMis
   }
 
   async function loggedSeqs(db: Pool, threadId: string): Promise<number[]> {
-    const { rows } = await db.query<{ seq: number }>("SELECT seq FROM events WHERE thread_id = $1 ORDER BY seq", [threadId]);
+    const { rows } = await db.query<{ seq: number }>(
+      "SELECT generate_series(seq, coalesce(last_seq, seq))::int AS seq FROM events WHERE thread_id = $1 ORDER BY 1",
+      [threadId],
+    );
     return rows.map((r) => r.seq);
   }
 

@@ -14,6 +14,7 @@ import { checkout, FENCE_LOCK_CLASS, POSTGRES_SCHEMA_VERSION, postgresPool } fro
 import { describeFeedHolder, feedHolder, FeedHoldWatch, lastingFeedHolder } from "../../src/store/feed-holder.js";
 import { openStore } from "../../src/store/sqlite-store.js";
 import { LogConflictError, type StorageStatus, type Store } from "../../src/store/store.js";
+import type { RuntimeEvent } from "../../src/domain/events.js";
 import { eventually } from "../support/agentcraft.js";
 import { postgresMissing, TestPostgres } from "../support/postgres.js";
 import { agentItem, makeThread, makeTurn, populate } from "../support/store-events.js";
@@ -93,10 +94,16 @@ async function endingProxy(port: number): Promise<{ port: number; close: () => v
   return { port: (proxy.address() as net.AddressInfo).port, close: () => proxy.close() };
 }
 
-/** Takes a database back to schema version 10: what migrations 11 to 14 added goes (13's column with 12's table). */
+/**
+ * Takes a database back to schema version 10: what migrations 11 to 15 added goes (13's column
+ * with 12's table), and switchyard_append gets version 10's signature back (a stand-in: 15
+ * replaces it).
+ */
 const BACK_TO_VERSION_10 =
   "DROP TABLE face_queue_sizes, face_queue_taken; ALTER TABLE thread_commands DROP COLUMN claim; ALTER TABLE face_queue DROP COLUMN token; " +
-  "DROP FUNCTION switchyard_commit, switchyard_project; UPDATE switchyard_schema SET version = 10";
+  "ALTER TABLE events DROP COLUMN last_seq; DROP FUNCTION switchyard_commit, switchyard_project, switchyard_append; " +
+  "CREATE FUNCTION switchyard_append(INTEGER, TEXT[], BIGINT[], TEXT[], BIGINT[], TEXT[], TEXT[], TEXT[]) RETURNS VOID LANGUAGE plpgsql AS 'BEGIN END'; " +
+  "UPDATE switchyard_schema SET version = 10";
 
 interface FaultyProxy {
   port: number;
@@ -599,6 +606,68 @@ describe("PostgreSQL store", { skip: postgresMissing() }, () => {
       assert.deepEqual(seen, ["thread.created", "thread.renamed", "delta:followed", "thread.renamed", "thread.renamed"]);
       assert.equal(reported, 5);
     } finally {
+      await writer.close();
+      await reader.close();
+    }
+  });
+
+  it("keeps a thread's consecutive deltas of one item, committed together, as one row; every read sees each delta as appended", async () => {
+    const url = freshUrl();
+    const [writer, reader] = [await PostgresStore.open(url), await PostgresStore.open(url)];
+    const pool = await postgresPool(url);
+    try {
+      reader.follow("t1");
+      const fed: RuntimeEvent[] = [];
+      const completed = new Promise<void>((resolve) =>
+        reader.onCommit((events) => {
+          fed.push(...events);
+          if (events.some((e) => e.type === "item.completed")) resolve();
+        }),
+      );
+      const delta = (itemId: string, text: string) =>
+        writer.append({ type: "item.delta", threadId: "t1", data: { turnId: "u1", itemId, kind: "agentMessage", delta: text } });
+      const appended: RuntimeEvent[] = [
+        writer.append({ type: "thread.created", threadId: "t1", data: { thread: makeThread("t1") } }),
+        writer.append({ type: "turn.started", threadId: "t1", data: { turn: makeTurn("u1", "t1") } }),
+        writer.append({ type: "item.started", threadId: "t1", data: { item: agentItem("i1", "t1", "u1", "") } }),
+      ];
+      // 300 deltas: a run holds at most 256. Then another item's, then the first's again.
+      for (let i = 0; i < 300; i++) appended.push(delta("i1", `a${i} `));
+      appended.push(delta("i2", "other"));
+      for (const text of ["b", "c"]) appended.push(delta("i1", text));
+      appended.push(writer.append({ type: "item.completed", threadId: "t1", data: { item: agentItem("i1", "t1", "u1", "done", true) } }));
+      await writer.flush();
+      await completed;
+
+      const { rows } = await pool.query<{ seq: number; last_seq: number | null }>(
+        "SELECT seq, last_seq FROM events WHERE thread_id = 't1' ORDER BY seq",
+      );
+      assert.deepEqual(
+        rows.map((r) => [r.seq, r.last_seq]),
+        [
+          [1, null],
+          [2, null],
+          [3, null],
+          [4, 259],
+          [260, 303],
+          [304, null],
+          [305, 306],
+          [307, null],
+        ],
+      );
+      const json = (events: RuntimeEvent[]): unknown => JSON.parse(JSON.stringify(events));
+      assert.deepEqual(json(fed), json(appended), "the other node's feed, each delta with its own time");
+      for (const afterSeq of [0, 3, 4, 100, 258, 259, 260, 305, 306, 307]) {
+        assert.deepEqual(json(await reader.eventsAfter("t1", afterSeq)), json(appended.slice(afterSeq)), `after ${afterSeq}`);
+      }
+      assert.deepEqual(json(await reader.eventsAfter("t1", 100, 5)), json(appended.slice(100, 105)));
+      const each = await reader.eventsAfterEach([{ threadId: "t1", afterSeq: 257 }], 4);
+      assert.deepEqual(json(each.get("t1")!), json(appended.slice(257, 261)));
+      assert.equal(await reader.lastSeq("t1"), 307);
+      const texts = appended.flatMap((e) => (e.type === "item.delta" && e.data.itemId === "i1" ? [e.data.delta] : []));
+      assert.equal(await reader.deltasOf("i1"), texts.join(""));
+    } finally {
+      await pool.end();
       await writer.close();
       await reader.close();
     }
