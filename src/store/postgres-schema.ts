@@ -15,6 +15,18 @@ export const FENCED = "SYF01";
  */
 export const FENCE_LOCK_CLASS = 0x5377_7966;
 
+/**
+ * The start of switchyard_append's body (migrations 9 and 15): the writer's fence lock, shared,
+ * and the epoch of every thread in the batch; one whose owner or epoch moved on fails it (FENCED,
+ * the threads in its detail).
+ */
+const EPOCH_CHECK = `  PERFORM pg_advisory_xact_lock_shared(${FENCE_LOCK_CLASS}, p_writer);
+  SELECT json_agg(c.thread_id)::text INTO lost FROM unnest(claimed_threads, claimed_epochs) AS c(thread_id, epoch)
+  WHERE NOT EXISTS (SELECT 1 FROM thread_owners o WHERE o.thread_id = c.thread_id AND o.node = p_writer AND o.epoch = c.epoch);
+  IF lost IS NOT NULL THEN
+    RAISE EXCEPTION 'another node owns %', lost USING ERRCODE = '${FENCED}', DETAIL = lost;
+  END IF;`;
+
 const MIGRATIONS: readonly string[] = [
   `
 CREATE TABLE events (
@@ -230,12 +242,7 @@ LANGUAGE plpgsql AS $$
 DECLARE
   lost TEXT;
 BEGIN
-  PERFORM pg_advisory_xact_lock_shared(${FENCE_LOCK_CLASS}, p_writer);
-  SELECT json_agg(c.thread_id)::text INTO lost FROM unnest(claimed_threads, claimed_epochs) AS c(thread_id, epoch)
-  WHERE NOT EXISTS (SELECT 1 FROM thread_owners o WHERE o.thread_id = c.thread_id AND o.node = p_writer AND o.epoch = c.epoch);
-  IF lost IS NOT NULL THEN
-    RAISE EXCEPTION 'another node owns %', lost USING ERRCODE = '${FENCED}', DETAIL = lost;
-  END IF;
+${EPOCH_CHECK}
   INSERT INTO events (thread_id, seq, type, ts, data, writer)
     SELECT u.thread_id, u.seq, u.type, u.ts, u.data, p_writer FROM unnest(p_thread_ids, p_seqs, p_types, p_ts, p_data) AS u(thread_id, seq, type, ts, data);
   PERFORM pg_notify('${FEED_CHANNEL}', '');
@@ -363,12 +370,7 @@ LANGUAGE plpgsql AS $$
 DECLARE
   lost TEXT;
 BEGIN
-  PERFORM pg_advisory_xact_lock_shared(${FENCE_LOCK_CLASS}, p_writer);
-  SELECT json_agg(c.thread_id)::text INTO lost FROM unnest(claimed_threads, claimed_epochs) AS c(thread_id, epoch)
-  WHERE NOT EXISTS (SELECT 1 FROM thread_owners o WHERE o.thread_id = c.thread_id AND o.node = p_writer AND o.epoch = c.epoch);
-  IF lost IS NOT NULL THEN
-    RAISE EXCEPTION 'another node owns %', lost USING ERRCODE = '${FENCED}', DETAIL = lost;
-  END IF;
+${EPOCH_CHECK}
   INSERT INTO events (thread_id, seq, last_seq, type, ts, data, writer)
     SELECT u.thread_id, u.seq, u.last_seq, u.type, u.ts, u.data, p_writer
     FROM unnest(p_thread_ids, p_seqs, p_last_seqs, p_types, p_ts, p_data) AS u(thread_id, seq, last_seq, type, ts, data);
