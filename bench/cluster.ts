@@ -9,7 +9,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { monitorEventLoopDelay, performance } from "node:perf_hooks";
 import { FakeModelServer, type ScriptStep } from "../test/support/fake-model-server.js";
 import { modelEnv, text, threadStartParams } from "../test/support/harness.js";
-import { postgresMissing, TestPostgres } from "../test/support/postgres.js";
+import { loggedSeqs, postgresMissing, TestPostgres } from "../test/support/postgres.js";
 import type { Message } from "../test/support/test-client.js";
 import type { BenchConn, BenchKit, BenchRow } from "./backends.js";
 
@@ -450,11 +450,7 @@ export async function clusterFailover(kit: BenchKit, how: "kill" | "stop" = "kil
             await tookOver;
             takeovers.push(takenAt - killedAt);
             const endedAsMeant = await ended;
-            const { rows } = await db.query<{ seq: number }>(
-              "SELECT generate_series(seq, coalesce(last_seq, seq))::int AS seq FROM events WHERE thread_id = $1 ORDER BY 1",
-              [threadId],
-            );
-            const logged = rows.map((r) => r.seq);
+            const logged = await loggedSeqs(db, threadId);
             const contiguous = logged.every((seq, i) => seq === i + 1);
             const inOrder = seqs.every((seq, i) => i === 0 || seq > seqs[i - 1]!);
             if (!endedAsMeant || !contiguous || !inOrder || seqs.at(-1) !== logged.at(-1) || seqs.some((s) => !logged.includes(s)))

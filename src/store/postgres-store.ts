@@ -1133,8 +1133,7 @@ export class PostgresStore implements Store {
   }
 
   async eventsAfterEach(cursors: readonly EventCursor[], limitEach: number): Promise<Map<string, RuntimeEvent[]>> {
-    const pages = new Map(cursors.map(({ threadId }) => [threadId, [] as RuntimeEvent[]]));
-    if (cursors.length === 0) return pages;
+    if (cursors.length === 0) return new Map();
     // One round trip for every thread, and no commit of this node's pending events first (as
     // `eventsAfter` makes): a client catching up on a hundred threads read them one query after
     // another, each forcing a commit on a busy node, seconds while it waited. What is not
@@ -1146,14 +1145,9 @@ export class PostgresStore implements Store {
          SELECT ${EVENT_COLUMNS} FROM events WHERE thread_id = c.thread_id AND ${ROWS_AFTER("c.after_seq", "$3")} ORDER BY seq) e`,
       [cursors.map((c) => c.threadId), cursors.map((c) => c.afterSeq), limitEach],
     );
-    const rowsOf = new Map<string, LogRow[]>();
-    for (const row of rows) {
-      const list = rowsOf.get(row.thread_id);
-      if (list) list.push(row);
-      else rowsOf.set(row.thread_id, [row]);
-    }
-    for (const { threadId, afterSeq } of cursors) pages.set(threadId, eventsAfterSeq(rowsOf.get(threadId) ?? [], afterSeq, limitEach));
-    return pages;
+    const rowsOf = new Map(cursors.map(({ threadId }) => [threadId, [] as LogRow[]]));
+    for (const row of rows) rowsOf.get(row.thread_id)!.push(row);
+    return new Map(cursors.map(({ threadId, afterSeq }) => [threadId, eventsAfterSeq(rowsOf.get(threadId)!, afterSeq, limitEach)]));
   }
 
   async lastSeq(threadId: string): Promise<number> {

@@ -9,7 +9,7 @@ import path from "node:path";
 import type { Pool } from "pg";
 import { runCli, tempDir } from "../support/server-process.js";
 import { eventually } from "../support/agentcraft.js";
-import { postgresMissing, TestPostgres } from "../support/postgres.js";
+import { loggedSeqs, postgresMissing, TestPostgres } from "../support/postgres.js";
 import { startBalancer } from "../support/tcp-balancer.js";
 import { FENCE_LOCK_CLASS, postgresPool } from "../../src/store/postgres-schema.js";
 import { SwitchyardClient, type RpcError } from "../../src/client/index.js";
@@ -148,14 +148,6 @@ describe("a cluster: several app-servers on one PostgreSQL", { skip: postgresMis
     const { rows } = await db.query<{ status: string }>("SELECT status FROM turns WHERE id = $1", [turnId]);
     assert.deepEqual(rows, [{ status: "cancelled" }]);
     assert.doesNotMatch(node.serverLog(), /handing running turns over/);
-  }
-
-  async function loggedSeqs(db: Pool, threadId: string): Promise<number[]> {
-    const { rows } = await db.query<{ seq: number }>(
-      "SELECT generate_series(seq, coalesce(last_seq, seq))::int AS seq FROM events WHERE thread_id = $1 ORDER BY 1",
-      [threadId],
-    );
-    return rows.map((r) => r.seq);
   }
 
   it("streams a turn to a watcher on another node: the same events, in order, none missing or repeated", async () => {

@@ -7,7 +7,7 @@ import os from "node:os";
 import { after, afterEach, before, describe, it } from "node:test";
 import { spawnSync } from "node:child_process";
 import { CLI_PATH, runCli, tempDir } from "../support/server-process.js";
-import { postgresMissing, TestPostgres } from "../support/postgres.js";
+import { loggedSeqs, postgresMissing, TestPostgres } from "../support/postgres.js";
 import { POSTGRES_SCHEMA_VERSION, postgresPool } from "../../src/store/postgres-schema.js";
 import { itemsOf, ModelScript, startTypedHarness } from "../support/typed-harness.js";
 import { eventually } from "../support/agentcraft.js";
@@ -79,12 +79,8 @@ describe("app-server --store postgres://", { skip: postgresMissing() }, () => {
       assert.equal(end.method, "turn/completed");
 
       const pool = await postgresPool(url);
-      const { rows } = await pool.query<{ seq: number }>(
-        "SELECT generate_series(seq, coalesce(last_seq, seq))::int AS seq FROM events WHERE thread_id = $1 ORDER BY 1",
-        [threadId],
-      );
+      const logged = await loggedSeqs(pool, threadId);
       await pool.end();
-      const logged = rows.map((r) => r.seq);
       assert.deepEqual(
         logged,
         logged.map((_, i) => i + 1),

@@ -7,6 +7,7 @@ import { createHash } from "node:crypto";
 import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import type { Pool } from "pg";
 import { freePort } from "./ports.js";
 
 /** The directory of PostgreSQL's server programs, or undefined when none is installed. */
@@ -135,3 +136,12 @@ export function testStoreEnv(dataDir: string): Record<string, string> {
 }
 
 const createdDatabases = new Set<string>();
+
+/** A thread's seqs as the events table holds them, in order (a run of deltas counts each). */
+export async function loggedSeqs(db: Pool, threadId: string): Promise<number[]> {
+  const { rows } = await db.query<{ seq: number }>(
+    "SELECT generate_series(seq, coalesce(last_seq, seq))::int AS seq FROM events WHERE thread_id = $1 ORDER BY 1",
+    [threadId],
+  );
+  return rows.map((r) => r.seq);
+}
